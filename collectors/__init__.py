@@ -1,0 +1,1 @@
+"""Collectors: each owns one data source and returns frozen snapshots. No UI code here."""

@@ -1,0 +1,94 @@
+"""What every collector returns and how the polling engine talks to it.
+
+A collector knows one data source (a ProxySQL admin table, a MySQL server, /proc/diskstats)
+and nothing of the UI. ``collect(handle)`` returns plain, immutable data; the engine wraps it
+in a :class:`Snapshot` stamped with the monotonic time it was taken and how long it took.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional, Tuple
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One reading of one collector."""
+
+    collector: str
+    data: Any
+    taken_at: float  # time.monotonic() when the reading finished
+    duration: float  # seconds the reading took
+    wall_time: float = field(default_factory=time.time)
+    error: Optional[str] = None  # a query-level error in one plain line (the source may be fine)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows of a query result, mapped by column name (never by position: versions differ)."""
+
+    columns: Tuple[str, ...]
+    rows: Tuple[tuple, ...]
+
+    def dicts(self):
+        return [dict(zip(self.columns, row)) for row in self.rows]
+
+    def has(self, column: str) -> bool:
+        return column in self.columns
+
+
+class CollectorError(Exception):
+    """A reading failed in a way that concerns only this collector (not the connection)."""
+
+
+class Source:
+    """Something collectors read from: a connection, or the local host.
+
+    ``connect()`` returns the handle given to each collector's ``collect``; it raises on
+    failure and the engine retries with backoff. ``is_connection_error(exc)`` tells a broken
+    connection (reconnect) from a failed query (report it, keep the connection).
+    """
+
+    name = "source"
+    description = ""
+
+    def connect(self) -> Any:
+        return None
+
+    def close(self, handle: Any) -> None:
+        pass
+
+    def is_connection_error(self, exc: BaseException) -> bool:
+        return False
+
+    def describe_error(self, exc: BaseException) -> str:
+        return str(exc) or exc.__class__.__name__
+
+
+class HostSource(Source):
+    """The machine proxytop runs on: nothing to connect to."""
+
+    name = "host"
+    description = "this host"
+
+
+class Collector:
+    """Base of all collectors.
+
+    Subclasses set ``name``, ``source`` (a Source name), the intervals, and implement
+    ``collect``. ``history`` is how many snapshots the engine keeps (2 are enough for rates;
+    more for sparklines).
+    """
+
+    name = "collector"
+    source = "host"
+    default_interval = 1.0
+    min_interval = 0.5
+    history = 2
+
+    def collect(self, handle: Any) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError

@@ -1,0 +1,59 @@
+"""Collectors that read ProxySQL's admin interface.
+
+Each query names exactly one table, in lower case (ProxySQL refreshes a stats table only when
+its exact name appears in the query text), and never a ``*_reset`` table. Values stay text, as
+ProxySQL sends them; screens convert by column name.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+from proxytop.collectors.base import Collector, Table
+
+PROXYSQL = "proxysql"
+
+
+class TableCollector(Collector):
+    """Reads ``select * from <table>``: one table per query, all columns mapped by name."""
+
+    source = PROXYSQL
+    table = ""
+    needs_admin = False  # the read-only stats user can't read runtime_* / configuration tables
+
+    def collect(self, session) -> Optional[Table]:
+        if self.needs_admin and not session.is_admin:
+            return None  # "needs an admin user": shown by the screen, no failing query sent
+        return session.query(f"select * from {self.table}")
+
+
+class GlobalStatus(Collector):
+    """stats_mysql_global as {Variable_Name: Variable_Value}: cheap, feeds the header too."""
+
+    name = "proxysql.global"
+    source = PROXYSQL
+    default_interval = 1.0
+    min_interval = 0.5
+
+    def collect(self, session) -> Dict[str, str]:
+        table = session.query("select * from stats_mysql_global")
+        name_at = table.columns.index("Variable_Name")
+        value_at = table.columns.index("Variable_Value")
+        return {row[name_at]: row[value_at] for row in table.rows}
+
+
+class ConnectionPool(TableCollector):
+    name = "proxysql.connection_pool"
+    table = "stats_mysql_connection_pool"
+    default_interval = 1.0
+    min_interval = 0.5
+
+
+class RuntimeServers(TableCollector):
+    """runtime_mysql_servers: weight, max_connections, comment. Configuration changes rarely,
+    so it is read slowly."""
+
+    name = "proxysql.runtime_servers"
+    table = "runtime_mysql_servers"
+    needs_admin = True
+    default_interval = 10.0
+    min_interval = 5.0

@@ -1,0 +1,187 @@
+"""Connections to ProxySQL's admin interface through PyMySQL.
+
+Every value ProxySQL sends is text; we ask PyMySQL for bytes and decode them ourselves with
+replacement, so a query with invalid UTF-8 in the processlist can't break a collector.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+from typing import FrozenSet, Optional, Tuple
+
+import pymysql
+
+from proxytop import errors
+from proxytop.collectors.base import Source, Table
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 3.0
+_RESET_TABLE = re.compile(r"\w+_reset\b", re.IGNORECASE)
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where and as whom to connect. The password is never shown (repr hides it)."""
+
+    host: str = "127.0.0.1"
+    port: int = 6032
+    user: str = "admin"
+    password: str = field(default="admin", repr=False)
+    socket: Optional[str] = None
+    timeout: float = DEFAULT_TIMEOUT
+
+    @property
+    def label(self) -> str:
+        return self.socket if self.socket else f"{self.host}:{self.port}"
+
+
+def parse_version(text: Optional[str]) -> Optional[Tuple[int, int, int]]:
+    """'2.7.2-14-g5cc418b' -> (2, 7, 2).
+
+    >>> parse_version("2.7.2-14-g5cc418b"), parse_version("v1.4.16"), parse_version("x")
+    ((2, 7, 2), (1, 4, 16), None)
+    """
+    match = _VERSION.match(text or "")
+    return tuple(int(p) for p in match.groups()) if match else None
+
+
+def _decode(value):
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "replace")
+    return value
+
+
+def open_mysql(endpoint: Endpoint, database: Optional[str] = None) -> pymysql.connections.Connection:
+    """A PyMySQL connection with connect/read/write timeouts, returning raw bytes."""
+    kwargs = dict(
+        user=endpoint.user,
+        password=endpoint.password,
+        connect_timeout=endpoint.timeout,
+        read_timeout=endpoint.timeout,
+        write_timeout=endpoint.timeout,
+        use_unicode=False,
+        charset="utf8mb4",
+        autocommit=True,
+        database=database,
+    )
+    if endpoint.socket:
+        kwargs["unix_socket"] = endpoint.socket
+    else:
+        kwargs["host"] = endpoint.host
+        kwargs["port"] = endpoint.port
+    return pymysql.connect(**kwargs)
+
+
+def run_query(conn, sql: str) -> Table:
+    """Run one plain query (no prepared statements: ProxySQL admin has none)."""
+    with conn.cursor() as cursor:
+        cursor.execute(sql)
+        columns = tuple(_decode(d[0]) for d in (cursor.description or ()))
+        rows = tuple(tuple(_decode(v) for v in row) for row in cursor.fetchall())
+    return Table(columns, rows)
+
+
+@dataclass
+class AdminSession:
+    """An open admin connection plus what was learnt about the server when it opened."""
+
+    conn: object
+    endpoint: Endpoint
+    version_text: str = ""
+    version: Optional[Tuple[int, int, int]] = None
+    tables: FrozenSet[str] = frozenset()
+    opened_at: float = field(default_factory=time.monotonic)
+    queries: int = 0
+
+    @property
+    def is_admin(self) -> bool:
+        """Admin users see runtime_* and configuration tables; the stats user does not."""
+        return "runtime_mysql_servers" in self.tables or "mysql_servers" in self.tables
+
+    def has_table(self, name: str) -> bool:
+        return name in self.tables
+
+    def query(self, sql: str) -> Table:
+        if _RESET_TABLE.search(sql):
+            # Reading a *_reset table zeroes ProxySQL's counters for everybody.
+            raise errors.UnsafeQuery("it names a *_reset table")
+        self.queries += 1
+        return run_query(self.conn, sql)
+
+    def execute(self, sql: str) -> None:
+        """The one write proxytop makes (after the user confirms): a KILL CONNECTION."""
+        self.queries += 1
+        with self.conn.cursor() as cursor:
+            cursor.execute(sql)
+
+
+def open_admin(endpoint: Endpoint) -> AdminSession:
+    conn = open_mysql(endpoint)
+    try:
+        session = AdminSession(conn=conn, endpoint=endpoint)
+        identify(session)
+        return session
+    except BaseException:
+        try:
+            conn.close()
+        except Exception:
+            pass
+        raise
+
+
+def identify(session: AdminSession) -> None:
+    """Check this is a ProxySQL admin interface; learn its version and readable tables."""
+    try:
+        comment = run_query(session.conn, "select @@version_comment limit 1")
+        text = comment.rows[0][0] if comment.rows else ""
+    except pymysql.err.MySQLError as exc:
+        code, message = (exc.args + (None, ""))[:2]
+        if "ProxySQL Admin Error" in str(message):
+            text = "(ProxySQL Admin Module)"  # only ProxySQL answers with such an error
+        else:
+            raise
+    if "ProxySQL" not in (text or ""):
+        server = getattr(session.conn, "server_version", "") or "unknown server"
+        raise errors.NotProxySQLAdmin(f"server says {text or server!r}")
+    version = run_query(session.conn, "select @@version")
+    session.version_text = version.rows[0][0] if version.rows else ""
+    session.version = parse_version(session.version_text)
+    tables = run_query(session.conn, "SHOW TABLES")
+    session.tables = frozenset(row[0] for row in tables.rows)
+    if "runtime_mysql_servers" in session.tables:
+        stats = run_query(session.conn, "SHOW TABLES FROM stats")
+        session.tables = session.tables | frozenset(row[0] for row in stats.rows)
+
+
+class ProxySQLSource(Source):
+    """The ProxySQL admin connection all ProxySQL collectors share (queries are serialized
+    inside ProxySQL anyway)."""
+
+    name = "proxysql"
+
+    def __init__(self, endpoint: Endpoint):
+        self.endpoint = endpoint
+        self.description = f"ProxySQL {endpoint.label}"
+        self.session: Optional[AdminSession] = None  # the latest session, for the header
+
+    def connect(self) -> AdminSession:
+        session = open_admin(self.endpoint)
+        self.session = session
+        log.info("connected to %s as %s, version %s", self.endpoint.label, self.endpoint.user, session.version_text)
+        return session
+
+    def close(self, handle: AdminSession) -> None:
+        try:
+            handle.conn.close()
+        except Exception:
+            pass
+
+    def is_connection_error(self, exc: BaseException) -> bool:
+        return errors.is_connection_error(exc)
+
+    def describe_error(self, exc: BaseException) -> str:
+        return errors.describe(exc, password=self.endpoint.password)

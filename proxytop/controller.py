@@ -1,0 +1,372 @@
+"""The UI's state and what each key does to it. No curses here, no I/O: actions change state,
+tell the engine what to poll, or hand a confirmed task to the engine's worker threads."""
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from proxytop import filters, keys, table
+from proxytop.options import step_interval
+from proxytop.screens.base import Confirm, DataView, Detail, Screen
+
+HEADER_COLLECTOR = "proxysql.global"
+MESSAGE_SECONDS = 6.0
+
+
+class Controller:
+    def __init__(self, engine, screens: Sequence[Screen], config, clock=time.monotonic):
+        self.engine = engine
+        self.screens = list(screens)
+        self.config = config
+        self.clock = clock
+        self.view = DataView(engine, config)
+        self.index = self._screen_index(config.screen if config else "connpool")
+        self.tables = {s.key: s.initial_state() for s in self.screens}
+        self.intervals: Dict[str, float] = {}
+        self.cursor_id: Dict[str, object] = {}
+        self.cursor: Dict[str, int] = {s.key: 0 for s in self.screens}
+        self.scroll: Dict[str, int] = {s.key: 0 for s in self.screens}
+        self.mode = "table"  # table | filter | help | detail | confirm
+        self.input = ""
+        self.message: Optional[Tuple[str, str, float]] = None
+        self.detail: Optional[Detail] = None
+        self.detail_scroll = 0
+        self.help_scroll = 0
+        self.confirm: Optional[Confirm] = None
+        self.quit_requested = False
+        self.page_rows = 10  # set by the renderer from the terminal height
+        self._rows: List[dict] = []
+        self.total_rows = 0
+        self._rows_token = None
+        delay = config.delay if config else 1.0
+        for screen in self.screens:
+            self.intervals[screen.key] = max(delay, self.minimum_interval(screen))
+
+    # ----- the current screen ---------------------------------------------------------------
+    def _screen_index(self, key: str) -> int:
+        for i, screen in enumerate(self.screens):
+            if screen.key == key:
+                return i
+        return 0
+
+    @property
+    def screen(self) -> Screen:
+        return self.screens[self.index]
+
+    @property
+    def state(self) -> table.TableState:
+        return self.tables[self.screen.key]
+
+    def minimum_interval(self, screen: Screen) -> float:
+        minimums = [self.engine.collector(n).min_interval for n in screen.active_collectors()
+                    if self.engine.collector(n) is not None]
+        return max(minimums, default=0.5)
+
+    def screen_uses_proxysql(self) -> bool:
+        sources = {getattr(self.engine.collector(n), "source", None) for n in self.screen.active_collectors()}
+        return "proxysql" in sources or not self.screen.built
+
+    def interval(self) -> float:
+        return self.intervals[self.screen.key]
+
+    def activate(self) -> None:
+        """Poll only what the visible screen needs, plus the header's cheap collector."""
+        screen = self.screen
+        names = list(screen.active_collectors())
+        interval = self.interval()
+        for name in names:
+            collector = self.engine.collector(name)
+            if collector is None:
+                continue
+            # Slow collectors (configuration tables, memory metrics) keep their own longer pace.
+            if collector.default_interval > 1.0:
+                self.engine.set_interval(name, max(collector.default_interval, interval))
+            else:
+                self.engine.set_interval(name, interval)
+        if self.engine.collector(HEADER_COLLECTOR) is not None:
+            self.engine.set_interval(HEADER_COLLECTOR, interval)
+            names.append(HEADER_COLLECTOR)
+        self.engine.set_active(names)
+        self._rows_token = None
+
+    # ----- rows -----------------------------------------------------------------------------
+    def rows(self) -> List[dict]:
+        """The current screen's rows, arranged; recomputed only when data or state changed."""
+        screen = self.screen
+        names = screen.active_collectors()
+        token = (screen.key, self.state, tuple(sorted(screen.options.items())),
+                 tuple(id(self.engine.latest(n)) for n in names))
+        if token != self._rows_token:
+            raw = screen.rows(self.view)
+            self.total_rows = len(raw)
+            self._rows = screen.arrange(raw, self.state)
+            self._rows_token = token
+            self._follow_cursor()
+        return self._rows
+
+    def _follow_cursor(self) -> None:
+        """Keep the cursor on the same row (by id) when rows move after a refresh or a sort."""
+        key = self.screen.key
+        wanted = self.cursor_id.get(key)
+        if wanted is not None:
+            for i, row in enumerate(self._rows):
+                if row.get("_id") == wanted:
+                    self.cursor[key] = i
+                    return
+        self.cursor[key] = min(self.cursor[key], max(0, len(self._rows) - 1))
+        self._remember_cursor()
+
+    def _remember_cursor(self) -> None:
+        key = self.screen.key
+        if self._rows and 0 <= self.cursor[key] < len(self._rows):
+            self.cursor_id[key] = self._rows[self.cursor[key]].get("_id")
+
+    def selected_row(self) -> Optional[dict]:
+        rows = self.rows()
+        index = self.cursor[self.screen.key]
+        return rows[index] if 0 <= index < len(rows) else None
+
+    # ----- messages -------------------------------------------------------------------------
+    def say(self, text: str, style: str = "message") -> None:
+        self.message = (" ".join(str(text).split()), style, self.clock() + MESSAGE_SECONDS)
+
+    def current_message(self) -> Optional[Tuple[str, str]]:
+        if self.message and self.message[2] > self.clock():
+            return self.message[0], self.message[1]
+        return None
+
+    # ----- keys -----------------------------------------------------------------------------
+    def bindings(self) -> List[keys.Binding]:
+        """Screen keys first (they may override a global one), then the global table."""
+        return list(self.screen.bindings) + list(keys.GLOBAL_BINDINGS)
+
+    def handle_key(self, ch) -> bool:
+        name = keys.key_name(ch)
+        if self.mode == "filter":
+            return self._filter_key(name, ch)
+        if self.mode == "help":
+            return self._help_key(name)
+        if self.mode == "detail":
+            return self._detail_key(name)
+        if self.mode == "confirm":
+            return self._confirm_key(name)
+        binding = keys.lookup(self.screen.bindings, name)
+        if binding is not None:
+            getattr(self.screen, "action_" + binding.action)(self)
+            self._rows_token = None
+            return True
+        binding = keys.lookup(keys.GLOBAL_BINDINGS, name)
+        if binding is None:
+            return False
+        handler = getattr(self, "do_" + binding.action)
+        if binding.action == "goto_screen":
+            handler(int(name) - 1)
+        else:
+            handler()
+        return True
+
+    # global actions
+    def do_quit(self):
+        self.quit_requested = True
+
+    def do_help(self):
+        self.mode = "help"
+        self.help_scroll = 0
+
+    def do_redraw(self):
+        self._rows_token = None
+
+    def do_next_screen(self):
+        self.switch((self.index + 1) % len(self.screens))
+
+    def do_previous_screen(self):
+        self.switch((self.index - 1) % len(self.screens))
+
+    def do_goto_screen(self, index: int):
+        if 0 <= index < len(self.screens):
+            self.switch(index)
+
+    def switch(self, index: int) -> None:
+        if index != self.index:
+            self.index = index
+            self.mode = "table"
+            self.activate()
+
+    def _set_state(self, state: table.TableState) -> None:
+        self.tables[self.screen.key] = state
+        self._rows_token = None
+
+    def do_sort_next(self):
+        columns = self.screen.columns
+        if columns:
+            self._set_state(self.state.with_sort(table.next_sort_key(columns, self.state.sort_key, +1)))
+            self.say(f"sorted by {self._title(self.state.sort_key)}")
+
+    def do_sort_previous(self):
+        columns = self.screen.columns
+        if columns:
+            self._set_state(self.state.with_sort(table.next_sort_key(columns, self.state.sort_key, -1)))
+            self.say(f"sorted by {self._title(self.state.sort_key)}")
+
+    def do_sort_reverse(self):
+        self._set_state(self.state.with_sort(self.state.sort_key, not self.state.descending))
+
+    def _title(self, key: str) -> str:
+        for column in self.screen.columns:
+            if column.key == key:
+                return column.title
+        return key
+
+    def do_filter(self):
+        self.mode = "filter"
+        self.input = self.state.filter.text
+
+    def do_clear_filter(self):
+        self._set_state(replace(self.state, filter=filters.EMPTY))
+        self.say("filter cleared")
+
+    def do_faster(self):
+        self._step_interval(-1)
+
+    def do_slower(self):
+        self._step_interval(+1)
+
+    def _step_interval(self, direction: int) -> None:
+        minimum = self.minimum_interval(self.screen)
+        new = step_interval(self.interval(), direction, minimum)
+        self.intervals[self.screen.key] = new
+        self.activate()
+        if direction < 0 and new == minimum and minimum > 0.5:
+            self.say(f"interval {new:g}s: the minimum for this screen")
+        else:
+            self.say(f"interval {new:g}s")
+
+    def do_pause(self):
+        if self.engine.paused:
+            self.engine.resume()
+            self.say("resumed")
+        else:
+            self.engine.pause()
+            self.say("paused: data frozen, press p to resume")
+
+    def _move(self, delta: int) -> None:
+        rows = self.rows()
+        key = self.screen.key
+        if not rows:
+            return
+        self.cursor[key] = max(0, min(len(rows) - 1, self.cursor[key] + delta))
+        self._remember_cursor()
+
+    def do_up(self):
+        self._move(-1)
+
+    def do_down(self):
+        self._move(+1)
+
+    def do_page_up(self):
+        self._move(-self.page_rows)
+
+    def do_page_down(self):
+        self._move(+self.page_rows)
+
+    def do_top(self):
+        self._move(-10**9)
+
+    def do_bottom(self):
+        self._move(+10**9)
+
+    def do_open(self):
+        row = self.selected_row()
+        if row is None or row.get("_kind") == "subtotal":
+            return
+        detail = self.screen.detail(row, self.view)
+        if detail is None:
+            self.say("this screen has no detail view")
+            return
+        self.detail = detail
+        self.detail_scroll = 0
+        self.mode = "detail"
+
+    def do_back(self):
+        self.mode = "table"
+
+    def ask(self, confirm: Confirm) -> None:
+        """Screens call this for the one write proxytop makes: nothing runs until 'y'."""
+        self.confirm = confirm
+        self.mode = "confirm"
+
+    # ----- modes ----------------------------------------------------------------------------
+    def _filter_key(self, name: str, ch) -> bool:
+        if name == "ESC":
+            self.mode = "table"
+            self.say("filter unchanged")
+        elif name == "ENTER":
+            try:
+                parsed = filters.parse(self.input, self.screen.columns)
+            except filters.FilterError as exc:
+                self.say(str(exc), "error")  # stay in the input: nothing typed is lost
+                return True
+            self._set_state(replace(self.state, filter=parsed))
+            self.mode = "table"
+            self.cursor[self.screen.key] = 0
+        elif name == "BACKSPACE" or name == "KEY_BACKSPACE" or name == "KEY_DC":
+            self.input = self.input[:-1]
+        elif name == "^U":
+            self.input = ""
+        elif name == "^C":
+            self.quit_requested = True
+        else:
+            text = ch if isinstance(ch, str) else (chr(ch) if isinstance(ch, int) and 32 <= ch < 127 else "")
+            if text and text.isprintable():
+                self.input += text
+        return True
+
+    def _help_key(self, name: str) -> bool:
+        if name in ("KEY_DOWN", "KEY_NPAGE"):
+            self.help_scroll += 1 if name == "KEY_DOWN" else self.page_rows
+        elif name in ("KEY_UP", "KEY_PPAGE"):
+            self.help_scroll = max(0, self.help_scroll - (1 if name == "KEY_UP" else self.page_rows))
+        elif name in ("q", "^C"):
+            self.quit_requested = True
+        else:
+            self.mode = "table"
+        return True
+
+    def _detail_key(self, name: str) -> bool:
+        if name in ("ESC", "BACKSPACE", "KEY_LEFT"):
+            self.mode = "table"
+            self.detail = None
+        elif name == "KEY_DOWN":
+            self.detail_scroll += 1
+        elif name == "KEY_UP":
+            self.detail_scroll = max(0, self.detail_scroll - 1)
+        elif name == "KEY_NPAGE":
+            self.detail_scroll += self.page_rows
+        elif name == "KEY_PPAGE":
+            self.detail_scroll = max(0, self.detail_scroll - self.page_rows)
+        elif name in ("KEY_HOME", "g"):
+            self.detail_scroll = 0
+        elif name in ("q", "^C"):
+            self.quit_requested = True
+        return True
+
+    def _confirm_key(self, name: str) -> bool:
+        confirm = self.confirm
+        if name in ("y", "Y") and confirm is not None:
+            self.say("sending\u2026")
+
+            def done(error: Optional[str]) -> None:
+                if error:
+                    self.say(error, "error")
+                else:
+                    self.say(confirm.done_message)
+
+            self.engine.submit(confirm.source, confirm.action, done)
+        elif name == "^C":
+            self.quit_requested = True
+        else:
+            self.say("cancelled: nothing was sent")
+        self.confirm = None
+        self.mode = "table"
+        return True

@@ -1,0 +1,317 @@
+"""The polling engine: collectors run here, off the UI thread.
+
+One worker thread per source (the ProxySQL admin connection, each MySQL server, the host), so
+a slow or dead server only ever delays its own collectors. Only *active* collectors poll — the
+visible screen's and the header's — so hidden screens put no load on ProxySQL. The UI reads
+the latest snapshots and the sources' states and never waits on I/O.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable, Deque, Dict, Iterable, List, Optional, Tuple
+
+from proxytop.collectors.base import Collector, Snapshot, Source
+
+log = logging.getLogger(__name__)
+
+BACKOFF_STEPS = (1.0, 2.0, 4.0, 8.0, 10.0)
+
+
+def backoff_delay(failures: int) -> float:
+    """Seconds to wait after the n-th consecutive failure (1, 2, 4, 8, then 10 s at most).
+
+    >>> [backoff_delay(n) for n in (1, 2, 3, 4, 5, 9)]
+    [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+    """
+    index = min(max(failures, 1), len(BACKOFF_STEPS)) - 1
+    return BACKOFF_STEPS[index]
+
+
+@dataclass(frozen=True)
+class SourceState:
+    """What the UI says about a source: connected, or why not and when it retries."""
+
+    name: str
+    connected: bool = False
+    connecting: bool = True
+    error: Optional[str] = None
+    retry_at: Optional[float] = None  # monotonic time of the next attempt
+    failures: int = 0
+    since: float = 0.0
+
+    def retry_in(self, now: float) -> Optional[float]:
+        if self.retry_at is None:
+            return None
+        return max(0.0, self.retry_at - now)
+
+
+class Engine:
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._sources: Dict[str, Source] = {}
+        self._collectors: Dict[str, Collector] = {}
+        self._history: Dict[str, Deque[Snapshot]] = {}
+        self._errors: Dict[str, Tuple[str, float]] = {}
+        self._intervals: Dict[str, float] = {}
+        self._next_due: Dict[str, float] = {}
+        self._states: Dict[str, SourceState] = {}
+        self._wake: Dict[str, threading.Event] = {}
+        self._threads: Dict[str, threading.Thread] = {}
+        self._active: frozenset = frozenset()
+        self._paused = False
+        self._stopping = False
+        self._started = False
+        self._tasks: Dict[str, Deque[Tuple[Callable, Callable]]] = {}
+
+    # ----- set-up ---------------------------------------------------------------------------
+    def add_source(self, source: Source) -> None:
+        with self._lock:
+            if source.name in self._sources:
+                return
+            self._sources[source.name] = source
+            self._states[source.name] = SourceState(source.name, since=self._clock())
+            self._wake[source.name] = threading.Event()
+            self._tasks[source.name] = deque()
+        if self._started:
+            self._start_worker(source.name)
+
+    def add_collector(self, collector: Collector) -> None:
+        with self._lock:
+            if collector.name in self._collectors:
+                return
+            self._collectors[collector.name] = collector
+            self._history[collector.name] = deque(maxlen=max(2, collector.history))
+            self._intervals[collector.name] = max(collector.default_interval, collector.min_interval)
+            self._next_due[collector.name] = 0.0
+
+    def collector(self, name: str) -> Optional[Collector]:
+        return self._collectors.get(name)
+
+    def source(self, name: str) -> Optional[Source]:
+        return self._sources.get(name)
+
+    def start(self) -> None:
+        self._started = True
+        for name in list(self._sources):
+            self._start_worker(name)
+
+    def stop(self, timeout: float = 0.5) -> None:
+        """Ask every worker to stop. Workers are daemons: a hung server can't delay exit."""
+        self._stopping = True
+        for event in self._wake.values():
+            event.set()
+        deadline = self._clock() + timeout
+        for thread in list(self._threads.values()):
+            thread.join(max(0.0, deadline - self._clock()))
+
+    # ----- what the UI changes --------------------------------------------------------------
+    def set_active(self, names: Iterable[str]) -> None:
+        """Only these collectors poll from now on; newly active ones poll at once."""
+        names = frozenset(n for n in names if n in self._collectors)
+        with self._lock:
+            newly = names - self._active
+            self._active = names
+            for name in newly:
+                self._next_due[name] = 0.0
+        self._wake_sources_of(newly)
+
+    @property
+    def active(self) -> frozenset:
+        return self._active
+
+    def set_interval(self, name: str, seconds: float) -> float:
+        """Set a collector's interval, clamped to its minimum; returns the interval in effect."""
+        collector = self._collectors[name]
+        effective = max(float(seconds), collector.min_interval)
+        with self._lock:
+            old = self._intervals[name]
+            self._intervals[name] = effective
+            # Re-plan from the last reading so a shorter interval takes effect right away.
+            last = self._history[name][-1].taken_at if self._history[name] else 0.0
+            self._next_due[name] = min(self._next_due[name], last + effective)
+        if effective < old:
+            self._wake_sources_of([name])
+        return effective
+
+    def interval(self, name: str) -> float:
+        return self._intervals[name]
+
+    def pause(self) -> None:
+        self._paused = True
+
+    def resume(self) -> None:
+        self._paused = False
+        for event in self._wake.values():
+            event.set()
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    def submit(self, source_name: str, task: Callable, done: Callable[[Optional[str]], None]) -> None:
+        """Run ``task(handle)`` on the source's worker (the UI thread never does I/O);
+        ``done(error_line_or_None)`` is called there afterwards."""
+        with self._lock:
+            self._tasks[source_name].append((task, done))
+        self._wake[source_name].set()
+
+    # ----- what the UI reads ----------------------------------------------------------------
+    def latest(self, name: str) -> Optional[Snapshot]:
+        history = self._history.get(name)
+        return history[-1] if history else None
+
+    def history(self, name: str) -> Tuple[Snapshot, ...]:
+        with self._lock:
+            return tuple(self._history.get(name, ()))
+
+    def last_two(self, name: str) -> Tuple[Optional[Snapshot], Optional[Snapshot]]:
+        """(previous, current): what rates are computed from."""
+        with self._lock:
+            history = self._history.get(name)
+            if not history:
+                return None, None
+            if len(history) == 1:
+                return None, history[-1]
+            return history[-2], history[-1]
+
+    def error(self, name: str) -> Optional[str]:
+        entry = self._errors.get(name)
+        return entry[0] if entry else None
+
+    def state(self, source_name: str) -> Optional[SourceState]:
+        return self._states.get(source_name)
+
+    def states(self) -> List[SourceState]:
+        return list(self._states.values())
+
+    def now(self) -> float:
+        return self._clock()
+
+    # ----- the workers ----------------------------------------------------------------------
+    def _wake_sources_of(self, names: Iterable[str]) -> None:
+        for name in names:
+            collector = self._collectors.get(name)
+            if collector is not None and collector.source in self._wake:
+                self._wake[collector.source].set()
+
+    def _start_worker(self, name: str) -> None:
+        if name in self._threads:
+            return
+        thread = threading.Thread(target=self._run, args=(name,), name=f"poll-{name}", daemon=True)
+        self._threads[name] = thread
+        thread.start()
+
+    def _set_state(self, name: str, **changes) -> None:
+        with self._lock:
+            old = self._states[name]
+            values = {**old.__dict__, **changes}
+            self._states[name] = SourceState(**values)
+
+    def _active_of(self, source_name: str) -> List[Collector]:
+        active = self._active
+        return [c for c in self._collectors.values() if c.source == source_name and c.name in active]
+
+    def _run(self, source_name: str) -> None:
+        source = self._sources[source_name]
+        wake = self._wake[source_name]
+        handle = None
+        connected = False
+        failures = 0
+        while not self._stopping:
+            collectors = self._active_of(source_name)
+            if self._paused or not collectors:
+                wake.wait(0.5)
+                wake.clear()
+                continue
+            if not connected:
+                self._set_state(source_name, connecting=True)
+                try:
+                    handle = source.connect()
+                except Exception as exc:  # any failure is reported in one line and retried
+                    failures += 1
+                    delay = backoff_delay(failures)
+                    message = source.describe_error(exc)
+                    log.info("%s: %s (retry in %.0fs)", source_name, message, delay)
+                    self._set_state(source_name, connected=False, connecting=False, error=message,
+                                    failures=failures, retry_at=self._clock() + delay)
+                    self._sleep_until(wake, self._clock() + delay)
+                    continue
+                connected = True
+                failures = 0
+                self._set_state(source_name, connected=True, connecting=False, error=None,
+                                failures=0, retry_at=None, since=self._clock())
+            lost = self._run_tasks(source, handle) or self._poll_due(source, handle, collectors)
+            if lost is not None:
+                source.close(handle)
+                handle, connected = None, False
+                failures += 1
+                delay = backoff_delay(failures)
+                self._set_state(source_name, connected=False, connecting=False, error=lost,
+                                failures=failures, retry_at=self._clock() + delay)
+                self._sleep_until(wake, self._clock() + delay)
+                continue
+            next_due = min((self._next_due[c.name] for c in self._active_of(source_name)), default=None)
+            timeout = 0.5 if next_due is None else max(0.005, min(0.5, next_due - self._clock()))
+            wake.wait(timeout)
+            wake.clear()
+        if handle is not None:
+            source.close(handle)
+
+    def _sleep_until(self, wake: threading.Event, deadline: float) -> None:
+        """Wait for a retry deadline; a wake-up (e.g. on quit) only ends it early when stopping."""
+        while not self._stopping:
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                return
+            wake.wait(min(remaining, 0.5))
+            wake.clear()
+
+    def _run_tasks(self, source: Source, handle) -> Optional[str]:
+        tasks = self._tasks[source.name]
+        while tasks:
+            with self._lock:
+                task, done = tasks.popleft()
+            try:
+                task(handle)
+            except Exception as exc:
+                message = source.describe_error(exc)
+                done(message)
+                if source.is_connection_error(exc):
+                    return message
+                continue
+            done(None)
+        return None
+
+    def _poll_due(self, source: Source, handle, collectors: List[Collector]) -> Optional[str]:
+        """Run the due collectors; returns an error line if the connection was lost."""
+        for collector in collectors:
+            if self._stopping or self._paused:
+                return None
+            name = collector.name
+            if self._next_due[name] > self._clock():
+                continue
+            started = self._clock()
+            try:
+                data = collector.collect(handle)
+            except Exception as exc:
+                message = source.describe_error(exc)
+                if source.is_connection_error(exc):
+                    log.info("%s: connection lost in %s: %s", source.name, name, message)
+                    return message
+                log.info("%s: %s", name, message)
+                with self._lock:
+                    self._errors[name] = (message, self._clock())
+                    self._next_due[name] = started + self._intervals[name]
+                continue
+            finished = self._clock()
+            snapshot = Snapshot(collector=name, data=data, taken_at=finished, duration=finished - started)
+            with self._lock:
+                self._history[name].append(snapshot)
+                self._errors.pop(name, None)
+                self._next_due[name] = started + self._intervals[name]
+        return None

@@ -1,0 +1,96 @@
+"""Turn any failure into one plain line a DBA can act on. Never includes a password."""
+from __future__ import annotations
+
+import errno
+import socket
+from typing import Optional
+
+import pymysql
+
+# MySQL client error codes that mean the connection itself is gone.
+CONNECTION_ERRNOS = {2002, 2003, 2005, 2006, 2011, 2013, 2014, 2026, 2055}
+
+
+class NotProxySQLAdmin(Exception):
+    """The server answered but is not a ProxySQL admin interface."""
+
+
+class UnsafeQuery(Exception):
+    """A query proxytop refuses to send (e.g. one naming a *_reset table)."""
+
+
+def _code_and_text(exc: BaseException):
+    args = getattr(exc, "args", ())
+    if len(args) >= 2 and isinstance(args[0], int):
+        return args[0], str(args[1])
+    return None, str(exc)
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """A broken or unusable connection (reconnect), as opposed to a failed query."""
+    if isinstance(exc, (NotProxySQLAdmin, ConnectionError, socket.timeout, TimeoutError, OSError)):
+        return True
+    if isinstance(exc, pymysql.err.InterfaceError):
+        return True
+    if isinstance(exc, pymysql.err.OperationalError):
+        code, text = _code_and_text(exc)
+        if code in CONNECTION_ERRNOS:
+            return True
+        if code == 1045 and "ProxySQL Admin Error" not in text:
+            return True
+        if code == 1040:
+            return True
+    return False
+
+
+def describe(exc: BaseException, target: str = "", password: Optional[str] = None) -> str:
+    """One line: what went wrong, in words, with the target it concerns."""
+    message = _describe(exc, target)
+    if password:
+        message = message.replace(password, "***")
+    return " ".join(message.split())
+
+
+def _prefix(target: str) -> str:
+    return f"{target}: " if target else ""
+
+
+def _describe(exc: BaseException, target: str) -> str:
+    where = _prefix(target)
+    if isinstance(exc, NotProxySQLAdmin):
+        return f"{where}not a ProxySQL admin interface ({exc})"
+    if isinstance(exc, UnsafeQuery):
+        return f"{where}refused to send query: {exc}"
+    code, text = _code_and_text(exc)
+    lowered = text.lower()
+    if isinstance(exc, (socket.timeout, TimeoutError)) or "timed out" in lowered:
+        return f"{where}timeout: the server did not answer in time"
+    if code == 1045 and "proxysql admin error" in lowered:
+        detail = text.split("ProxySQL Admin Error:", 1)[-1].strip()
+        return f"{where}ProxySQL admin error: {detail}"
+    if code == 1045:
+        return f"{where}access denied: {text}"
+    if code == 1040 and "locally" in lowered:
+        return f"{where}this user can only connect locally (use a second admin credential remotely)"
+    if code == 1205:
+        return f"{where}ProxySQL admin database is locked, will retry"
+    if code in (2003, 2002) or isinstance(exc, OSError):
+        if "refused" in lowered or getattr(exc, "errno", None) == errno.ECONNREFUSED:
+            return f"{where}connection refused (is ProxySQL running and listening there?)"
+        if "name or service not known" in lowered or "nodename nor servname" in lowered \
+                or "temporary failure in name resolution" in lowered or "errno -2]" in lowered \
+                or "errno -3]" in lowered or "errno -5]" in lowered:
+            return f"{where}unknown host"
+        if "no such file" in lowered:
+            return f"{where}socket file not found"
+        if "permission denied" in lowered:
+            return f"{where}permission denied"
+        if "no route" in lowered or "unreachable" in lowered:
+            return f"{where}host unreachable"
+        return f"{where}cannot connect: {text}"
+    if code in (2006, 2013, 2014) or isinstance(exc, pymysql.err.InterfaceError):
+        return f"{where}connection lost"
+    if code is not None:
+        return f"{where}server error {code}: {text}"
+    name = exc.__class__.__name__
+    return f"{where}{name}: {text}" if text else f"{where}{name}"

@@ -1,0 +1,86 @@
+"""Key bindings are data: one table drives the handlers, the footer hints and the help screen."""
+from __future__ import annotations
+
+import curses
+from dataclasses import dataclass
+from typing import Iterable, Optional, Sequence, Tuple, Union
+
+Key = Union[str, int]
+
+
+@dataclass(frozen=True)
+class Binding:
+    keys: Tuple[str, ...]  # key names as produced by key_name()
+    action: str  # controller method do_<action>, or screen method action_<action>
+    help: str  # one line in the help screen
+    hint: str = ""  # short label in the footer ("" = not in the footer)
+
+
+# Names for keys that are not printable characters.
+_SPECIAL = {9: "TAB", 10: "ENTER", 13: "ENTER", 27: "ESC", 3: "^C", 12: "^L", 127: "BACKSPACE", 8: "BACKSPACE"}
+
+
+def key_name(ch: Key) -> str:
+    """A curses key code (or character) as a binding name: 'q', 'TAB', 'KEY_UP', '^C'."""
+    if isinstance(ch, str):
+        return _SPECIAL.get(ord(ch), ch) if len(ch) == 1 else ch
+    if ch in _SPECIAL:
+        return _SPECIAL[ch]
+    if ch == getattr(curses, "KEY_ENTER", 343):
+        return "ENTER"
+    if ch in (getattr(curses, "KEY_BACKSPACE", 263),):
+        return "BACKSPACE"
+    if 32 <= ch < 127:
+        return chr(ch)
+    if 0 <= ch < 32:
+        return "^" + chr(ch + 64)
+    try:
+        name = curses.keyname(ch).decode("ascii", "replace")
+    except (ValueError, curses.error):
+        return f"KEY_{ch}"
+    return name
+
+
+def lookup(bindings: Iterable[Binding], name: str) -> Optional[Binding]:
+    for binding in bindings:
+        if name in binding.keys:
+            return binding
+    return None
+
+
+def display(name: str) -> str:
+    pretty = {"KEY_UP": "\u2191", "KEY_DOWN": "\u2193", "KEY_PPAGE": "PgUp", "KEY_NPAGE": "PgDn",
+              "KEY_HOME": "Home", "KEY_END": "End", "KEY_BTAB": "S-Tab", "TAB": "Tab", "ENTER": "Enter",
+              "ESC": "Esc", " ": "Space", "KEY_LEFT": "\u2190", "KEY_RIGHT": "\u2192"}
+    return pretty.get(name, name)
+
+
+def describe(binding: Binding) -> str:
+    return "/".join(display(k) for k in binding.keys)
+
+
+GLOBAL_BINDINGS: Sequence[Binding] = (
+    Binding(("q", "^C"), "quit", "quit proxytop", "q quit"),
+    Binding(("?", "h"), "help", "this help (generated from the key table)", "? help"),
+    Binding(("TAB",), "next_screen", "next screen"),
+    Binding(("KEY_BTAB",), "previous_screen", "previous screen"),
+    Binding(("1", "2", "3", "4", "5", "6", "7"), "goto_screen", "go to screen N", "1-7 screens"),
+    Binding(("s",), "sort_next", "sort by the next column", "s sort"),
+    Binding(("r",), "sort_reverse", "reverse the sort order", "r rev"),
+    Binding((">",), "sort_next", "move the sort column right"),
+    Binding(("<",), "sort_previous", "move the sort column left"),
+    Binding(("/", "l"), "filter", "filter: text, col:regex, col>N, col<N (terms AND-ed)", "/ filter"),
+    Binding(("\\",), "clear_filter", "clear the filter"),
+    Binding(("+", "="), "faster", "shorter refresh interval", "+/- interval"),
+    Binding(("-",), "slower", "longer refresh interval"),
+    Binding(("p", " "), "pause", "pause / resume polling", "p pause"),
+    Binding(("KEY_UP",), "up", "move the cursor up"),
+    Binding(("KEY_DOWN",), "down", "move the cursor down"),
+    Binding(("KEY_PPAGE",), "page_up", "page up"),
+    Binding(("KEY_NPAGE",), "page_down", "page down"),
+    Binding(("KEY_HOME", "g"), "top", "first row"),
+    Binding(("KEY_END", "G"), "bottom", "last row"),
+    Binding(("ENTER",), "open", "details of the selected row (where the screen has them)"),
+    Binding(("ESC",), "back", "close a detail view, help or the filter input"),
+    Binding(("^L",), "redraw", "redraw the screen"),
+)

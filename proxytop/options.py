@@ -1,0 +1,195 @@
+"""Command-line options and where each setting comes from.
+
+Precedence for the ProxySQL admin connection: command line > environment
+(PROXYTOP_ADMIN_PASSWORD) > defaults file (-f: group [proxysqladmin], then [proxytop], the
+later winning) > built-in defaults (127.0.0.1:6032, admin/admin).
+"""
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+
+import pymysql.optionfile
+
+from proxytop import __version__
+from proxytop.connection import DEFAULT_TIMEOUT, Endpoint
+
+PROMPT = object()  # -p given without a value
+DEFAULTS_GROUPS = ("proxysqladmin", "proxytop")
+SCREEN_NAMES = ("connpool", "queryrules", "glostat", "proclist", "comcount", "innodb", "iostat")
+INTERVAL_LADDER = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
+
+
+class OptionError(Exception):
+    """A bad setting found after parsing (e.g. in the defaults file): usage error, exit 2."""
+
+
+@dataclass(frozen=True)
+class Config:
+    endpoint: Endpoint
+    delay: float = 1.0
+    screen: str = "connpool"
+    color: bool = True
+    log_file: Optional[str] = None
+    args: Any = None  # the parsed namespace, for screen-specific options
+    origins: Mapping[str, str] = field(default_factory=dict)  # setting -> where it came from
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not (0.1 <= value <= 3600):
+        raise argparse.ArgumentTypeError("the interval must be between 0.1 and 3600 seconds")
+    return value
+
+
+def port_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a port number") from None
+    if not (1 <= value <= 65535):
+        raise argparse.ArgumentTypeError("a port is between 1 and 65535")
+    return value
+
+
+def screen_name(text: str) -> str:
+    wanted = text.lower()
+    for name in SCREEN_NAMES:
+        if name == wanted or name.startswith(wanted):
+            return name
+    raise argparse.ArgumentTypeError(f"unknown screen '{text}' (choose from {', '.join(SCREEN_NAMES)})")
+
+
+# Screens with options of their own add them here (see screens/*.add_arguments).
+ARGUMENT_HOOKS: List[Callable[[argparse.ArgumentParser], None]] = []
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="proxytop",
+        description="A top-like terminal monitor for ProxySQL and the MySQL servers behind it.",
+        epilog="Connection settings: command line > PROXYTOP_ADMIN_PASSWORD > defaults file > built-in defaults.",
+    )
+    admin = parser.add_argument_group("ProxySQL admin interface")
+    admin.add_argument("-H", "--host", help="admin host (default 127.0.0.1)")
+    admin.add_argument("-P", "--port", type=port_number, help="admin port (default 6032)")
+    admin.add_argument("-u", "--user", help="admin user (default admin)")
+    admin.add_argument("-p", "--password", nargs="?", const=PROMPT,
+                       help="admin password (default admin); -p alone prompts for it")
+    admin.add_argument("-S", "--socket", help="admin UNIX socket instead of host and port")
+    admin.add_argument("-f", "--defaults-file", metavar="FILE",
+                       help="option file to read: group [proxysqladmin], then [proxytop]")
+    admin.add_argument("--connect-timeout", type=positive_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                       help=f"connect/read/write timeout (default {DEFAULT_TIMEOUT:g})")
+    display = parser.add_argument_group("display")
+    display.add_argument("-d", "--delay", type=positive_seconds, metavar="SECONDS",
+                         help="initial refresh interval (default 1; fractions allowed)")
+    display.add_argument("--screen", type=screen_name, metavar="NAME",
+                         help=f"start screen: {', '.join(SCREEN_NAMES)}")
+    display.add_argument("--no-color", action="store_true", help="no colours (also when NO_COLOR is set)")
+    display.add_argument("--log-file", metavar="FILE", help="write a debug log to FILE")
+    parser.add_argument("--version", action="version", version=f"proxytop {__version__}")
+    for hook in ARGUMENT_HOOKS:
+        hook(parser)
+    return parser
+
+
+def read_defaults_file(path: str) -> Dict[str, str]:
+    """Settings from an option file via PyMySQL's own parser; later groups win."""
+    expanded = os.path.expanduser(path)
+    if not os.path.isfile(expanded):
+        raise OptionError(f"defaults file not found: {path}")
+    parser = pymysql.optionfile.Parser()
+    try:
+        with open(expanded, encoding="utf-8", errors="replace") as handle:
+            parser.read_file(handle)
+    except Exception as exc:
+        raise OptionError(f"cannot read defaults file {path}: {exc.__class__.__name__}") from None
+    settings: Dict[str, str] = {}
+    for group in DEFAULTS_GROUPS:
+        if parser.has_section(group):
+            for key in ("host", "port", "user", "password", "socket"):
+                if parser.has_option(group, key):
+                    settings[key] = parser.get(group, key)
+    return settings
+
+
+def resolve(args: argparse.Namespace, environ: Mapping[str, str],
+            prompt: Callable[[str], str] = getpass.getpass) -> Config:
+    """Merge the sources of each setting by precedence into one Config."""
+    from_file = read_defaults_file(args.defaults_file) if args.defaults_file else {}
+    origins: Dict[str, str] = {}
+
+    def pick(name, given, default, env_name=None):
+        if given is not None and given is not PROMPT:
+            origins[name] = "command line"
+            return given
+        if env_name and environ.get(env_name):
+            origins[name] = "environment"
+            return environ[env_name]
+        if name in from_file:
+            origins[name] = "defaults file"
+            return from_file[name]
+        origins[name] = "default"
+        return default
+
+    host = pick("host", args.host, "127.0.0.1")
+    port_text = pick("port", args.port, 6032)
+    try:
+        port = port_number(str(port_text))
+    except argparse.ArgumentTypeError as exc:
+        raise OptionError(f"port in defaults file: {exc}") from None
+    user = pick("user", args.user, "admin")
+    if args.password is PROMPT:
+        password = prompt("ProxySQL admin password: ")
+        origins["password"] = "prompt"
+    else:
+        password = pick("password", args.password, "admin", "PROXYTOP_ADMIN_PASSWORD")
+    socket_path = pick("socket", args.socket, None)
+    endpoint = Endpoint(host=host, port=port, user=user, password=password, socket=socket_path,
+                        timeout=args.connect_timeout)
+    color = not args.no_color and not environ.get("NO_COLOR")
+    return Config(
+        endpoint=endpoint,
+        delay=args.delay if args.delay is not None else 1.0,
+        screen=args.screen or "connpool",
+        color=color,
+        log_file=args.log_file,
+        args=args,
+        origins=origins,
+    )
+
+
+def parse(argv: Optional[Sequence[str]], environ: Mapping[str, str],
+          prompt: Callable[[str], str] = getpass.getpass) -> Config:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return resolve(args, environ, prompt)
+    except OptionError as exc:
+        parser.error(str(exc))
+        raise  # unreachable: parser.error exits with status 2
+
+
+def step_interval(current: float, direction: int, minimum: float = 0.0) -> float:
+    """Next interval along the ladder (direction -1 faster, +1 slower), never below minimum.
+
+    >>> step_interval(1.0, -1), step_interval(1.0, +1), step_interval(60, +1), step_interval(0.5, -1, 2.0)
+    (0.5, 2.0, 60.0, 2.0)
+    >>> step_interval(3.0, +1), step_interval(3.0, -1)
+    (5.0, 2.0)
+    """
+    ladder = list(INTERVAL_LADDER)
+    if direction > 0:
+        candidates = [v for v in ladder if v > current + 1e-9]
+        value = candidates[0] if candidates else ladder[-1]
+    else:
+        candidates = [v for v in ladder if v < current - 1e-9]
+        value = candidates[-1] if candidates else ladder[0]
+    return max(value, minimum)

@@ -1,0 +1,155 @@
+"""What a screen is: declared columns plus pure functions from snapshots to rows.
+
+A screen never does I/O. It names the collectors it needs; the app registers them with the
+engine and activates them while the screen is visible. ``rows()`` and ``notes()`` read
+snapshots through a :class:`DataView` and return plain data that the table model sorts,
+filters and lays out — for the curses screen and the non-interactive output alike.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from proxytop.collectors.base import Collector, Snapshot, Source
+from proxytop.keys import Binding
+from proxytop.table import Column, Row, TableState
+
+
+class DataView:
+    """Read-only access to the engine's snapshots for a screen's pure functions."""
+
+    def __init__(self, engine, config=None):
+        self._engine = engine
+        self.config = config
+
+    def latest(self, name: str) -> Optional[Snapshot]:
+        return self._engine.latest(name)
+
+    def pair(self, name: str) -> Tuple[Optional[Snapshot], Optional[Snapshot]]:
+        return self._engine.last_two(name)
+
+    def history(self, name: str) -> Tuple[Snapshot, ...]:
+        return self._engine.history(name)
+
+    def error(self, name: str) -> Optional[str]:
+        return self._engine.error(name)
+
+    def state(self, source: str):
+        return self._engine.state(source)
+
+    def source(self, name: str) -> Optional[Source]:
+        return self._engine.source(name)
+
+    def now(self) -> float:
+        return self._engine.now()
+
+
+def seconds_between(previous: Optional[Snapshot], current: Optional[Snapshot]) -> Optional[float]:
+    """Δt between two snapshots, from their monotonic stamps."""
+    if previous is None or current is None:
+        return None
+    elapsed = current.taken_at - previous.taken_at
+    return elapsed if elapsed > 0 else None
+
+
+@dataclass(frozen=True)
+class Detail:
+    """A drill-down view: a title and lines of (text, style) segments, scrollable."""
+
+    title: str
+    lines: Tuple[Tuple[Tuple[str, Optional[str]], ...], ...]
+
+
+@dataclass(frozen=True)
+class Confirm:
+    """A yes/no question; ``action`` runs (on the engine's source thread) only on yes."""
+
+    question: Tuple[str, ...]
+    source: str
+    action: Callable[[Any], Any]
+    done_message: str = "done"
+
+
+class Screen:
+    """Base class. Subclasses declare the class attributes and override what they need."""
+
+    key = "screen"  # --screen NAME
+    title = "Screen"  # tab title
+    columns: Sequence[Column] = ()
+    default_sort: Tuple[str, bool] = ("", False)  # (column key, descending)
+    tiebreak: Sequence[str] = ()
+    group_key: Optional[str] = None
+    bindings: Sequence[Binding] = ()  # screen-only keys; actions are methods named action_<name>
+    default_interval = 1.0
+    built = True
+
+    def __init__(self, config=None):
+        self.config = config
+        self.options: Dict[str, Any] = {}  # per-screen toggles (e.g. show idle sessions)
+
+    # --- what the app asks once -------------------------------------------------------------
+    def sources(self) -> List[Source]:
+        """Sources this screen needs beyond the ProxySQL admin connection and the host."""
+        return []
+
+    def collectors(self) -> List[Collector]:
+        return []
+
+    def attach(self, engine) -> None:
+        """Called once after the collectors are registered (e.g. to add sources later)."""
+
+    # --- what the app asks every refresh ----------------------------------------------------
+    def active_collectors(self) -> List[str]:
+        """Names of the collectors that must poll while this screen is visible."""
+        return [c.name for c in self._collector_cache()]
+
+    def _collector_cache(self) -> List[Collector]:
+        if not hasattr(self, "_collectors_made"):
+            self._collectors_made = self.collectors()
+        return self._collectors_made
+
+    def rows(self, view: DataView) -> List[Row]:
+        return []
+
+    def notes(self, view: DataView) -> List[Sequence[Tuple[str, Optional[str]]]]:
+        """Lines shown above the table (summaries, what needs an admin user)."""
+        return []
+
+    def subtotal_label(self, group) -> Tuple[str, str]:
+        return (self.columns[0].key, f"{group} total")
+
+    def arrange(self, rows: Sequence[Row], state: TableState) -> List[Row]:
+        from proxytop.table import arrange
+
+        return arrange(rows, self.columns, state, self.group_key,
+                       self.subtotal_label if self.group_key else None, self.tiebreak)
+
+    def detail(self, row: Row, view: DataView) -> Optional[Detail]:
+        """Enter on a row: a drill-down, or None when the screen has none."""
+        return None
+
+    def initial_state(self) -> TableState:
+        key, descending = self.default_sort
+        return TableState(sort_key=key or (self.columns[0].key if self.columns else ""), descending=descending)
+
+    def status(self, view: DataView) -> Optional[str]:
+        """A one-line problem with this screen's data (e.g. a collector's error)."""
+        for collector in self._collector_cache():
+            message = view.error(collector.name)
+            if message:
+                return message
+        return None
+
+
+class Placeholder(Screen):
+    """A screen that is not built yet says so instead of pretending."""
+
+    built = False
+
+    def __init__(self, key: str, title: str, config=None):
+        super().__init__(config)
+        self.key = key
+        self.title = title
+
+    def notes(self, view: DataView):
+        return [((f"The {self.title} screen is not available in this version of proxytop.", "dim"),)]

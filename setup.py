@@ -1,0 +1,42 @@
+from setuptools import setup
+
+from pathlib import Path
+import re
+
+HERE = Path(__file__).parent
+VERSION = re.search(r'__version__ = "([^"]+)"', (HERE / "proxytop" / "__init__.py").read_text()).group(1)
+
+setup(
+    name="proxytop",
+    version=VERSION,
+    description="A top-like terminal monitor for ProxySQL and the MySQL servers behind it",
+    long_description=(HERE / "README.md").read_text(encoding="utf-8") if (HERE / "README.md").exists() else "",
+    long_description_content_type="text/markdown",
+    license="GPL-3.0-or-later",
+    python_requires=">=3.9",
+    # screens/ and collectors/ live at the top of the repository but install inside the
+    # proxytop package, so nothing generic lands in site-packages.
+    packages=["proxytop", "proxytop.screens", "proxytop.collectors"],
+    package_dir={
+        "proxytop": "proxytop",
+        "proxytop.screens": "screens",
+        "proxytop.collectors": "collectors",
+    },
+    package_data={"proxytop": ["data/*"]},
+    install_requires=[
+        "npyscreen>=5.0.4",
+        "PyMySQL>=1.0",
+        "psutil>=5.8",
+        "rich>=12",
+    ],
+    extras_require={
+        "test": ["pytest>=7", "pyte>=0.8", "hypothesis>=6"],
+    },
+    entry_points={"console_scripts": ["proxytop = proxytop.cli:main"]},
+    classifiers=[
+        "Environment :: Console :: Curses",
+        "Programming Language :: Python :: 3",
+        "Topic :: Database",
+        "Topic :: System :: Monitoring",
+    ],
+)

@@ -1,0 +1,553 @@
+"""A ProxySQL admin interface test double.
+
+A real MySQL-protocol server (handshake, mysql_native_password, COM_QUERY, text result sets)
+on a local port, answering from SQLite like ProxySQL does, with the tables and time series
+recorded from a real ProxySQL 2.7.2 (tests/data/proxysql-2.7.2.jsonl.gz).
+
+Quirks reproduced: every value is sent as text (VAR_STRING); SQLite errors come back as errno
+1045 "ProxySQL Admin Error: ..."; a stats table is refreshed only when its exact (lower-case)
+name is in the query and is emptied after each query; only the first of several statements
+runs; the read-only ``stats`` user sees only the stats tables; KILL CONNECTION works for admin
+users only, KILL QUERY is a syntax error.
+
+Replay: each query that names a time-series table gets that table's next recorded state, so
+counters move and rates appear. Tests can stop the double, make it hang (accept and never
+answer), bring it back, present ProxySQL 1.4's column set, and transform any table.
+
+Run it by hand: ``python -m tests.proxysql_double --port 6032``.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import re
+import socket
+import sqlite3
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+RECORDING = os.path.join(os.path.dirname(__file__), "data", "proxysql-2.7.2.jsonl.gz")
+
+# capability flags we announce (no SSL, no CONNECT_ATTRS, no DEPRECATE_EOF: classic EOF packets)
+CAPABILITIES = (1 | 2 | 4 | 8 | 0x200 | 0x2000 | 0x8000 | 0x10000 | 0x20000 | 0x80000)
+CLIENT_CONNECT_WITH_DB = 8
+VAR_STRING = 253
+
+USERS = {  # user -> (password, kind)
+    "admin": ("admin", "admin"),
+    "radmin": ("radmin", "admin"),
+    "stats": ("stats", "stats"),
+}
+
+# Column sets of ProxySQL 1.4, derived from 2.7's by dropping what 1.4 lacks.
+COLUMNS_1_4_DROPPED = {
+    "stats_mysql_connection_pool": {"MaxConnUsed", "Queries_GTID_sync"},
+    "mysql_query_rules": {"cache_empty_result", "cache_timeout", "gtid_from_hostgroup", "attributes"},
+    "runtime_mysql_query_rules": {"cache_empty_result", "cache_timeout", "gtid_from_hostgroup", "attributes"},
+    "stats_mysql_processlist": {"status_flags", "extended_info"},
+    "mysql_servers": {"gtid_port"},
+    "runtime_mysql_servers": {"gtid_port"},
+}
+
+Rows = List[list]
+Transform = Callable[[List[str], Rows], Tuple[List[str], Rows]]
+
+
+# ----- the recording -------------------------------------------------------------------------
+@dataclass
+class Recording:
+    """Answers of the real ProxySQL: fixed ones (by query text and user) and time series."""
+
+    fixed: Dict[Tuple[str, str], dict] = field(default_factory=dict)
+    series: Dict[str, List[Tuple[List[str], Rows]]] = field(default_factory=dict)
+    create: Dict[str, str] = field(default_factory=dict)  # table -> CREATE TABLE from SHOW CREATE TABLE
+
+    @classmethod
+    def load(cls, path: str = RECORDING) -> "Recording":
+        rec = cls()
+        select_all = re.compile(r"^select \* from ([a-z_.]+)( order by .*)?$")
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            for line in handle:
+                entry = json.loads(line)
+                sql, user = entry["sql"], entry["user"]
+                rec.fixed.setdefault((user, sql), entry)
+                if sql.startswith("SHOW CREATE TABLE") and entry.get("rows"):
+                    table, ddl = entry["rows"][0]
+                    rec.create[table] = ddl
+                match = select_all.match(sql)
+                if match and user == "admin" and "rows" in entry:
+                    name = match.group(1).split(".")[-1]
+                    rec.series.setdefault(name, []).append((entry["columns"], entry["rows"]))
+        return rec
+
+
+def _sqlite_value(value):
+    """Numbers stored as numbers so that ORDER BY and comparisons behave like ProxySQL's INT columns."""
+    if isinstance(value, str) and re.fullmatch(r"-?\d{1,18}", value):
+        return int(value)
+    return value
+
+
+def _text(value) -> Optional[bytes]:
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).encode("utf-8")
+
+
+# ----- the MySQL protocol ---------------------------------------------------------------------
+def lenenc_int(n: int) -> bytes:
+    if n < 251:
+        return bytes([n])
+    if n < 1 << 16:
+        return b"\xfc" + struct.pack("<H", n)
+    if n < 1 << 24:
+        return b"\xfd" + struct.pack("<I", n)[:3]
+    return b"\xfe" + struct.pack("<Q", n)
+
+
+def lenenc_str(data: bytes) -> bytes:
+    return lenenc_int(len(data)) + data
+
+
+def native_password_token(password: str, scramble: bytes) -> bytes:
+    if not password:
+        return b""
+    stage1 = hashlib.sha1(password.encode()).digest()
+    stage2 = hashlib.sha1(stage1).digest()
+    mix = hashlib.sha1(scramble + stage2).digest()
+    return bytes(a ^ b for a, b in zip(stage1, mix))
+
+
+class ClientGone(Exception):
+    pass
+
+
+class PacketIO:
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self.seq = 0
+
+    def _read_exact(self, n: int) -> bytes:
+        chunks = []
+        while n:
+            chunk = self.sock.recv(n)
+            if not chunk:
+                raise ClientGone()
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    def read(self) -> bytes:
+        payload = b""
+        while True:
+            header = self._read_exact(4)
+            length = header[0] | header[1] << 8 | header[2] << 16
+            self.seq = (header[3] + 1) % 256
+            payload += self._read_exact(length)
+            if length < 0xFFFFFF:
+                return payload
+
+    def write(self, payload: bytes) -> None:
+        out = []
+        while True:
+            part, payload = payload[:0xFFFFFF], payload[0xFFFFFF:]
+            out.append(struct.pack("<I", len(part))[:3] + bytes([self.seq]) + part)
+            self.seq = (self.seq + 1) % 256
+            if len(part) < 0xFFFFFF:
+                break
+        self.sock.sendall(b"".join(out))
+
+
+def ok_packet() -> bytes:
+    return b"\x00" + lenenc_int(0) + lenenc_int(0) + struct.pack("<HH", 2, 0)
+
+
+def eof_packet() -> bytes:
+    return b"\xfe" + struct.pack("<HH", 0, 2)
+
+
+def err_packet(code: int, message: str, state: str = "28000") -> bytes:
+    return b"\xff" + struct.pack("<H", code) + b"#" + state.encode() + message.encode("utf-8", "replace")
+
+
+def column_definition(name: str) -> bytes:
+    return (lenenc_str(b"def") + lenenc_str(b"") + lenenc_str(b"") + lenenc_str(b"")
+            + lenenc_str(name.encode("utf-8")) + lenenc_str(name.encode("utf-8"))
+            + b"\x0c" + struct.pack("<HIBHB", 33, 255, VAR_STRING, 0, 0) + b"\x00\x00")
+
+
+# ----- the double -----------------------------------------------------------------------------
+class AdminError(Exception):
+    def __init__(self, code: int, message: str, state: str = "28000"):
+        super().__init__(message)
+        self.code, self.message, self.state = code, message, state
+
+
+class ProxySQLDouble:
+    """Start with ``start()``; ``port`` is then the listening port. Thread-safe controls."""
+
+    def __init__(self, port: int = 0, host: str = "127.0.0.1", start_frame: int = 20,
+                 version: str = "2.7", recording: Optional[Recording] = None, loop: bool = True):
+        self.host = host
+        self.port = port
+        self.recording = recording or Recording.load()
+        self.version = version
+        self.loop = loop
+        self.frames: Dict[str, int] = {}
+        self.start_frame = start_frame
+        self.transforms: Dict[str, Transform] = {}
+        self.query_log: List[Tuple[float, str, str]] = []  # (time, user, sql)
+        self.kills: List[int] = []
+        self.hanging = False
+        self._lock = threading.Lock()
+        self._listener: Optional[socket.socket] = None
+        self._clients: List[socket.socket] = []
+        self._accept_thread: Optional[threading.Thread] = None
+        self._next_id = 1
+        self._running = False
+
+    # --- controls ---
+    def start(self) -> "ProxySQLDouble":
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((self.host, self.port))
+        listener.listen(64)
+        self.port = listener.getsockname()[1]
+        self._listener = listener
+        self._running = True
+        self._accept_thread = threading.Thread(target=self._accept_loop, args=(listener,), daemon=True)
+        self._accept_thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Close the port and every client connection: like ProxySQL going down."""
+        self._running = False
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            try:
+                listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            listener.close()
+        with self._lock:
+            clients, self._clients = self._clients, []
+        for client in clients:
+            try:
+                client.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            client.close()
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def hang(self, on: bool = True) -> None:
+        """Accept connections and read queries but never answer (or stop doing so)."""
+        self.hanging = on
+
+    def set_frame(self, table: str, frame: int) -> None:
+        with self._lock:
+            self.frames[table] = frame
+
+    def queries(self, user: Optional[str] = None) -> List[str]:
+        with self._lock:
+            return [sql for _, u, sql in self.query_log if user is None or u == user]
+
+    # --- tables ---
+    def _columns_for(self, table: str, columns: List[str], rows: Rows) -> Tuple[List[str], Rows]:
+        dropped = COLUMNS_1_4_DROPPED.get(table, set()) if self.version == "1.4" else set()
+        if dropped:
+            keep = [i for i, c in enumerate(columns) if c not in dropped]
+            columns = [columns[i] for i in keep]
+            rows = [[row[i] for i in keep] for row in rows]
+        transform = self.transforms.get(table)
+        if transform is not None:
+            columns, rows = transform(list(columns), [list(r) for r in rows])
+        return columns, rows
+
+    def next_frame(self, table: str) -> Tuple[List[str], Rows]:
+        frames = self.recording.series[table]
+        with self._lock:
+            index = self.frames.get(table, self.start_frame)
+            if index >= len(frames):
+                index = 0 if self.loop else len(frames) - 1
+            self.frames[table] = index + 1
+        columns, rows = frames[index]
+        return self._columns_for(table, columns, rows)
+
+    def first_frame(self, table: str) -> Tuple[List[str], Rows]:
+        if table in self.recording.series:
+            columns, rows = self.recording.series[table][0]
+        else:
+            entry = self.recording.fixed[("admin", f"select * from {table}")]
+            columns, rows = entry["columns"], entry["rows"]
+        return self._columns_for(table, columns, rows)
+
+    # --- sessions ---
+    def _accept_loop(self, listener: socket.socket) -> None:
+        while self._running and self._listener is listener:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            with self._lock:
+                self._clients.append(client)
+                conn_id = self._next_id
+                self._next_id += 1
+            threading.Thread(target=self._serve, args=(client, conn_id), daemon=True).start()
+
+    def _wait_while_hanging(self, client) -> None:
+        while self.hanging and self._running and client in self._clients:
+            time.sleep(0.05)
+
+    def _serve(self, client: socket.socket, conn_id: int) -> None:
+        io = PacketIO(client)
+        try:
+            self._wait_while_hanging(client)
+            user = self._handshake(io, conn_id)
+            if user is None:
+                return
+            session = Session(self, user)
+            while True:
+                packet = io.read()
+                self._wait_while_hanging(client)
+                if not self._running:
+                    return
+                command, body = packet[0], packet[1:]
+                io.seq = 1
+                if command == 0x01:  # COM_QUIT
+                    return
+                if command == 0x0E:  # COM_PING
+                    io.write(ok_packet())
+                elif command == 0x02:  # COM_INIT_DB
+                    io.write(ok_packet())
+                elif command == 0x03:  # COM_QUERY
+                    sql = body.decode("utf-8", "replace")
+                    with self._lock:
+                        self.query_log.append((time.time(), user, sql))
+                    try:
+                        result = session.query(sql)
+                    except AdminError as exc:
+                        io.write(err_packet(exc.code, exc.message, exc.state))
+                        continue
+                    self._send_result(io, result)
+                else:
+                    io.write(err_packet(1045, "ProxySQL Admin Error: Command not supported"))
+        except (ClientGone, OSError):
+            pass
+        finally:
+            with self._lock:
+                if client in self._clients:
+                    self._clients.remove(client)
+            try:
+                client.close()
+            except OSError:
+                pass
+
+    def _handshake(self, io: PacketIO, conn_id: int) -> Optional[str]:
+        scramble = os.urandom(20).replace(b"\x00", b"\x01")
+        server_version = "5.5.30" if self.version == "1.4" else "8.0.11"
+        greeting = (b"\x0a" + server_version.encode() + b"\x00" + struct.pack("<I", conn_id)
+                    + scramble[:8] + b"\x00" + struct.pack("<H", CAPABILITIES & 0xFFFF) + b"\x21"
+                    + struct.pack("<H", 2) + struct.pack("<H", CAPABILITIES >> 16) + bytes([21])
+                    + b"\x00" * 10 + scramble[8:] + b"\x00" + b"mysql_native_password\x00")
+        io.seq = 0
+        io.write(greeting)
+        response = io.read()
+        client_flags = struct.unpack("<I", response[:4])[0]
+        pos = 32
+        end = response.index(b"\x00", pos)
+        user = response[pos:end].decode("utf-8", "replace")
+        pos = end + 1
+        token_len = response[pos]
+        token = response[pos + 1: pos + 1 + token_len]
+        known = USERS.get(user)
+        if known is None or token != native_password_token(known[0], scramble):
+            io.write(err_packet(1045, f"ProxySQL Error: Access denied for user '{user}'@'127.0.0.1' "
+                                      f"(using password: {'YES' if token else 'NO'})"))
+            return None
+        io.write(ok_packet())
+        return user
+
+    def _send_result(self, io: PacketIO, result) -> None:
+        if result is None:
+            io.write(ok_packet())
+            return
+        columns, rows = result
+        io.write(lenenc_int(len(columns)))
+        for name in columns:
+            io.write(column_definition(name))
+        io.write(eof_packet())
+        for row in rows:
+            parts = []
+            for value in row:
+                data = _text(value)
+                parts.append(b"\xfb" if data is None else lenenc_str(data))
+            io.write(b"".join(parts))
+        io.write(eof_packet())
+
+
+_KILL = re.compile(r"^\s*kill\s+(connection\s+)?(\d+)\s*;?\s*$", re.IGNORECASE)
+
+
+def first_statement(sql: str) -> str:
+    """ProxySQL runs only the first of several statements."""
+    quote = None
+    for i, ch in enumerate(sql):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"`":
+            quote = ch
+        elif ch == ";":
+            return sql[:i]
+    return sql
+
+
+class Session:
+    """One client connection: its own SQLite database, like ProxySQL's per-query rebuild."""
+
+    def __init__(self, double: ProxySQLDouble, user: str):
+        self.double = double
+        self.user = user
+        self.kind = USERS[user][1]
+        self.db = sqlite3.connect(":memory:", check_same_thread=False)
+        rec = double.recording
+        self.series_tables = [t for t in rec.series if t.startswith("stats_") or t.startswith("mysql_server_")]
+        if self.kind == "admin":
+            self.db.execute("ATTACH ':memory:' AS stats")
+            self.db.execute("ATTACH ':memory:' AS monitor")
+            for table in ("mysql_servers", "runtime_mysql_servers", "mysql_query_rules",
+                          "runtime_mysql_query_rules", "mysql_users", "global_variables"):
+                columns, rows = double.first_frame(table)
+                self._create(table, columns, rows, ddl=None)
+        for table in self.series_tables:
+            if table.startswith("mysql_server_"):
+                if self.kind != "admin":
+                    continue
+                schema = "monitor."
+            else:
+                schema = "stats." if self.kind == "admin" else ""
+            columns, _ = double.first_frame(table)
+            self._create(schema + table, columns, [], ddl=None)
+            if table in ("stats_mysql_connection_pool", "stats_mysql_query_digest", "stats_mysql_errors"):
+                self._create(schema + table + "_reset", columns, [], ddl=None)
+
+    def _create(self, table: str, columns: Sequence[str], rows: Rows, ddl: Optional[str]) -> None:
+        quoted = ", ".join(f'"{c}"' for c in columns)
+        self.db.execute(f"CREATE TABLE {table} ({quoted})")
+        self._fill(table, columns, rows)
+
+    def _fill(self, table: str, columns: Sequence[str], rows: Rows) -> None:
+        self.db.execute(f"DELETE FROM {table}")
+        if rows:
+            marks = ", ".join("?" for _ in columns)
+            self.db.executemany(f"INSERT INTO {table} VALUES ({marks})",
+                                [[_sqlite_value(v) for v in row] for row in rows])
+
+    def _refresh(self, sql: str) -> None:
+        """Rebuild the stats tables the query names (exact, case-sensitive), like ProxySQL."""
+        for table in self.series_tables:
+            named = table.lower() in sql.lower() if "processlist" in table else table in sql
+            if not named:
+                continue
+            if table.startswith("mysql_server_") and self.kind != "admin":
+                continue
+            schema = "monitor." if table.startswith("mysql_server_") else ("stats." if self.kind == "admin" else "")
+            columns, rows = self.double.next_frame(table)
+            self.db.execute(f"DROP TABLE IF EXISTS {schema}{table}")
+            quoted = ", ".join(f'"{c}"' for c in columns)
+            self.db.execute(f"CREATE TABLE {schema}{table} ({quoted})")
+            self._fill(schema + table, columns, rows)
+            if f"{table}_reset" in sql:
+                self._fill(f"{schema}{table}_reset", columns, rows)
+
+    def _vacuum(self) -> None:
+        for table in self.series_tables:
+            if table.startswith("mysql_server_"):
+                continue
+            schema = "stats." if self.kind == "admin" else ""
+            self.db.execute(f"DELETE FROM {schema}{table}")
+
+    def query(self, sql: str):
+        sql = first_statement(sql).strip()
+        lowered = " ".join(sql.lower().split())
+        rec = self.double.recording
+        if lowered.startswith("set ") or lowered in ("begin", "commit", "rollback"):
+            return None
+        kill = _KILL.match(sql)
+        if kill:
+            if self.kind != "admin" or (kill.group(1) is None and "query" in lowered):
+                raise AdminError(1045, 'ProxySQL Admin Error: near "KILL": syntax error')
+            self.double.kills.append(int(kill.group(2)))
+            return None
+        if lowered.startswith("kill"):
+            raise AdminError(1045, 'ProxySQL Admin Error: near "KILL": syntax error')
+        if lowered in ("select @@version", "select version()"):
+            version = "1.4.16-1-g6c9ae2b" if self.double.version == "1.4" else \
+                rec.fixed[("admin", "select @@version")]["rows"][0][0]
+            return ([sql.split(None, 1)[1]], [[version]])
+        if lowered.startswith("select @@version_comment"):
+            return (["@@version_comment"], [["(ProxySQL Admin Module)"]])
+        if lowered.startswith("select @@"):
+            if self.kind != "admin":
+                raise AdminError(1045, "ProxySQL Admin Error: no such column: @@")
+            name = lowered[len("select @@"):].split()[0]
+            for row in self.double.first_frame("global_variables")[1]:
+                if row[0] == name:
+                    return ([f"@@{name}"], [[row[1]]])
+            raise AdminError(1045, f"ProxySQL Admin Error: no such variable {name}")
+        if lowered in ("show tables", "show tables from stats", "show tables from monitor", "show databases"):
+            entry = rec.fixed.get(("stats" if self.kind == "stats" and lowered == "show tables" else "admin", sql)) \
+                or rec.fixed.get(("admin", sql.upper().replace("FROM", "FROM")))
+            entry = entry or rec.fixed.get(("admin", {"show tables": "SHOW TABLES",
+                                                      "show tables from stats": "SHOW TABLES FROM stats",
+                                                      "show tables from monitor": "SHOW TABLES FROM monitor",
+                                                      "show databases": "SHOW DATABASES"}[lowered]))
+            if self.kind == "stats" and lowered != "show tables":
+                raise AdminError(1045, "ProxySQL Admin Error: no such database")
+            if self.kind == "stats":
+                entry = rec.fixed[("stats", "SHOW TABLES")]
+            return (entry["columns"], [list(r) for r in entry["rows"]])
+        self._refresh(sql)
+        try:
+            cursor = self.db.execute(sql)
+            columns = [d[0] for d in cursor.description] if cursor.description else []
+            rows = [list(r) for r in cursor.fetchall()] if cursor.description else []
+        except sqlite3.Error as exc:
+            raise AdminError(1045, f"ProxySQL Admin Error: {exc}") from None
+        finally:
+            self._vacuum()
+        if not cursor.description:
+            return None
+        return (columns, rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="ProxySQL admin test double")
+    parser.add_argument("--port", type=int, default=6032)
+    parser.add_argument("--start-frame", type=int, default=20)
+    parser.add_argument("--version", choices=("2.7", "1.4"), default="2.7")
+    args = parser.parse_args()
+    double = ProxySQLDouble(port=args.port, start_frame=args.start_frame, version=args.version).start()
+    print(f"ProxySQL admin test double on 127.0.0.1:{double.port} (admin/admin, stats/stats)", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        double.stop()
+
+
+if __name__ == "__main__":
+    main()
