@@ -89,6 +89,9 @@ class Collector:
     default_interval = 1.0
     min_interval = 0.5
     history = 2
+    # True for slow sources (configuration tables, memory metrics): they keep their own,
+    # longer interval instead of following the screen's.
+    own_pace = False
 
     def collect(self, handle: Any) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -57,3 +57,4 @@ class RuntimeServers(TableCollector):
     needs_admin = True
     default_interval = 10.0
     min_interval = 5.0
+    own_pace = True

@@ -38,6 +38,7 @@ class Controller:
         self.page_rows = 10  # set by the renderer from the terminal height
         self._rows: List[dict] = []
         self.total_rows = 0
+        self.visible_keys: List[str] = []  # set by the renderer: the columns that fit
         self._rows_token = None
         delay = config.delay if config else 1.0
         for screen in self.screens:
@@ -60,7 +61,7 @@ class Controller:
 
     def minimum_interval(self, screen: Screen) -> float:
         minimums = [self.engine.collector(n).min_interval for n in screen.active_collectors()
-                    if self.engine.collector(n) is not None]
+                    if self.engine.collector(n) is not None and not self.engine.collector(n).own_pace]
         return max(minimums, default=0.5)
 
     def screen_uses_proxysql(self) -> bool:
@@ -79,8 +80,7 @@ class Controller:
             collector = self.engine.collector(name)
             if collector is None:
                 continue
-            # Slow collectors (configuration tables, memory metrics) keep their own longer pace.
-            if collector.default_interval > 1.0:
+            if collector.own_pace:
                 self.engine.set_interval(name, max(collector.default_interval, interval))
             else:
                 self.engine.set_interval(name, interval)
@@ -190,6 +190,7 @@ class Controller:
     def switch(self, index: int) -> None:
         if index != self.index:
             self.index = index
+            self.visible_keys = []
             self.mode = "table"
             self.activate()
 
@@ -197,17 +198,25 @@ class Controller:
         self.tables[self.screen.key] = state
         self._rows_token = None
 
+    def _sortable(self):
+        """The columns on screen (all of them before the first render)."""
+        shown = [c for c in self.screen.columns if c.key in self.visible_keys]
+        return shown or list(self.screen.columns)
+
     def do_sort_next(self):
-        columns = self.screen.columns
-        if columns:
-            self._set_state(self.state.with_sort(table.next_sort_key(columns, self.state.sort_key, +1)))
-            self.say(f"sorted by {self._title(self.state.sort_key)}")
+        self._sort_step(+1)
 
     def do_sort_previous(self):
-        columns = self.screen.columns
+        self._sort_step(-1)
+
+    def _sort_step(self, step: int) -> None:
+        columns = self._sortable()
         if columns:
-            self._set_state(self.state.with_sort(table.next_sort_key(columns, self.state.sort_key, -1)))
-            self.say(f"sorted by {self._title(self.state.sort_key)}")
+            key = table.next_sort_key(columns, self.state.sort_key, step)
+            # Numbers read best largest first; text columns A to Z.
+            descending = next(c.numeric for c in columns if c.key == key)
+            self._set_state(self.state.with_sort(key, descending))
+            self.say(f"sorted by {self._title(key)}")
 
     def do_sort_reverse(self):
         self._set_state(self.state.with_sort(self.state.sort_key, not self.state.descending))

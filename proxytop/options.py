@@ -66,10 +66,6 @@ def screen_name(text: str) -> str:
     raise argparse.ArgumentTypeError(f"unknown screen '{text}' (choose from {', '.join(SCREEN_NAMES)})")
 
 
-# Screens with options of their own add them here (see screens/*.add_arguments).
-ARGUMENT_HOOKS: List[Callable[[argparse.ArgumentParser], None]] = []
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="proxytop",
@@ -95,8 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     display.add_argument("--no-color", action="store_true", help="no colours (also when NO_COLOR is set)")
     display.add_argument("--log-file", metavar="FILE", help="write a debug log to FILE")
     parser.add_argument("--version", action="version", version=f"proxytop {__version__}")
-    for hook in ARGUMENT_HOOKS:
-        hook(parser)
+    from proxytop.screens import add_all_arguments
+
+    add_all_arguments(parser)  # screens with options of their own (e.g. --mysql, --disk-baseline)
     return parser
 
 

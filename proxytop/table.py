@@ -138,11 +138,11 @@ def arrange(
     return arranged
 
 
-def fit_columns(columns: Sequence[Column], width: int, gap: int = 1) -> List[Tuple[Column, int]]:
+def fit_columns(columns: Sequence[Column], width: int, gap: int = 1, keep: Optional[str] = None) -> List[Tuple[Column, int]]:
     """Which columns fit in ``width``, in declared order, with their widths.
 
-    Columns give way by priority (highest number first) instead of wrapping; a flexible
-    column takes what is left over.
+    Columns give way by priority (highest number first) instead of wrapping; the column
+    ``keep`` (the sort column) stays; a flexible column takes what is left over.
     """
     chosen = list(columns)
 
@@ -150,7 +150,8 @@ def fit_columns(columns: Sequence[Column], width: int, gap: int = 1) -> List[Tup
         return sum(c.width for c in cols) + gap * max(0, len(cols) - 1)
 
     while len(chosen) > 1 and needed(chosen) > width:
-        victim = max(chosen, key=lambda c: (c.priority, columns.index(c)))
+        candidates = [c for c in chosen if c.key != keep] or chosen
+        victim = max(candidates, key=lambda c: (c.priority, columns.index(c)))
         chosen.remove(victim)
     spare = max(0, width - needed(chosen))
     result = []
@@ -177,7 +178,7 @@ def header_cells(fitted: Sequence[Tuple[Column, int]], state: TableState) -> Lis
     for column, width in fitted:
         title = column.title
         if column.key == state.sort_key:
-            title = title + ("\u2193" if state.descending else "\u2191")
+            title = title[: max(1, width - 1)] + ("\u2193" if state.descending else "\u2191")
         cells.append((clip(title, width, column.align), "sorted" if column.key == state.sort_key else "title"))
     return cells
 

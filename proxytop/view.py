@@ -88,7 +88,7 @@ def tab_line(ctl, width: int) -> Line:
     line: Line = []
     for i, screen in enumerate(ctl.screens):
         style = "tab_active" if i == ctl.index else ("tab" if screen.built else "tab_dim")
-        line.append((f" {i + 1} {screen.title} ", style))
+        line.append((f"{i + 1}:{screen.title}", style))
         line.append((" ", None))
     return fit(line, width)
 
@@ -126,7 +126,8 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
     screen = ctl.screen
     if not screen.columns or height <= 0:
         return []
-    fitted = table.fit_columns(screen.columns, width)
+    fitted = table.fit_columns(screen.columns, width, keep=ctl.state.sort_key)
+    ctl.visible_keys = [c.key for c, _ in fitted]
     lines: List[Line] = [_join(table.header_cells(fitted, ctl.state))]
     body = height - 1
     ctl.page_rows = max(1, body - 1)

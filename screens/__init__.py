@@ -1,20 +1,47 @@
-"""The screens, in tab order (keys 1-7)."""
+"""The screens, in tab order (keys 1-7).
+
+Each screen lives in screens/<key>.py and defines ``SCREEN`` (its class) and, optionally,
+``add_arguments(parser)`` for options of its own.
+"""
 from __future__ import annotations
 
-from typing import List
+import importlib
+from types import ModuleType
+from typing import List, Optional
 
 from proxytop.screens.base import Placeholder, Screen
 
+SCREENS = (
+    ("connpool", "ConnPool"),
+    ("queryrules", "QueryRules"),
+    ("glostat", "GloStat"),
+    ("proclist", "ProcList"),
+    ("comcount", "ComCount"),
+    ("innodb", "InnoDB"),
+    ("iostat", "IOstat"),
+)
+
+
+def _module(key: str) -> Optional[ModuleType]:
+    name = f"proxytop.screens.{key}"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name == name:
+            return None  # not part of this build: the tab says so
+        raise
+
+
+def add_all_arguments(parser) -> None:
+    for key, _title in SCREENS:
+        module = _module(key)
+        if module is not None and hasattr(module, "add_arguments"):
+            module.add_arguments(parser)
+
 
 def all_screens(config=None) -> List[Screen]:
-    from proxytop.screens.connpool import ConnPoolScreen
-
-    return [
-        ConnPoolScreen(config),
-        Placeholder("queryrules", "QueryRules", config),
-        Placeholder("glostat", "GloStat", config),
-        Placeholder("proclist", "ProcList", config),
-        Placeholder("comcount", "ComCount", config),
-        Placeholder("innodb", "InnoDB", config),
-        Placeholder("iostat", "IOstat", config),
-    ]
+    screens: List[Screen] = []
+    for key, title in SCREENS:
+        module = _module(key)
+        screens.append(module.SCREEN(config) if module is not None else Placeholder(key, title, config))
+    return screens

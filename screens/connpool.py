@@ -101,7 +101,7 @@ class ConnPoolScreen(Screen):
     tiebreak = ("server",)
     columns = (
         Column("hostgroup", "HG", 4, fmt=units.plain, priority=0),
-        Column("server", "Server", 21, "<", numeric=False, priority=0),
+        Column("server", "Server", 18, "<", numeric=False, priority=0),
         Column("status", "Status", 12, "<", style=status_style, numeric=False, priority=0),
         Column("conn_used", "Used", 5, fmt=units.scaled, summable=True, priority=1, help="ConnUsed: connections in use"),
         Column("conn_free", "Free", 5, fmt=units.scaled, summable=True, priority=2, help="ConnFree: idle pooled connections"),
@@ -111,7 +111,7 @@ class ConnPoolScreen(Screen):
         Column("max_conn_used", "MaxUsed", 7, fmt=units.scaled, priority=6, help="high-water mark of ConnUsed"),
         Column("used_pct", "Used%", 6, fmt=units.percent, style=used_style, priority=5,
                help="ConnUsed as a share of the server's max_connections (admin user)"),
-        Column("queries_s", "Queries/s", 9, fmt=units.scaled, summable=True, priority=1),
+        Column("queries_s", "Queries/s", 10, fmt=units.scaled, summable=True, priority=1),
         Column("sent_s", "Sent/s", 8, fmt=units.human_bytes, summable=True, priority=4, help="bytes sent to the backend per second"),
         Column("recv_s", "Recv/s", 8, fmt=units.human_bytes, summable=True, priority=4, help="bytes received from the backend per second"),
         Column("latency_ms", "Lat ms", 7, fmt=units.milliseconds, priority=2, help="monitor ping latency"),
@@ -136,3 +136,5 @@ class ConnPoolScreen(Screen):
         if session is not None and not session.is_admin:
             return [(("Weight, MaxConn, Used% and Comment need an admin user (runtime_mysql_servers).", "dim"),)]
         return []
+
+SCREEN = ConnPoolScreen
