@@ -108,8 +108,10 @@ def status_line(ctl, shown: int, total: int, width: int) -> Line:
 
 def footer_line(ctl, width: int) -> Line:
     if ctl.mode == "filter":
-        return fit([("filter: ", "label"), (ctl.input, "input"), ("_", "cursor"),
-                    ("   Enter apply  Esc cancel  (text, col:regex, col>N)", "dim")], width)
+        message = ctl.current_message()
+        after = (f"   {message[0]}", message[1]) if message else \
+            ("   Enter apply  Esc cancel  (text, col:regex, col>N)", "dim")
+        return fit([("filter: ", "label"), (ctl.input, "input"), ("_", "cursor"), after], width)
     if ctl.mode == "confirm" and ctl.confirm is not None:
         return fit([("y to confirm, any other key cancels", "warning_bold")], width)
     message = ctl.current_message()
