@@ -1,0 +1,23 @@
+"""The worked examples in the pure modules' docstrings are tests too."""
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "proxytop.rates",
+    "proxytop.units",
+    "proxytop.engine",
+    "proxytop.connection",
+    "proxytop.options",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_doctests(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module)
+    assert result.attempted > 0, f"{name} has no examples"
+    assert result.failed == 0

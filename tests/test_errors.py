@@ -1,0 +1,71 @@
+"""Error classification on real failures: real sockets, the real PyMySQL, the ProxySQL double
+and a real MariaDB (for 'not a ProxySQL admin interface')."""
+import socket
+
+import pymysql
+import pytest
+
+from proxytop import errors
+from proxytop.connection import Endpoint, open_admin
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def failure(endpoint):
+    with pytest.raises(Exception) as info:
+        open_admin(endpoint)
+    return info.value, errors.describe(info.value, password=endpoint.password)
+
+
+def test_connection_refused():
+    exc, text = failure(Endpoint(port=free_port(), timeout=1))
+    assert "connection refused" in text and errors.is_connection_error(exc)
+
+
+def test_unknown_host():
+    exc, text = failure(Endpoint(host="no-such-host.invalid", timeout=1))
+    assert "unknown host" in text
+
+
+def test_timeout_on_a_server_that_never_answers(proxysql_double):
+    proxysql_double.hang(True)
+    exc, text = failure(Endpoint(port=proxysql_double.port, timeout=0.5))
+    assert "timeout" in text and errors.is_connection_error(exc)
+    proxysql_double.hang(False)
+
+
+def test_access_denied_only_when_it_really_is(proxysql_double):
+    exc, text = failure(Endpoint(port=proxysql_double.port, password="wrong-pw-123"))
+    assert text.startswith("access denied") and "wrong-pw-123" not in text
+    assert errors.is_connection_error(exc)
+    # the same errno 1045 from a failed admin query is not "access denied"
+    session = open_admin(Endpoint(port=proxysql_double.port))
+    with pytest.raises(pymysql.err.MySQLError) as info:
+        session.query("select * from no_such_table")
+    text = errors.describe(info.value)
+    assert text == "ProxySQL admin error: no such table: no_such_table"
+    assert not errors.is_connection_error(info.value)
+
+
+def test_reset_tables_are_never_queried(proxysql_double):
+    session = open_admin(Endpoint(port=proxysql_double.port))
+    with pytest.raises(errors.UnsafeQuery):
+        session.query("select * from stats_mysql_connection_pool_reset")
+    assert not any("_reset" in q for q in proxysql_double.queries())
+
+
+def test_a_mysql_server_on_the_admin_port_is_not_proxysql(mariadb):
+    exc, text = failure(Endpoint(host="127.0.0.1", port=mariadb.port, user=mariadb.user,
+                                 password=mariadb.password or "", timeout=3))
+    assert "not a ProxySQL admin interface" in text
+
+
+def test_session_learns_version_and_user_kind(proxysql_double):
+    admin = open_admin(Endpoint(port=proxysql_double.port))
+    assert admin.version == (2, 7, 2) and admin.is_admin
+    stats = open_admin(Endpoint(port=proxysql_double.port, user="stats", password="stats"))
+    assert stats.version == (2, 7, 2) and not stats.is_admin
