@@ -92,6 +92,11 @@ class Engine:
     def collector(self, name: str) -> Optional[Collector]:
         return self._collectors.get(name)
 
+    def collector_names(self, prefix: str = "") -> List[str]:
+        """Names of the registered collectors (those starting with ``prefix``)."""
+        with self._lock:
+            return [name for name in self._collectors if name.startswith(prefix)]
+
     def source(self, name: str) -> Optional[Source]:
         return self._sources.get(name)
 
