@@ -1,0 +1,231 @@
+"""ComCount: ProxySQL's command counters, with latency percentiles from the bucket counts.
+
+stats_mysql_commands_counters counts every command (SELECT, INSERT, COMMIT, ...) and sorts
+each execution into one of twelve exclusive latency buckets. Rates, shares, the average and
+the percentiles are all computed over the last interval (the difference between the two latest
+readings); a counter that went down is a reset and gives no value for that interval.
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+from proxytop import histogram, units
+from proxytop.collectors.proxysql_stats import CommandCounters
+from proxytop.keys import Binding
+from proxytop.rates import rate, to_number
+from proxytop.screens.base import DataView, Detail, Screen, seconds_between
+from proxytop.table import Column, Row
+
+PERCENTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
+BAR_WIDTH = 30
+
+Segment = Tuple[str, Optional[str]]
+
+
+def command_rows(previous, current, show_unused: bool = False) -> List[Row]:
+    """Pure: two commands-counters snapshots -> one row per command.
+
+    Commands never executed (Total_cnt 0) are left out unless ``show_unused``.
+    """
+    if current is None or current.data is None:
+        return []
+    seconds = seconds_between(previous, current)
+    before: Dict[str, Mapping] = {}
+    if previous is not None and previous.data is not None:
+        before = {r.get("Command"): r for r in previous.data.dicts()}
+    rows: List[Row] = []
+    for r in current.data.dicts():
+        name = r.get("Command")
+        total = to_number(r.get("Total_cnt"))
+        if not show_unused and not total:
+            continue
+        old = before.get(name)
+        counts = histogram.bucket_counts(r)
+        delta = histogram.bucket_delta(histogram.bucket_counts(old), counts) if old else None
+        per_second = rate(old.get("Total_cnt"), r.get("Total_cnt"), seconds) if old else None
+        if per_second is None:
+            delta = None  # the total went down (a reset) or no time passed: no interval histogram
+        row: Row = {
+            "_id": name,
+            "command": name,
+            "total": total,
+            "rate": per_second,
+            "share": None,
+            "avg_us": histogram.average_us(old.get("Total_Time_us"), r.get("Total_Time_us"),
+                                           old.get("Total_cnt"), r.get("Total_cnt")) if old else None,
+            "avg_all_us": average_since_start(r),
+            "_counts": counts,
+            "_delta": delta,
+        }
+        for key, fraction in PERCENTILES:
+            row[key] = histogram.percentile(delta, fraction)
+        rows.append(row)
+    add_shares(rows)
+    return rows
+
+
+def average_since_start(row: Mapping) -> Optional[float]:
+    """Total_Time_us / Total_cnt.
+
+    >>> average_since_start({"Total_Time_us": "5000", "Total_cnt": "20"})
+    250.0
+    >>> average_since_start({"Total_Time_us": "0", "Total_cnt": "0"}) is None
+    True
+    """
+    spent, count = to_number(row.get("Total_Time_us")), to_number(row.get("Total_cnt"))
+    if spent is None or not count:
+        return None
+    return spent / count
+
+
+def add_shares(rows: List[Row]) -> None:
+    """Each command's share of all commands per second over the interval, in percent.
+
+    >>> rows = [{"rate": 30.0}, {"rate": 10.0}, {"rate": None}]
+    >>> add_shares(rows); [r["share"] for r in rows]
+    [75.0, 25.0, None]
+    """
+    total = sum(r["rate"] for r in rows if r.get("rate") is not None)
+    for row in rows:
+        row["share"] = 100.0 * row["rate"] / total if (total > 0 and row.get("rate") is not None) else None
+
+
+def combined(rows: Sequence[Row], key: str) -> Optional[Tuple[int, ...]]:
+    """Bucket counts of all commands added together (None when no row has them)."""
+    total: Optional[List[int]] = None
+    for row in rows:
+        counts = row.get(key)
+        if counts is None:
+            continue
+        total = list(counts) if total is None else [a + b for a, b in zip(total, counts)]
+    return tuple(total) if total is not None else None
+
+
+def percentile_text(counts) -> str:
+    """'p50 ≤500µs  p95 ≤5ms  p99 ≤10ms', or a dash when nothing ran."""
+    if counts is None or sum(counts) == 0:
+        return units.MISSING
+    return "  ".join(f"{key} {histogram.format_bound(histogram.percentile(counts, f))}" for key, f in PERCENTILES)
+
+
+def histogram_lines(counts: Optional[Sequence[int]], width: int = BAR_WIDTH) -> List[List[Segment]]:
+    """Horizontal bars, one per bucket: label, bar, count, cumulative percent."""
+    if counts is None:
+        return [[("  no reading for this interval (first reading, or the counters were reset)", "dim")]]
+    if sum(counts) == 0:
+        return [[("  no executions", "dim")]]
+    top = max(counts)
+    cumulative = histogram.cumulative_percent(counts)
+    lines: List[List[Segment]] = [[(f"  {'bucket':<8} {'':<{width}} {'count':>13} {'cum %':>7}", "label")]]
+    for index, count in enumerate(counts):
+        filled = 0 if not count else max(1, int(round(count / top * width)))
+        bar = "\u2588" * filled
+        style = "danger" if histogram.UPPER_US[index] >= 1_000_000 and count else None
+        lines.append([
+            (f"  {histogram.bucket_label(index):<8} ", "label"),
+            (f"{bar:<{width}}", style),
+            (f" {units.number(count):>13} {cumulative_text(cumulative[index]):>7}", None),
+        ])
+    return lines
+
+
+def cumulative_text(value: Optional[float]) -> str:
+    """A cumulative share that reads 100% only when every execution is counted.
+
+    >>> cumulative_text(59.64), cumulative_text(99.998), cumulative_text(100.0), cumulative_text(None)
+    ('59.64%', '99.99%', '100%', '—')
+    """
+    if value is None:
+        return units.MISSING
+    if value >= 100:
+        return "100%"
+    return f"{math.floor(value * 100) / 100:.2f}%"
+
+
+def command_detail(row: Row, seconds: Optional[float]) -> Detail:
+    """The drill-down of one command: both histograms and the percentile estimates."""
+    interval = f"{seconds:.1f}s" if seconds else "interval"
+    delta = row.get("_delta")
+    executed = sum(delta) if delta is not None else None
+    lines: List[List[Segment]] = [
+        [("executions   ", "label"), (f"{units.number(row.get('total'))} since start", None),
+         (f"   {units.number(executed)} in the last {interval} ({units.number(row.get('rate'))}/s)", None)],
+        [("average      ", "label"), (f"{histogram.format_us(row.get('avg_all_us'))} since start", None),
+         (f"   {histogram.format_us(row.get('avg_us'))} in the last {interval}", None)],
+        [("percentiles  ", "label"), (f"since start {percentile_text(row.get('_counts'))}", None)],
+        [("             ", "label"), (f"last {interval} {percentile_text(delta)}", None)],
+        [("  Percentiles are the upper bound of the bucket holding them (not interpolated).", "dim")],
+        [],
+        [("Since start", "header")],
+    ]
+    lines += histogram_lines(row.get("_counts"))
+    lines += [[], [(f"Last {interval}", "header")]]
+    lines += histogram_lines(delta)
+    return Detail(f"{row.get('command')}: latency", tuple(tuple(line) for line in lines))
+
+
+def _latency_column(key: str, title: str, fraction: str, priority: int) -> Column:
+    return Column(key, title, 7, fmt=histogram.format_bound, priority=priority,
+                  help=f"{fraction} latency over the interval: the upper bound of the bucket "
+                       f"holding it (buckets are not interpolated)")
+
+
+class ComCountScreen(Screen):
+    key = "comcount"
+    title = "ComCount"
+    default_sort = ("rate", True)
+    tiebreak = ("command",)
+    columns = (
+        Column("command", "Command", 20, "<", numeric=False, priority=0),
+        Column("total", "Total", 8, fmt=units.scaled, priority=3, help="executions since ProxySQL started"),
+        Column("rate", "Count/s", 9, fmt=units.scaled, priority=0, help="executions per second over the interval"),
+        Column("share", "Share", 6, fmt=units.percent, priority=2, help="share of all commands per second"),
+        Column("avg_us", "Avg", 8, fmt=histogram.format_us, priority=1,
+               help="average latency over the interval: \u0394Total_Time_us / \u0394Total_cnt"),
+        _latency_column("p50", "p50", "median", 1),
+        _latency_column("p95", "p95", "95th percentile", 2),
+        _latency_column("p99", "p99", "99th percentile", 2),
+        Column("avg_all_us", "Avg all", 8, fmt=histogram.format_us, priority=6,
+               help="average latency since ProxySQL started"),
+    )
+    bindings = (
+        Binding(("i",), "toggle_unused", "show / hide commands never executed", "i unused"),
+    )
+
+    def collectors(self):
+        return [CommandCounters()]
+
+    def rows(self, view: DataView) -> List[Row]:
+        previous, current = view.pair(CommandCounters.name)
+        return command_rows(previous, current, bool(self.options.get("unused")))
+
+    def notes(self, view: DataView):
+        previous, current = view.pair(CommandCounters.name)
+        if current is None or current.data is None:
+            return []
+        rows = command_rows(previous, current, True)
+        seconds = seconds_between(previous, current)
+        every = combined(rows, "_delta")
+        total_rate = sum(r["rate"] for r in rows if r.get("rate") is not None) if previous else None
+        line: List[Segment] = [("all commands ", "label"),
+                               (f"{units.number(total_rate)}/s" if total_rate is not None else units.MISSING, "header")]
+        if every is not None and sum(every):
+            line += [("  latency over the last ", "label"), (f"{seconds:.1f}s " if seconds else "", "label"),
+                     (percentile_text(every), "header")]
+        unused = len([r for r in rows if not r.get("total")])
+        notes = [tuple(line)]
+        if unused and not self.options.get("unused"):
+            notes.append(((f"{unused} commands never executed are hidden (i shows them)", "dim"),))
+        return notes
+
+    def detail(self, row: Row, view: DataView) -> Optional[Detail]:
+        previous, current = view.pair(CommandCounters.name)
+        return command_detail(row, seconds_between(previous, current))
+
+    def action_toggle_unused(self, controller) -> None:
+        self.options["unused"] = not self.options.get("unused")
+        controller.say("showing every command" if self.options["unused"] else "hiding commands never executed")
+
+
+SCREEN = ComCountScreen

@@ -1,0 +1,314 @@
+"""GloStat: ProxySQL's global status (stats_mysql_global) and memory (stats_memory_metrics).
+
+Every variable in one table, in sections a DBA knows (Connections, Prepared statements,
+Commands, Query cache, Monitor, Traffic, Memory, Other), with a per-second rate for counters
+and the plain value for gauges. Variables this version of proxytop does not know (newer
+ProxySQL releases add some) are shown as text, without a rate: nothing is guessed.
+
+The global status is the header's own collector ("proxysql.global"): this screen adds no
+second query of stats_mysql_global. The memory metrics take ProxySQL's digest lock, so they
+are read every 10 s at the most.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from proxytop import units
+from proxytop.collectors.proxysql_stats import GlobalStatus, MemoryMetrics, MySQLVariables
+from proxytop.rates import delta, rate, to_number
+from proxytop.screens.base import DataView, Screen, seconds_between
+from proxytop.table import Column, Row, TableState, filter_rows, sort_rows
+
+SECTIONS = ("Connections", "Prepared statements", "Commands", "Query cache", "Monitor", "Traffic",
+            "Memory", "Other")
+
+COUNTER, GAUGE, TEXT = "counter", "gauge", "text"
+COUNT, BYTES, SECONDS, NANOSECONDS, MICROSECONDS = "count", "bytes", "seconds", "ns", "us"
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: "re.Pattern"
+    section: str
+    kind: str
+    unit: str = COUNT
+
+
+def _rule(regex: str, section: str, kind: str, unit: str = COUNT) -> Rule:
+    return Rule(re.compile(regex + r"\Z"), section, kind, unit)
+
+
+# What proxytop knows of stats_mysql_global (1.4 to 3.0); the first matching rule wins.
+RULES: Tuple[Rule, ...] = (
+    _rule(r"Stmt_(Client|Server)_Active_(Total|Unique)|Stmt_Cached|Stmt_Max_Stmt_id", "Prepared statements", GAUGE),
+    _rule(r"Com_(frontend|backend)_stmt_\w+", "Prepared statements", COUNTER),
+    _rule(r"Query_Cache_(Memory_bytes)", "Query cache", GAUGE, BYTES),
+    _rule(r"Query_Cache_Entries", "Query cache", GAUGE),
+    _rule(r"Query_Cache_bytes_(IN|OUT)", "Query cache", COUNTER, BYTES),
+    _rule(r"Query_Cache_(count_GET|count_GET_OK|count_SET|Purged)", "Query cache", COUNTER),
+    _rule(r"MySQL_Monitor_Workers(_Aux|_Started)?", "Monitor", GAUGE),
+    _rule(r"MySQL_Monitor_\w+", "Monitor", COUNTER),
+    _rule(r"Queries_(backends|frontends)_bytes_(recv|sent)", "Traffic", COUNTER, BYTES),
+    _rule(r"(Client|Server)_Connections_(connected|non_idle|hostgroup_locked)|Active_Transactions",
+          "Connections", GAUGE),
+    _rule(r"(Client|Server)_Connections_(aborted|created|delayed)|Access_Denied_\w+|ConnPool_get_conn_\w+"
+          r"|MyHGM_myconnpoll_\w+|new_req_conns_count|mysql_killed_backend_\w+"
+          r"|client_host_error_killed_connections|max_connect_timeouts|mysql_unexpected_frontend_\w+",
+          "Connections", COUNTER),
+    _rule(r"(Query_Processor|Backend_query)_time_nsec", "Commands", COUNTER, NANOSECONDS),
+    _rule(r"queries_with_max_lag_ms__total_wait_time_us", "Commands", COUNTER, MICROSECONDS),
+    _rule(r"Mirror_(concurrency|queue_length)", "Commands", GAUGE),
+    _rule(r"Questions|Slow_queries|Com_\w+|GTID_consistent_queries|GTID_session_collected"
+          r"|Selects_for_update__autocommit0|queries_with_max_lag_ms(__delayed)?|backend_lagging_during_query"
+          r"|backend_offline_during_query|get_aws_aurora_replicas_skipped_during_query"
+          r"|hostgroup_locked_(set_cmds|queries)|generated_error_packets|automatic_detected_sql_injection"
+          r"|whitelisted_sqli_fingerprint",
+          "Commands", COUNTER),
+    _rule(r"\w+_bytes", "Memory", GAUGE, BYTES),
+    _rule(r"ProxySQL_Uptime", "Other", GAUGE, SECONDS),
+    _rule(r"MySQL_Thread_Workers|Servers_table_version", "Other", GAUGE),
+)
+
+UNKNOWN = Rule(re.compile(""), "Other", TEXT, COUNT)
+MEMORY_METRIC = Rule(re.compile(""), "Memory", GAUGE, BYTES)  # every stats_memory_metrics row is bytes
+
+
+def classify(name: str) -> Rule:
+    """Section, kind (counter / gauge / text) and unit of a stats_mysql_global variable.
+
+    >>> [(r.section, r.kind, r.unit) for r in map(classify, ("Com_commit", "Query_Cache_Memory_bytes", "Frobs_new"))]
+    [('Commands', 'counter', 'count'), ('Query cache', 'gauge', 'bytes'), ('Other', 'text', 'count')]
+    """
+    for rule in RULES:
+        if rule.pattern.match(name):
+            return rule
+    return UNKNOWN
+
+
+def global_rows(previous, current, memory=None) -> List[Row]:
+    """Pure: two global-status snapshots (+ the latest memory metrics) -> one row per variable.
+
+    A value that is not a number (``mysql_listener_paused`` is true/false) stays text; an
+    unknown variable is text too, without a rate.
+    """
+    rows: List[Row] = []
+    if current is not None and current.data:
+        seconds = seconds_between(previous, current)
+        before: Mapping[str, str] = previous.data if previous is not None and previous.data else {}
+        for name, raw in current.data.items():
+            rows.append(_row("global", name, raw, before.get(name), seconds, classify(name)))
+    if memory is not None and memory.data:
+        known = {row["name"] for row in rows}
+        for name, raw in memory.data.items():
+            if name not in known:  # SQLite3_memory_bytes is in both: the global one is fresher
+                rows.append(_row("memory", name, raw, None, None, MEMORY_METRIC))
+    return rows
+
+
+def _row(origin: str, name: str, raw, old, seconds, rule: Rule) -> Row:
+    number = to_number(raw)
+    kind = rule.kind if number is not None else TEXT
+    return {
+        "_id": (origin, name),
+        "section": rule.section,
+        "name": name,
+        "value": number if kind != TEXT else raw,
+        "rate": rate(old, raw, seconds) if kind == COUNTER else None,
+        "type": kind,
+        "_unit": rule.unit,
+    }
+
+
+def value_text(row: Mapping) -> str:
+    """A value in the unit of its variable.
+
+    >>> value_text({"value": 1536, "type": "gauge", "_unit": "bytes"}), value_text({"value": "false", "type": "text"})
+    ('1.5K', 'false')
+    >>> value_text({"value": 185, "type": "gauge", "_unit": "seconds"}), value_text({"value": 1234567, "type": "counter"})
+    ('3m05s', '1,234,567')
+    """
+    value = row.get("value")
+    if value is None:
+        return units.MISSING
+    if row.get("type") == TEXT:
+        return str(value)
+    unit = row.get("_unit")
+    if unit == BYTES:
+        return units.human_bytes(value)
+    if unit == SECONDS:
+        return units.duration(value)
+    return units.number(value)
+
+
+def rate_text(row: Mapping) -> str:
+    """Per second for counters; blank for gauges and text (they have no rate).
+
+    >>> rate_text({"rate": 2048.0, "type": "counter", "_unit": "bytes"}), rate_text({"rate": 12.5, "type": "counter"})
+    ('2.0K/s', '12')
+    >>> rate_text({"rate": None, "type": "counter"}), rate_text({"rate": None, "type": "gauge"})
+    ('—', '')
+    """
+    if row.get("type") != COUNTER:
+        return ""
+    value = row.get("rate")
+    if value is None:
+        return units.MISSING
+    if row.get("_unit") == BYTES:
+        return units.bytes_rate(value)
+    return units.number(value)
+
+
+@dataclass(frozen=True)
+class RowColumn(Column):
+    """A column whose text depends on the whole row (each variable has its own unit)."""
+
+    render: Optional[Callable[[Mapping], str]] = None
+
+    def text(self, row: Mapping) -> str:
+        if row.get("_kind") == "subtotal" or self.render is None:
+            return super().text(row)
+        return self.render(row)
+
+
+# ----- the lines a DBA reads first ----------------------------------------------------------
+def ratio_text(part, whole) -> str:
+    part, whole = to_number(part), to_number(whole)
+    if part is None or not whole:
+        return units.MISSING
+    return units.percent(100.0 * part / whole)
+
+
+def multiplexing(stats: Mapping[str, str]) -> Optional[str]:
+    """Clients per backend connection.
+
+    >>> multiplexing({"Client_Connections_connected": "120", "Client_Connections_non_idle": "30",
+    ...               "Server_Connections_connected": "12"})
+    '120 clients connected (30 active) on 12 backend connections: 10.0 clients per backend connection'
+    >>> multiplexing({"Client_Connections_connected": "5", "Server_Connections_connected": "0"})
+    '5 clients connected on no backend connection'
+    """
+    clients = to_number(stats.get("Client_Connections_connected"))
+    backends = to_number(stats.get("Server_Connections_connected"))
+    if clients is None or backends is None:
+        return None
+    active = to_number(stats.get("Client_Connections_non_idle"))
+    text = f"{units.number(clients)} clients connected"
+    if active is not None:
+        text += f" ({units.number(active)} active)"
+    if not backends:
+        return text + " on no backend connection"
+    return text + f" on {units.number(backends)} backend connections: {clients / backends:.1f} clients per backend connection"
+
+
+def cache_hit_ratio(previous: Optional[Mapping[str, str]], current: Mapping[str, str],
+                    seconds: Optional[float]) -> Optional[str]:
+    """Query cache GET_OK / GET over the interval, and since start.
+
+    >>> cache_hit_ratio({"Query_Cache_count_GET": "100", "Query_Cache_count_GET_OK": "40"},
+    ...                 {"Query_Cache_count_GET": "300", "Query_Cache_count_GET_OK": "190"}, 2.0)
+    '75.0% over the last 2.0s (150 of 200 lookups), 63.3% since start'
+    >>> cache_hit_ratio(None, {"Query_Cache_count_GET": "0", "Query_Cache_count_GET_OK": "0"}, None)
+    'no lookups since start (no rule has a cache_ttl, or nothing matched one)'
+    """
+    gets, hits = current.get("Query_Cache_count_GET"), current.get("Query_Cache_count_GET_OK")
+    if to_number(gets) is None or to_number(hits) is None:
+        return None
+    if not to_number(gets):
+        return "no lookups since start (no rule has a cache_ttl, or nothing matched one)"
+    overall = f"{ratio_text(hits, gets)} since start"
+    if previous is None or not seconds:
+        return overall
+    lookups = delta(previous.get("Query_Cache_count_GET"), gets)
+    found = delta(previous.get("Query_Cache_count_GET_OK"), hits)
+    if lookups is None or found is None:
+        return overall  # counters were reset: no interval figure
+    if not lookups:
+        return f"no lookups in the last {seconds:.1f}s, {overall}"
+    return (f"{ratio_text(found, lookups)} over the last {seconds:.1f}s "
+            f"({units.number(found)} of {units.number(lookups)} lookups), {overall}")
+
+
+def max_connections_usage(stats: Mapping[str, str], variables: Optional[Mapping[str, str]]) -> Tuple[str, Optional[str]]:
+    """(text, style): frontend connections against mysql-max_connections.
+
+    >>> max_connections_usage({"Client_Connections_connected": "1700"}, {"mysql-max_connections": "2048"})
+    ('1,700 of mysql-max_connections 2,048 (83.0%)', 'warning')
+    """
+    clients = to_number(stats.get("Client_Connections_connected"))
+    limit = to_number((variables or {}).get("mysql-max_connections"))
+    if clients is None or not limit:
+        return units.MISSING, None
+    share = 100.0 * clients / limit
+    style = "danger" if share >= 95 else "warning" if share >= 80 else None
+    return f"{units.number(clients)} of mysql-max_connections {units.number(limit)} ({share:.1f}%)", style
+
+
+class GloStatScreen(Screen):
+    key = "glostat"
+    title = "GloStat"
+    default_sort = ("name", False)
+    columns = (
+        Column("name", "Variable", 46, "<", numeric=False, priority=0),
+        RowColumn("value", "Value", 16, render=value_text, priority=0, help="gauges: the current value; counters: the total"),
+        RowColumn("rate", "Per second", 12, render=rate_text, priority=1,
+                  help="counters only: increase per second over the interval"),
+        Column("type", "Type", 7, "<", numeric=False, priority=3,
+               help="counter (cumulative, shown per second), gauge (a current value) or text "
+                    "(not a number, or a variable this version of proxytop does not know)"),
+        Column("section", "Section", 19, "<", numeric=False, priority=4, flexible=True),
+    )
+
+    def collectors(self):
+        return [GlobalStatus(), MemoryMetrics(), MySQLVariables()]
+
+    def rows(self, view: DataView) -> List[Row]:
+        previous, current = view.pair(GlobalStatus.name)
+        return global_rows(previous, current, view.latest(MemoryMetrics.name))
+
+    def arrange(self, rows: Sequence[Row], state: TableState) -> List[Row]:
+        """Sections in a fixed order, each under a heading; sort and filter within them."""
+        visible = filter_rows(rows, self.columns, state.filter)
+        by_section: Dict[str, List[Row]] = {}
+        for row in visible:
+            by_section.setdefault(row.get("section"), []).append(row)
+        arranged: List[Row] = []
+        for section in SECTIONS:
+            members = by_section.get(section)
+            if not members:
+                continue
+            arranged.append({"_id": ("section", section), "_kind": "subtotal", "name": f"\u2500\u2500 {section}"})
+            arranged.extend(sort_rows(members, state.sort_key, state.descending, ("name",)))
+        return arranged
+
+    def notes(self, view: DataView):
+        previous, current = view.pair(GlobalStatus.name)
+        if current is None or not current.data:
+            return []
+        stats = current.data
+        lines = []
+        mux = multiplexing(stats)
+        if mux:
+            lines.append((("Multiplexing  ", "label"), (mux, None)))
+        cache = cache_hit_ratio(previous.data if previous is not None else None, stats,
+                                seconds_between(previous, current))
+        if cache:
+            lines.append((("Query cache   ", "label"), ("hit ratio " + cache, None)))
+        session = getattr(view.source("proxysql"), "session", None)
+        if session is not None and not session.is_admin:
+            lines.append((("Frontend      ", "label"),
+                          ("connections vs mysql-max_connections needs an admin user (global_variables)", "dim")))
+        else:
+            variables = view.latest(MySQLVariables.name)
+            text, style = max_connections_usage(stats, variables.data if variables is not None else None)
+            lines.append((("Frontend      ", "label"), (text, style)))
+        memory = view.latest(MemoryMetrics.name)
+        if memory is not None:
+            age = max(0.0, view.now() - memory.taken_at)
+            lines.append(((f"Memory section: stats_memory_metrics, read every {MemoryMetrics.min_interval:g}s at the most "
+                           f"(it takes ProxySQL's digest lock); {units.duration(age)} old", "dim"),))
+        return lines
+
+
+SCREEN = GloStatScreen

@@ -1,0 +1,305 @@
+"""ProcList: ProxySQL's client sessions (stats_mysql_processlist), longest-running first.
+
+Listing sessions locks every ProxySQL worker thread while it runs, so the list is read every
+2 s at the most (the header shows the minimum). Idle sessions (command Sleep) are hidden until
+``i`` shows them. ``k`` kills the selected session with ``KILL CONNECTION`` after a yes/no
+confirmation: the only write proxytop ever makes (ProxySQL has no ``KILL QUERY``).
+
+Rows are built once per reading, straight from the result tuples; formatting of the query
+text happens only for the rows on screen.
+"""
+from __future__ import annotations
+
+import json
+import textwrap
+from collections import Counter
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from proxytop import units
+from proxytop.collectors.proxysql_stats import ProcessList
+from proxytop.keys import Binding
+from proxytop.screens.base import Confirm, DataView, Detail, Screen
+from proxytop.table import Column, Row
+
+IDLE = "Sleep"
+QUERY_PREVIEW = 1000  # characters of a query looked at for the one-line preview
+WRAP = 76
+
+Segment = Tuple[str, Optional[str]]
+
+
+def _int(value: Any) -> Any:
+    """ProxySQL's text numbers as ints; anything else unchanged."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return value
+
+
+def _address(host: Any, port: Any) -> Optional[str]:
+    if not host:
+        return None
+    return f"{host}:{port}" if port not in (None, "", "0", 0) else str(host)
+
+
+def session_rows(table, show_idle: bool = False) -> List[Row]:
+    """Pure: a processlist Table -> one row per session (idle ones only with ``show_idle``)."""
+    if table is None:
+        return []
+    at = {name: i for i, name in enumerate(table.columns)}
+
+    def getter(name):
+        index = at.get(name)
+        return (lambda raw: raw[index]) if index is not None else (lambda raw: None)
+
+    session_id, user, db = getter("SessionID"), getter("user"), getter("db")
+    cli_host, cli_port, hostgroup = getter("cli_host"), getter("cli_port"), getter("hostgroup")
+    srv_host, srv_port, command = getter("srv_host"), getter("srv_port"), getter("command")
+    time_ms, info = getter("time_ms"), getter("info")
+    columns = table.columns
+    rows: List[Row] = []
+    append = rows.append
+    for raw in table.rows:
+        cmd = command(raw)
+        if cmd == IDLE and not show_idle:
+            continue
+        sid = _int(session_id(raw))
+        append({
+            "_id": sid,
+            "id": sid,
+            "user": user(raw),
+            "db": db(raw),
+            "client": _address(cli_host(raw), cli_port(raw)),
+            "hostgroup": _int(hostgroup(raw)),
+            "backend": _address(srv_host(raw), srv_port(raw)),
+            "command": cmd,
+            "time_ms": _int(time_ms(raw)),
+            "info": info(raw),
+            "_raw": raw,
+            "_columns": columns,
+        })
+    return rows
+
+
+def one_line(text: Any) -> str:
+    """A query on one line (whitespace runs collapsed), looking only at its beginning.
+
+    >>> one_line("SELECT *\\n  FROM t\\tWHERE id = 1"), one_line(None)
+    ('SELECT * FROM t WHERE id = 1', '')
+    """
+    if text is None:
+        return ""
+    return " ".join(str(text)[:QUERY_PREVIEW].split())
+
+
+def time_text(ms: Any) -> str:
+    """time_ms for people.
+
+    >>> time_text(0), time_text(850), time_text(5873), time_text(185000), time_text(None)
+    ('0ms', '850ms', '5.87s', '3m05s', '—')
+    """
+    if not isinstance(ms, (int, float)):
+        return units.MISSING
+    if ms < 1000:
+        return f"{ms:.0f}ms"
+    return units.duration(ms / 1000.0)
+
+
+def time_style(row: Mapping) -> Optional[str]:
+    ms = row.get("time_ms")
+    if row.get("command") == IDLE or not isinstance(ms, (int, float)):
+        return None
+    return "danger" if ms >= 10_000 else "warning" if ms >= 1_000 else None
+
+
+def summary(table) -> Tuple[Counter, Counter]:
+    """(sessions by command, sessions by hostgroup) over every session, idle ones included."""
+    by_command: Counter = Counter()
+    by_hostgroup: Counter = Counter()
+    if table is None:
+        return by_command, by_hostgroup
+    at = {name: i for i, name in enumerate(table.columns)}
+    command_at, hostgroup_at = at.get("command"), at.get("hostgroup")
+    for raw in table.rows:
+        by_command[raw[command_at] if command_at is not None else None] += 1
+        by_hostgroup[_int(raw[hostgroup_at]) if hostgroup_at is not None else None] += 1
+    return by_command, by_hostgroup
+
+
+def summary_text(by_command: Mapping, by_hostgroup: Mapping) -> str:
+    """One line: how many sessions, by command (most first) and by hostgroup.
+
+    >>> summary_text(Counter({"Query": 8, "Sleep": 3}), Counter({10: 9, 20: 2}))
+    '11 sessions   Query 8  Sleep 3   by hostgroup: 10: 9  20: 2'
+    >>> summary_text(Counter(), Counter())
+    'no client sessions'
+    """
+    total = sum(by_command.values())
+    if not total:
+        return "no client sessions"
+    commands = "  ".join(f"{name or '?'} {count}" for name, count in
+                         sorted(by_command.items(), key=lambda item: (-item[1], str(item[0]))))
+    groups = "  ".join(f"{'none' if group in (None, -1) else group}: {count}" for group, count in
+                       sorted(by_hostgroup.items(), key=lambda item: (str(type(item[0])), item[0] if item[0] is not None else 0)))
+    noun = "session" if total == 1 else "sessions"
+    return f"{total} {noun}   {commands}   by hostgroup: {groups}"
+
+
+def wrapped(text: str, width: int = WRAP, indent: str = "  ") -> List[str]:
+    """A long text wrapped for the detail view, keeping its own line breaks."""
+    lines: List[str] = []
+    for part in str(text).splitlines() or [""]:
+        lines.extend(textwrap.wrap(part, width, initial_indent=indent, subsequent_indent=indent,
+                                   break_long_words=True, replace_whitespace=False) or [indent])
+    return lines
+
+
+def pretty_json(text: Any) -> List[str]:
+    """extended_info pretty-printed (it is JSON); shown as it is when it isn't."""
+    try:
+        parsed = json.loads(text)
+    except (TypeError, ValueError):
+        return wrapped(str(text))
+    return ["  " + line for line in json.dumps(parsed, indent=2, sort_keys=True).splitlines()]
+
+
+def raw_field(row: Mapping, name: str) -> Any:
+    columns: Sequence[str] = row.get("_columns") or ()
+    raw = row.get("_raw")
+    if raw is None or name not in columns:
+        return None
+    return raw[columns.index(name)]
+
+
+def session_detail(row: Row) -> Detail:
+    """Enter on a session: who, where, how long, the whole query and extended_info."""
+    local = _address(raw_field(row, "l_srv_host"), raw_field(row, "l_srv_port"))
+    fields = [
+        ("user", row.get("user")),
+        ("schema", row.get("db")),
+        ("client", row.get("client")),
+        ("hostgroup", row.get("hostgroup")),
+        ("backend", (row.get("backend") or "none") + (f"  (from {local})" if local and row.get("backend") else "")),
+        ("command", row.get("command")),
+        ("time", time_text(row.get("time_ms"))),
+        ("thread", raw_field(row, "ThreadID")),
+        ("status_flags", raw_field(row, "status_flags")),
+    ]
+    lines: List[List[Segment]] = [[(f"{label:<13}", "label"), (str(value), None)]
+                                  for label, value in fields if value not in (None, "")]
+    lines.append([])
+    info = row.get("info")
+    lines.append([("Query", "header")])
+    if info in (None, ""):
+        lines.append([("  (none: the session is not running a query)", "dim")])
+    else:
+        lines += [[(line, None)] for line in wrapped(info)]
+    extended = raw_field(row, "extended_info")
+    if extended not in (None, ""):
+        lines += [[], [("extended_info", "header")]]
+        lines += [[(line, None)] for line in pretty_json(extended)]
+    return Detail(f"Session {row.get('id')}", tuple(tuple(line) for line in lines))
+
+
+def kill_question(row: Row) -> Tuple[str, ...]:
+    """The confirmation shown before a KILL CONNECTION: the session and its query."""
+    sid = row.get("id")
+    query = one_line(row.get("info"))
+    if len(query) > 300:
+        query = query[:299] + "\u2026"
+    return (
+        f"Kill ProxySQL session {sid}?",
+        "",
+        f"  user {row.get('user')}  schema {row.get('db')}  client {row.get('client')}",
+        f"  hostgroup {row.get('hostgroup')}  backend {row.get('backend') or 'none'}  "
+        f"{row.get('command')} for {time_text(row.get('time_ms'))}",
+        f"  query: {query or '(none)'}",
+        "",
+        f"This sends KILL CONNECTION {sid} to ProxySQL's admin interface: the client's connection",
+        "is closed (ProxySQL has no KILL QUERY), and a transaction it has open is lost.",
+    )
+
+
+class ProcListScreen(Screen):
+    key = "proclist"
+    title = "ProcList"
+    default_sort = ("time_ms", True)
+    tiebreak = ("id",)
+    default_interval = ProcessList.default_interval
+    columns = (
+        Column("id", "Session", 8, priority=0, help="SessionID (what KILL CONNECTION takes)"),
+        Column("user", "User", 12, "<", numeric=False, priority=1),
+        Column("db", "Schema", 12, "<", numeric=False, priority=4),
+        Column("client", "Client", 21, "<", numeric=False, priority=5, help="client host:port"),
+        Column("hostgroup", "HG", 4, priority=2, help="hostgroup of the session"),
+        Column("backend", "Backend", 18, "<", numeric=False, priority=3, help="backend server host:port"),
+        Column("command", "Command", 7, "<", numeric=False, priority=1),
+        Column("time_ms", "Time", 7, fmt=time_text, style=time_style, priority=0,
+               help="time in the current command (time_ms); filter in ms, e.g. time>1000"),
+        Column("info", "Query", 20, "<", fmt=one_line, numeric=False, priority=0, flexible=True),
+    )
+    bindings = (
+        Binding(("i",), "toggle_idle", "show / hide idle sessions (command Sleep)", "i idle"),
+        Binding(("k",), "kill", "kill the selected session (KILL CONNECTION, asks first; admin user)", "k kill"),
+    )
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        self._summary_of: Optional[Tuple[int, str, int]] = None
+
+    def collectors(self):
+        return [ProcessList()]
+
+    def _table(self, view: DataView):
+        snapshot = view.latest(ProcessList.name)
+        return snapshot, (snapshot.data if snapshot is not None else None)
+
+    def rows(self, view: DataView) -> List[Row]:
+        _snapshot, table = self._table(view)
+        return session_rows(table, bool(self.options.get("idle")))
+
+    def notes(self, view: DataView):
+        snapshot, table = self._table(view)
+        if snapshot is None:
+            return []
+        if self._summary_of is None or self._summary_of[0] != id(snapshot):
+            by_command, by_hostgroup = summary(table)
+            self._summary_of = (id(snapshot), summary_text(by_command, by_hostgroup), by_command.get(IDLE, 0))
+        _key, text, idle = self._summary_of
+        lines = [(("Sessions  ", "label"), (text, None))]
+        if idle and not self.options.get("idle"):
+            lines.append(((f"{idle} idle sessions hidden (i shows them)", "dim"),))
+        session = getattr(view.source("proxysql"), "session", None)
+        if session is not None and not session.is_admin:
+            lines.append((("Killing a session (k) needs an admin user.", "dim"),))
+        return lines
+
+    def detail(self, row: Row, view: DataView) -> Optional[Detail]:
+        return session_detail(row)
+
+    def action_toggle_idle(self, controller) -> None:
+        self.options["idle"] = not self.options.get("idle")
+        controller.say("showing idle sessions" if self.options["idle"] else "hiding idle sessions")
+
+    def action_kill(self, controller) -> None:
+        row = controller.selected_row()
+        if row is None or row.get("_kind") == "subtotal" or not isinstance(row.get("id"), int):
+            controller.say("no session selected", "error")
+            return
+        session = getattr(controller.view.source("proxysql"), "session", None)
+        if session is None:
+            controller.say("not connected to ProxySQL: nothing to kill", "error")
+            return
+        if not session.is_admin:
+            controller.say("killing a session needs an admin user: the stats user can't run KILL CONNECTION", "error")
+            return
+        session_id = int(row["id"])
+        controller.ask(Confirm(
+            question=kill_question(row),
+            source="proxysql",
+            action=lambda admin: admin.execute(f"KILL CONNECTION {int(session_id)}"),
+            done_message=f"session {session_id} killed (KILL CONNECTION {session_id} sent)",
+        ))
+
+
+SCREEN = ProcListScreen
