@@ -1,0 +1,325 @@
+"""Collectors for the MySQL / MariaDB servers behind ProxySQL: InnoDB flushing.
+
+One :class:`MySQLSource` per server (its own engine thread, so a slow server delays only
+itself) and three collectors on it:
+
+- ``innodb.status.<server>``: SHOW GLOBAL STATUS LIKE 'Innodb%' (no privilege needed);
+- ``innodb.vars.<server>``: a subset of SHOW GLOBAL VARIABLES, slowly (own pace). The data is a
+  plain mapping that also carries the paths other screens need (datadir,
+  innodb_log_group_home_dir, log_bin_basename, tmpdir, ...) and how proxytop reaches the
+  server ("host", "port", "socket");
+- ``innodb.engine.<server>``: SHOW ENGINE INNODB STATUS (pending writes; LSNs on MySQL before
+  8.0.30) and INNODB_METRICS (flushing by type, limits) — both need PROCESS; without it the
+  reading says so instead of failing.
+
+And on the ProxySQL admin connection, ``innodb.discovery`` reads runtime_mysql_servers and the
+monitor credentials (admin users only). Nothing here writes to any server.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+import pymysql
+
+from proxytop import errors
+from proxytop.collectors.base import Collector, Source, Table
+from proxytop.connection import Endpoint, open_mysql, run_query
+from proxytop.innodb import ALL_METRICS, EngineReading, Flavour, detect_flavour, metrics_from_rows, parse_status_text
+
+log = logging.getLogger(__name__)
+
+PROXYSQL = "proxysql"
+DISCOVERY = "innodb.discovery"
+ACCESS_DENIED = {1227, 1142, 1143, 1044}  # ER_SPECIFIC_ACCESS_DENIED_ERROR and friends
+
+# What the InnoDB screen needs, plus the paths the IOstat screen maps onto devices.
+VARIABLES = (
+    "version", "version_comment", "hostname", "port", "socket",
+    "datadir", "innodb_data_home_dir", "innodb_log_group_home_dir", "innodb_undo_directory",
+    "innodb_temp_tablespaces_dir", "innodb_tmpdir", "log_bin", "log_bin_basename", "relay_log_basename",
+    "tmpdir", "innodb_doublewrite_dir",
+    "innodb_log_file_size", "innodb_log_files_in_group", "innodb_redo_log_capacity", "innodb_log_buffer_size",
+    "innodb_buffer_pool_size", "innodb_buffer_pool_instances", "innodb_page_size",
+    "innodb_io_capacity", "innodb_io_capacity_max", "innodb_max_dirty_pages_pct",
+    "innodb_max_dirty_pages_pct_lwm", "innodb_adaptive_flushing", "innodb_adaptive_flushing_lwm",
+    "innodb_flush_log_at_trx_commit", "innodb_flush_method", "innodb_flush_neighbors",
+    "innodb_flush_sync", "innodb_lru_scan_depth", "innodb_page_cleaners", "innodb_thread_concurrency",
+    "innodb_doublewrite", "sync_binlog",
+)
+
+
+def server_label(endpoint: Endpoint) -> str:
+    """How a server is named in collector and source names: host:port or the socket path."""
+    return endpoint.socket if endpoint.socket else f"{endpoint.host}:{endpoint.port}"
+
+
+def source_name(endpoint: Endpoint) -> str:
+    return f"mysql:{server_label(endpoint)}"
+
+
+def describe_mysql_error(exc: BaseException, password: Optional[str] = None) -> str:
+    """One plain line for a MySQL-side failure (never the password)."""
+    code = exc.args[0] if getattr(exc, "args", None) and isinstance(exc.args[0], int) else None
+    text = str(exc.args[1]) if code is not None and len(exc.args) > 1 else str(exc)
+    lowered = text.lower()
+    if code in (2002, 2003) or isinstance(exc, ConnectionRefusedError):
+        if "refused" in lowered or isinstance(exc, ConnectionRefusedError):
+            message = "connection refused (is the MySQL server running and listening there?)"
+        elif "no such file" in lowered:
+            message = "socket file not found"
+        else:
+            message = errors.describe(exc)
+    elif code in ACCESS_DENIED:
+        message = f"access denied: {text}"
+    else:
+        message = errors.describe(exc)
+    if password:
+        message = message.replace(password, "***")
+    return " ".join(message.split())
+
+
+def _code(exc: BaseException) -> Optional[int]:
+    args = getattr(exc, "args", ())
+    return args[0] if args and isinstance(args[0], int) else None
+
+
+@dataclass
+class MySQLSession:
+    """An open connection to one MySQL server and what was learnt when it opened."""
+
+    conn: object
+    endpoint: Endpoint
+    version_text: str = ""
+    version_comment: str = ""
+    flavour: Optional[Flavour] = None
+    queries: int = 0
+
+    def query(self, sql: str) -> Table:
+        self.queries += 1
+        return run_query(self.conn, sql)
+
+
+class MySQLSource(Source):
+    """One MySQL / MariaDB server. ``endpoint`` may be replaced between connections (for
+    instance when ProxySQL's monitor password changes); the next connect uses the new one."""
+
+    def __init__(self, endpoint: Endpoint, description: str = ""):
+        self.endpoint = endpoint
+        self.name = source_name(endpoint)
+        self.label = server_label(endpoint)
+        self.description = description or f"MySQL {self.label}"
+        self.session: Optional[MySQLSession] = None
+
+    def connect(self) -> MySQLSession:
+        endpoint = self.endpoint
+        conn = open_mysql(endpoint)
+        try:
+            session = MySQLSession(conn=conn, endpoint=endpoint)
+            table = session.query("SELECT @@version, @@version_comment")
+            if table.rows:
+                session.version_text = table.rows[0][0] or ""
+                session.version_comment = table.rows[0][1] or ""
+            session.flavour = detect_flavour(session.version_text, session.version_comment)
+        except BaseException:
+            try:
+                conn.close()
+            except Exception:
+                pass
+            raise
+        self.session = session
+        log.info("connected to %s as %s: %s", self.label, endpoint.user, session.version_text)
+        return session
+
+    def close(self, handle: MySQLSession) -> None:
+        try:
+            handle.conn.close()
+        except Exception:
+            pass
+
+    def is_connection_error(self, exc: BaseException) -> bool:
+        if _code(exc) in ACCESS_DENIED:
+            return False  # a missing privilege concerns one query, not the connection
+        return errors.is_connection_error(exc)
+
+    def describe_error(self, exc: BaseException) -> str:
+        return describe_mysql_error(exc, self.endpoint.password)
+
+
+def name_value(table: Table) -> Dict[str, str]:
+    """A two-column result (Variable_name, Value) as a dict."""
+    return {str(row[0]): row[1] for row in table.rows if row and row[0] is not None}
+
+
+class ServerCollector(Collector):
+    kind = ""
+
+    def __init__(self, endpoint: Endpoint):
+        self.server = server_label(endpoint)
+        self.name = f"innodb.{self.kind}.{self.server}"
+        self.source = source_name(endpoint)
+
+
+class InnoDBStatus(ServerCollector):
+    """SHOW GLOBAL STATUS LIKE 'Innodb%' as {name: text value}. Needs no privilege."""
+
+    kind = "status"
+    default_interval = 1.0
+    min_interval = 0.5
+    history = 2
+
+    def collect(self, session: MySQLSession) -> Dict[str, str]:
+        return name_value(session.query("SHOW GLOBAL STATUS LIKE 'Innodb%'"))
+
+
+class InnoDBVariables(ServerCollector):
+    """The variables the InnoDB and IOstat screens need; they change rarely: read slowly."""
+
+    kind = "vars"
+    default_interval = 30.0
+    min_interval = 10.0
+    own_pace = True
+
+    def collect(self, session: MySQLSession) -> Dict[str, object]:
+        names = ", ".join(f"'{name}'" for name in VARIABLES)
+        data: Dict[str, object] = dict(name_value(session.query(
+            f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")))
+        endpoint = session.endpoint
+        server_port, server_socket = data.get("port"), data.get("socket")
+        data["server_port"] = server_port
+        data["server_socket"] = server_socket
+        if endpoint.socket:
+            data["host"] = "localhost"
+            data["socket"] = endpoint.socket
+            data["port"] = int(server_port) if str(server_port or "").isdigit() else None
+        else:
+            data["host"] = endpoint.host
+            data["port"] = endpoint.port
+            data["socket"] = server_socket
+        data["user"] = endpoint.user
+        return data
+
+
+class InnoDBEngine(ServerCollector):
+    """SHOW ENGINE INNODB STATUS and INNODB_METRICS. Both need PROCESS: a user without it gets
+    a reading that says so (the screen shows "needs PROCESS"), never an error."""
+
+    kind = "engine"
+    default_interval = 1.0
+    min_interval = 1.0
+    history = 2
+
+    def collect(self, session: MySQLSession) -> EngineReading:
+        text = metrics = None
+        text_denied = metrics_denied = False
+        text_error = metrics_error = None
+        try:
+            table = session.query("SHOW ENGINE INNODB STATUS")
+            column = table.columns.index("Status") if table.has("Status") else len(table.columns) - 1
+            raw = table.rows[0][column] if table.rows else ""
+            text = parse_status_text(raw or "")
+        except pymysql.err.MySQLError as exc:
+            if _code(exc) in ACCESS_DENIED:
+                text_denied = True
+            elif errors.is_connection_error(exc):
+                raise
+            else:
+                text_error = describe_mysql_error(exc, session.endpoint.password)
+        names = ", ".join(f"'{name}'" for name in ALL_METRICS)
+        try:
+            table = session.query(f"SELECT * FROM information_schema.INNODB_METRICS WHERE NAME IN ({names})")
+            metrics = metrics_from_rows(table.dicts())
+        except pymysql.err.MySQLError as exc:
+            if _code(exc) in ACCESS_DENIED:
+                metrics_denied = True
+            elif errors.is_connection_error(exc):
+                raise
+            else:
+                metrics_error = describe_mysql_error(exc, session.endpoint.password)
+        return EngineReading(text=text, metrics=metrics, text_denied=text_denied, metrics_denied=metrics_denied,
+                             text_error=text_error, metrics_error=metrics_error)
+
+
+def server_collectors(endpoint: Endpoint) -> List[ServerCollector]:
+    return [InnoDBStatus(endpoint), InnoDBVariables(endpoint), InnoDBEngine(endpoint)]
+
+
+# ----- discovery through ProxySQL ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DiscoveredServer:
+    """One backend of ProxySQL, however many hostgroups it is in."""
+
+    host: str
+    port: int
+    hostgroups: Tuple[int, ...]
+    statuses: Tuple[str, ...]  # ProxySQL's status per hostgroup, same order
+    comment: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Discovery:
+    admin: bool
+    servers: Tuple[DiscoveredServer, ...] = ()
+    monitor_user: Optional[str] = None
+    monitor_password: Optional[str] = field(default=None, repr=False)
+
+
+def group_servers(rows: Sequence[Mapping]) -> Tuple[DiscoveredServer, ...]:
+    """runtime_mysql_servers rows -> one entry per distinct host:port, hostgroups in order.
+
+    >>> servers = group_servers([
+    ...     {"hostgroup_id": "20", "hostname": "db1", "port": "3306", "status": "ONLINE", "comment": "r"},
+    ...     {"hostgroup_id": "10", "hostname": "db1", "port": "3306", "status": "ONLINE", "comment": "w"},
+    ...     {"hostgroup_id": "20", "hostname": "db2", "port": "3306", "status": "SHUNNED", "comment": ""}])
+    >>> [(s.label, s.hostgroups, s.statuses) for s in servers]
+    [('db1:3306', (10, 20), ('ONLINE', 'ONLINE')), ('db2:3306', (20,), ('SHUNNED',))]
+    """
+    grouped: Dict[Tuple[str, int], List[Tuple[int, str, str]]] = {}
+    for row in rows:
+        host = str(row.get("hostname") or "").strip()
+        try:
+            port = int(str(row.get("port") or "3306"))
+            hostgroup = int(str(row.get("hostgroup_id")))
+        except ValueError:
+            continue
+        if not host:
+            continue
+        grouped.setdefault((host, port), []).append((hostgroup, str(row.get("status") or ""),
+                                                     str(row.get("comment") or "")))
+    servers = []
+    for (host, port), entries in sorted(grouped.items()):
+        entries.sort()
+        comments = [c for _, _, c in entries if c]
+        servers.append(DiscoveredServer(host, port, tuple(h for h, _, _ in entries), tuple(s for _, s, _ in entries),
+                                        comments[0] if comments else ""))
+    return tuple(servers)
+
+
+class MySQLDiscovery(Collector):
+    """The distinct backends in runtime_mysql_servers and the monitor credentials
+    (mysql-monitor_username / mysql-monitor_password). Admin users only: with the stats user
+    the reading says discovery needs an admin user and no query is sent."""
+
+    name = DISCOVERY
+    source = PROXYSQL
+    default_interval = 10.0
+    min_interval = 5.0
+    own_pace = True
+
+    def collect(self, session) -> Discovery:
+        if not session.is_admin:
+            return Discovery(admin=False)
+        table = session.query("select hostgroup_id, hostname, port, status, comment from runtime_mysql_servers")
+        settings = session.query("select variable_name, variable_value from global_variables where variable_name "
+                                 "in ('mysql-monitor_username', 'mysql-monitor_password')")
+        values = {str(row[0]): row[1] for row in settings.rows}
+        return Discovery(admin=True, servers=group_servers(table.dicts()),
+                         monitor_user=values.get("mysql-monitor_username") or None,
+                         monitor_password=values.get("mysql-monitor_password"))
