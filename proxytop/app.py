@@ -112,11 +112,26 @@ class MonitorForm(npyscreen.FormBaseNew):
         self.keypress_timeout = KEYPRESS_TIMEOUT
         self.canvas = self.add(Canvas, controller=app.controller, color=app.use_color, rely=0, relx=0)
 
+    def follow_terminal_size(self):
+        """Recreate the pad when the terminal changed size, even if no KEY_RESIZE arrived
+        (it can be lost while the size changes twice in quick succession)."""
+        rows, cols = self._max_physical()
+        size = (rows + 1, cols + 1)
+        if size != (curses.LINES, curses.COLS):
+            try:
+                curses.resizeterm(*size)  # also updates curses.LINES / curses.COLS
+            except curses.error:
+                pass
+        if size != tuple(self.curses_pad.getmaxyx()):
+            self._create_screen()
+
     def while_waiting(self):
+        self.follow_terminal_size()
         self.canvas.update()
-        self.curses_pad.refresh(0, 0, 0, 0, *self._max_physical())
+        self.refresh()  # ScreenArea.refresh ignores the curses errors of a terminal mid-resize
 
     def display(self, clear=False):
+        self.follow_terminal_size()
         self.canvas.update()
         self.refresh()
 

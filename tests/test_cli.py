@@ -1,0 +1,63 @@
+"""The command line as a user meets it: usage errors, no terminal, small and resized terminals."""
+import re
+import subprocess
+import sys
+
+from tests.terminal import proxytop_command
+
+
+def run(*args, **kwargs):
+    return subprocess.run(list(proxytop_command()) + list(args), capture_output=True, text=True, timeout=30,
+                          stdin=subprocess.DEVNULL, **kwargs)
+
+
+def test_version_and_help():
+    result = run("--version")
+    assert result.returncode == 0 and re.match(r"proxytop \d+\.\d+", result.stdout)
+    result = run("--help")
+    assert result.returncode == 0 and "--defaults-file" in result.stdout and "-d SECONDS" in result.stdout
+
+
+def test_bad_option_is_usage_on_stderr_exit_2():
+    result = run("--delay", "fast")
+    assert result.returncode == 2
+    assert "usage:" in result.stderr and "not a number of seconds" in result.stderr
+    assert result.stdout == ""
+
+
+def test_no_terminal_is_one_line_and_no_traceback():
+    result = run("-P", "1")
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "not a terminal" in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_python_dash_m_works_too():
+    result = subprocess.run([sys.executable, "-m", "proxytop", "--version"], capture_output=True, text=True,
+                            timeout=30)
+    assert result.returncode == 0 and "proxytop" in result.stdout
+
+
+def test_80x24_fits_and_columns_give_way(proxytop_term, proxysql_double):
+    term = proxytop_term("-P", str(proxysql_double.port), cols=80, rows=24)
+    screen = term.wait_for("127.0.0.1:3313")
+    lines = screen.splitlines()
+    assert len(lines) == 24 and all(len(line) <= 80 for line in lines)
+    header = next(line for line in lines if "Server" in line and "Status" in line)
+    assert "Queries/s" in header and "Comment" not in header  # low-priority columns gave way
+    assert "q quit" in lines[-1]
+
+
+def test_resize_while_running(proxytop_term, proxysql_double):
+    term = proxytop_term("-P", str(proxysql_double.port), cols=120, rows=30)
+    term.wait_for("127.0.0.1:3313")
+    term.resize(40, 10)
+    # the program's own 40-column rendering: the tab bar cut at the 40th column
+    screen = term.wait_until(lambda s: "1:ConnPool 2:QueryRules 3:GloStat 4:Proc\n" in s, what="small screen")
+    assert len(screen.splitlines()) == 10 and "q quit" in screen.splitlines()[-1]
+    term.resize(200, 50)
+    # the wide terminal shows every column again
+    term.wait_until(lambda s: "Comment" in s and "reader-a" in s, what="all columns")
+    term.send("q")
+    assert term.wait_exit(5) == 0
