@@ -40,6 +40,8 @@ class Controller:
         self.total_rows = 0
         self.visible_keys: List[str] = []  # set by the renderer: the columns that fit
         self._rows_token = None
+        self._activated: Tuple[str, ...] = ()
+        self.detail_row: Optional[dict] = None  # the row a live detail panel follows
         delay = config.delay if config else 1.0
         for screen in self.screens:
             self.intervals[screen.key] = max(delay, self.minimum_interval(screen))
@@ -75,6 +77,7 @@ class Controller:
         """Poll only what the visible screen needs, plus the header's cheap collector."""
         screen = self.screen
         names = list(screen.active_collectors())
+        self._activated = tuple(names)
         interval = self.interval()
         for name in names:
             collector = self.engine.collector(name)
@@ -95,6 +98,9 @@ class Controller:
         """The current screen's rows, arranged; recomputed only when data or state changed."""
         screen = self.screen
         names = screen.active_collectors()
+        if tuple(names) != self._activated:
+            # The screen's set changed (e.g. servers discovered at runtime): poll the new set.
+            self.activate()
         token = (screen.key, self.state, tuple(sorted(screen.options.items())),
                  tuple(id(self.engine.latest(n)) for n in names))
         if token != self._rows_token:
@@ -294,11 +300,19 @@ class Controller:
             self.say("this screen has no detail view")
             return
         self.detail = detail
+        self.detail_row = row
         self.detail_scroll = 0
         self.mode = "detail"
 
     def do_back(self):
         self.mode = "table"
+
+    def refresh_detail(self) -> None:
+        """Screens with ``live_detail`` rebuild their detail panel from the latest readings."""
+        if self.detail_row is not None and getattr(self.screen, "live_detail", False):
+            detail = self.screen.detail(self.detail_row, self.view)
+            if detail is not None:
+                self.detail = detail
 
     def ask(self, confirm: Confirm) -> None:
         """Screens call this for the one write proxytop makes: nothing runs until 'y'."""

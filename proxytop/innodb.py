@@ -243,6 +243,15 @@ class Flavour:
         return f"{product} {'.'.join(str(p) for p in self.version)}"
 
     @property
+    def short(self) -> str:
+        """The series in a narrow column: 'Percona 8.0', 'MySQL 8.0.30+', 'MariaDB 10.11'.
+
+        >>> Flavour("Percona Server", (8, 0, 36)).short, Flavour("MariaDB", (10, 6, 18)).short
+        ('Percona 8.0.30+', 'MariaDB 10.6')
+        """
+        return self.series.replace("Percona Server", "Percona")
+
+    @property
     def series(self) -> str:
         """The release series the screen names: 'MySQL 8.0.30+', 'MySQL 8.4', 'MariaDB 10.11'.
 

@@ -207,6 +207,7 @@ def render(ctl, width: int, height: int) -> List[Line]:
             scroll = min(ctl.help_scroll, max(0, len(content) - room))
             ctl.help_scroll = scroll
         elif ctl.mode == "detail":
+            ctl.refresh_detail()
             content = detail_lines(ctl, width)
             scroll = min(ctl.detail_scroll, max(0, len(content) - room))
             ctl.detail_scroll = scroll

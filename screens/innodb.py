@@ -1,0 +1,711 @@
+"""InnoDB: redo-log checkpointing and page flushing of the MySQL servers behind the proxy.
+
+One row per server (the fleet), Enter for the detail panel of the selected one. Servers come
+from ``--mysql HOST[:PORT]`` / ``--mysql-socket PATH`` and, by default, from ProxySQL's
+runtime_mysql_servers (admin user; one row per distinct backend, labelled with its
+hostgroups and ProxySQL status). Each server has its own connection and thread: a slow or
+dead server only ever delays its own row, which says "down, retrying in N s".
+
+Credentials for the MySQL servers, as the mysql client takes them: ``--mysql-user`` /
+``--mysql-password`` (given without a value it prompts; the prompt happens while the screens
+are built, before the terminal switches to full screen), else the ``[client]`` group of
+``--mysql-defaults-file`` or ~/.my.cnf, else MYSQL_PWD for the password. With none of those,
+the servers discovered through ProxySQL are read with ProxySQL's own monitor credentials
+(mysql-monitor_username / _password), and what that user's privileges hide is shown as
+"needs PROCESS".
+
+Nothing here writes to a server: the INNODB_METRICS flushing counters, when off, are
+explained (how to enable them), never enabled.
+"""
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+from dataclasses import dataclass, replace
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+import pymysql.optionfile
+
+from proxytop import units
+from proxytop.collectors.innodb import (DISCOVERY, DiscoveredServer, Discovery, MySQLDiscovery, MySQLSource,
+                                        server_collectors, server_label, source_name)
+from proxytop.connection import DEFAULT_TIMEOUT, Endpoint
+from proxytop.innodb import (ASYNC, ENABLE_HINT, NEEDS_PROCESS, OK, SYNC, Assessment, EngineReading, assess, bar)
+from proxytop.rates import to_number
+from proxytop.screens.base import DataView, Detail, Screen, seconds_between
+from proxytop.table import Column, Row
+
+PROMPT = object()  # --mysql-password given without a value
+DEFAULT_PORT = 3306
+CLIENT_GROUP = "client"
+
+STATE_STYLE = {OK: "good", ASYNC: "warning_bold", SYNC: "danger", "DOWN": "danger"}
+NEEDS_WORDS = {
+    "age": "checkpoint age",
+    "pending_writes": "pending writes",
+    "by_type": "flushing by type",
+    "history_list_length": "history list",
+}
+
+
+# ----- options ----------------------------------------------------------------------------------
+
+def server_address(text: str) -> Tuple[str, int]:
+    """HOST[:PORT] -> (host, port); IPv6 in brackets when a port follows.
+
+    >>> server_address("db1"), server_address("db1:3307"), server_address("[::1]:3310"), server_address("::1")
+    (('db1', 3306), ('db1', 3307), ('::1', 3310), ('::1', 3306))
+    """
+    text = text.strip()
+    if not text:
+        raise argparse.ArgumentTypeError("an empty server address")
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port_text = rest[1:] if rest.startswith(":") else ""
+    elif text.count(":") == 1:
+        host, port_text = text.split(":")
+    else:
+        host, port_text = text, ""
+    if not host:
+        raise argparse.ArgumentTypeError(f"'{text}' has no host")
+    if not port_text:
+        return host, DEFAULT_PORT
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{port_text}' is not a port number") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError("a port is between 1 and 65535")
+    return host, port
+
+
+def existing_file(text: str) -> str:
+    path = os.path.expanduser(text)
+    if not os.path.isfile(path):
+        raise argparse.ArgumentTypeError(f"defaults file not found: {text}")
+    return path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "InnoDB screen (MySQL servers)",
+        "Servers: --mysql/--mysql-socket and, unless --no-discover, ProxySQL's runtime_mysql_servers. "
+        "Credentials: --mysql-user/--mysql-password > [client] of the defaults file (~/.my.cnf) > MYSQL_PWD; "
+        "with none given, discovered servers are read as ProxySQL's monitor user.")
+    group.add_argument("--mysql", action="append", type=server_address, metavar="HOST[:PORT]",
+                       help="a MySQL/MariaDB server to watch (repeatable; port 3306 by default)")
+    group.add_argument("--mysql-socket", action="append", metavar="PATH",
+                       help="a local MySQL/MariaDB server by its UNIX socket (repeatable)")
+    group.add_argument("--mysql-user", metavar="USER", help="user for the MySQL servers")
+    group.add_argument("--mysql-password", nargs="?", const=PROMPT, metavar="PASSWORD",
+                       help="password for the MySQL servers; given without a value, proxytop asks for it "
+                            "before the screen starts")
+    group.add_argument("--mysql-defaults-file", type=existing_file, metavar="FILE",
+                       help="read the [client] group of FILE instead of ~/.my.cnf")
+    group.add_argument("--no-discover", action="store_true",
+                       help="don't add the backends listed in ProxySQL's runtime_mysql_servers")
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Who proxytop is on the MySQL servers. ``given`` is False when nothing named a user or a
+    password (then discovered servers use ProxySQL's monitor credentials)."""
+
+    user: str
+    password: str = ""
+    given: bool = False
+    origin: str = "default"
+
+    def __repr__(self) -> str:  # the password never shows
+        return f"Credentials(user={self.user!r}, given={self.given}, origin={self.origin!r})"
+
+
+def read_client_group(path: str) -> Dict[str, str]:
+    """user and password from the [client] group of an option file (missing file: nothing)."""
+    if not os.path.isfile(path):
+        return {}
+    parser = pymysql.optionfile.Parser()
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            parser.read_file(handle)
+    except Exception:
+        return {}
+    found = {}
+    if parser.has_section(CLIENT_GROUP):
+        for key in ("user", "password"):
+            if parser.has_option(CLIENT_GROUP, key):
+                found[key] = parser.get(CLIENT_GROUP, key)
+    return found
+
+
+def login_name() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "root"
+
+
+def resolve_credentials(args, environ: Mapping[str, str], prompt=getpass.getpass,
+                        home: Optional[str] = None) -> Credentials:
+    """Command line > [client] of the defaults file (or ~/.my.cnf) > MYSQL_PWD, as the mysql
+    client does; the prompt for ``--mysql-password`` without a value happens here.
+
+    >>> ns = argparse.Namespace(mysql_user="dba", mysql_password=None, mysql_defaults_file=None)
+    >>> resolve_credentials(ns, {"MYSQL_PWD": "s3cret"}, home="/nonexistent")
+    Credentials(user='dba', given=True, origin='command line')
+    >>> resolve_credentials(ns, {"MYSQL_PWD": "s3cret"}, home="/nonexistent").password
+    's3cret'
+    """
+    user = getattr(args, "mysql_user", None)
+    password = getattr(args, "mysql_password", None)
+    defaults_file = getattr(args, "mysql_defaults_file", None)
+    path = defaults_file or os.path.join(home if home is not None else os.path.expanduser("~"), ".my.cnf")
+    from_file = read_client_group(path)
+    origin = "command line" if (user is not None or password is not None) else "default"
+    given = user is not None or password is not None
+    if user is None and "user" in from_file:
+        user, given = from_file["user"], True
+        origin = "defaults file" if origin == "default" else origin
+    if password is PROMPT:
+        password = prompt("MySQL password: ")
+    elif password is None and "password" in from_file:
+        password, given = from_file["password"], True
+        origin = "defaults file" if origin == "default" else origin
+    elif password is None and environ.get("MYSQL_PWD") is not None:
+        password, given = environ["MYSQL_PWD"], True
+        origin = "MYSQL_PWD" if origin == "default" else origin
+    return Credentials(user=user or login_name(), password=password or "", given=given, origin=origin)
+
+
+# ----- servers ----------------------------------------------------------------------------------
+
+@dataclass
+class Server:
+    """One watched server: where it is, why it is watched, and its engine names."""
+
+    key: str
+    endpoint: Endpoint
+    explicit: bool = False
+    discovered: Optional[DiscoveredServer] = None
+    monitor_user: bool = False  # read with ProxySQL's monitor credentials
+    listed: bool = True  # still in runtime_mysql_servers (or given on the command line)
+
+    @property
+    def source(self) -> str:
+        return source_name(self.endpoint)
+
+    @property
+    def status_name(self) -> str:
+        return f"innodb.status.{self.key}"
+
+    @property
+    def vars_name(self) -> str:
+        return f"innodb.vars.{self.key}"
+
+    @property
+    def engine_name(self) -> str:
+        return f"innodb.engine.{self.key}"
+
+    @property
+    def names(self) -> List[str]:
+        return [self.status_name, self.vars_name, self.engine_name]
+
+    @property
+    def proxysql_label(self) -> str:
+        """'10,20 ONLINE' (hostgroups, then the distinct statuses); '' for a server ProxySQL
+        does not list."""
+        if not self.discovered:
+            return ""
+        hostgroups = ",".join(str(h) for h in self.discovered.hostgroups)
+        return f"{hostgroups} {','.join(dict.fromkeys(self.discovered.statuses))}"
+
+
+# ----- formatting -------------------------------------------------------------------------------
+
+def state_style(row: Mapping) -> Optional[str]:
+    return STATE_STYLE.get(str(row.get("state") or ""))
+
+
+def age_style(row: Mapping) -> Optional[str]:
+    return {ASYNC: "warning_bold", SYNC: "danger"}.get(str(row.get("state") or ""))
+
+
+def positive_style(key: str):
+    def style(row: Mapping) -> Optional[str]:
+        value = to_number(row.get(key))
+        return "danger" if value else None
+    return style
+
+
+def dirty_style(row: Mapping) -> Optional[str]:
+    value, limit = to_number(row.get("dirty_pct")), to_number(row.get("_max_dirty"))
+    if value is None or limit is None:
+        return None
+    return "danger" if value >= limit else "warning" if value >= 0.9 * limit else None
+
+
+def flushed_style(row: Mapping) -> Optional[str]:
+    value, limit = to_number(row.get("flushed_s")), to_number(row.get("_io_max"))
+    if value is None or not limit:
+        return None
+    return "warning_bold" if value > limit else None
+
+
+def proxysql_style(row: Mapping) -> Optional[str]:
+    text = str(row.get("proxysql") or "")
+    if "SHUNNED" in text:
+        return "danger"
+    if "OFFLINE" in text:
+        return "warning"
+    return None
+
+
+def note_style(row: Mapping) -> Optional[str]:
+    return row.get("_note_style")
+
+
+def rate_text(value) -> str:
+    return units.MISSING if value is None else units.scaled(value)
+
+
+def io_capacity_text(io: Optional[float], io_max: Optional[float]) -> Optional[str]:
+    """
+    >>> io_capacity_text(200, 2000), io_capacity_text(None, None)
+    ('200/2000', None)
+    """
+    if io is None and io_max is None:
+        return None
+    return f"{units.plain(io)}/{units.plain(io_max)}"
+
+
+def needs_text(assessment: Assessment) -> str:
+    words = [NEEDS_WORDS[n] for n in assessment.needs_process if n in NEEDS_WORDS]
+    return f"{NEEDS_PROCESS}: {', '.join(words)}" if words else ""
+
+
+# ----- the screen -------------------------------------------------------------------------------
+
+class InnoDBScreen(Screen):
+    key = "innodb"
+    title = "InnoDB"
+    default_sort = ("server", False)
+    tiebreak = ("server",)
+    live_detail = True  # the detail panel follows new readings
+    columns = (
+        Column("server", "Server", 18, "<", numeric=False, priority=0),
+        Column("proxysql", "HG/Status", 12, "<", numeric=False, style=proxysql_style, priority=1,
+               help="ProxySQL hostgroups of the server and its status there (runtime_mysql_servers)"),
+        Column("flavour", "Flavour", 13, "<", numeric=False, priority=5, help="product and release series"),
+        Column("state", "State", 11, "<", numeric=False, style=state_style, priority=0,
+               help="OK, ASYNC FLUSH (checkpoint age past the async limit) or SYNC FLUSH (writes stall)"),
+        Column("age", "CkptAge", 8, fmt=units.human_bytes, style=age_style, priority=2,
+               help="checkpoint age: LSN minus the last checkpoint, in bytes"),
+        Column("age_pct", "Age%", 6, fmt=units.percent, style=age_style, priority=1,
+               help="checkpoint age as a share of the redo log capacity"),
+        Column("redo_rate", "Redo/s", 8, fmt=units.bytes_rate, priority=1, help="redo bytes written per second"),
+        Column("full_in", "Full in", 7, fmt=units.duration, priority=3,
+               help="time until the redo log is full at the current write rate"),
+        Column("dirty_pct", "Dirty%", 6, fmt=units.percent, style=dirty_style, priority=2,
+               help="dirty pages as a share of the buffer pool (against innodb_max_dirty_pages_pct)"),
+        Column("dirty", "Dirty", 6, fmt=units.scaled, priority=6, help="dirty pages in the buffer pool"),
+        Column("flushed_s", "Flush/s", 7, fmt=rate_text, style=flushed_style, priority=2,
+               help="pages flushed per second"),
+        Column("io_capacity", "IOcap", 9, "<", numeric=False, priority=7,
+               help="innodb_io_capacity / innodb_io_capacity_max"),
+        Column("pending", "PendW", 5, fmt=units.scaled, priority=4,
+               help="pending flush-list writes (SHOW ENGINE INNODB STATUS; needs PROCESS)"),
+        Column("wait_free_s", "WaitFr/s", 8, fmt=rate_text, style=positive_style("wait_free_s"), priority=3,
+               help="Innodb_buffer_pool_wait_free per second: threads waiting for a clean page"),
+        Column("log_waits_s", "LogW/s", 6, fmt=rate_text, style=positive_style("log_waits_s"), priority=4,
+               help="Innodb_log_waits per second: waits for log buffer space"),
+        Column("hll", "HLL", 6, fmt=units.scaled, priority=5, help="history list length (undo not yet purged)"),
+        Column("adaptive", "Adapt", 5, "<", numeric=False, priority=8, help="innodb_adaptive_flushing"),
+        Column("note", "Note", 22, "<", numeric=False, style=note_style, priority=0, flexible=True,
+               help="connection state, what needs PROCESS, collector errors"),
+    )
+
+    def __init__(self, config=None, prompt=getpass.getpass):
+        super().__init__(config)
+        args = getattr(config, "args", None) if config is not None else None
+        endpoint = getattr(config, "endpoint", None)
+        self.timeout = getattr(endpoint, "timeout", DEFAULT_TIMEOUT)
+        self.discover = not getattr(args, "no_discover", False)
+        self._engine = None
+        self._discovery_seen = None
+        self.servers: Dict[str, Server] = {}
+        if args is not None and getattr(args, "mysql_password", None) is PROMPT:
+            try:
+                self.credentials = resolve_credentials(args, os.environ, prompt)
+            except (KeyboardInterrupt, EOFError):
+                raise SystemExit(130) from None
+        else:
+            self.credentials = resolve_credentials(args, os.environ, prompt)
+        for host, port in (getattr(args, "mysql", None) or []):
+            self._add_explicit(Endpoint(host=host, port=port, socket=None, **self._auth()))
+        for path in (getattr(args, "mysql_socket", None) or []):
+            self._add_explicit(Endpoint(host="localhost", port=DEFAULT_PORT, socket=path, **self._auth()))
+
+    def _auth(self, user: Optional[str] = None, password: Optional[str] = None) -> dict:
+        return dict(user=user if user is not None else self.credentials.user,
+                    password=password if password is not None else self.credentials.password,
+                    timeout=self.timeout)
+
+    def _add_explicit(self, endpoint: Endpoint) -> None:
+        key = server_label(endpoint)
+        if key not in self.servers:
+            self.servers[key] = Server(key, endpoint, explicit=True)
+
+    # ----- what the app asks once ----------------------------------------------------------------
+    def sources(self):
+        return [MySQLSource(s.endpoint) for s in self.servers.values()]
+
+    def collectors(self):
+        made = [MySQLDiscovery()] if self.discover else []
+        for server in self.servers.values():
+            made += server_collectors(server.endpoint)
+        return made
+
+    def attach(self, engine) -> None:
+        self._engine = engine
+
+    # ----- servers found through ProxySQL ------------------------------------------------------
+    def active_collectors(self) -> List[str]:
+        self._sync_discovered()
+        names = [DISCOVERY] if self.discover else []
+        for server in self.servers.values():
+            if server.listed:
+                names += server.names
+        return names
+
+    def _sync_discovered(self) -> None:
+        """Register newly discovered backends with the engine. No I/O: adding a source only
+        starts its thread, which connects on its own."""
+        engine = self._engine
+        if engine is None or not self.discover:
+            return
+        snapshot = engine.latest(DISCOVERY)
+        if snapshot is None or snapshot is self._discovery_seen:
+            return
+        self._discovery_seen = snapshot
+        discovery = snapshot.data
+        if not isinstance(discovery, Discovery) or not discovery.admin:
+            return
+        use_monitor = not self.credentials.given and discovery.monitor_user is not None
+        listed = set()
+        for found in discovery.servers:
+            key = found.label
+            listed.add(key)
+            server = self.servers.get(key)
+            if server is None:
+                auth = self._auth(discovery.monitor_user, discovery.monitor_password or "") if use_monitor \
+                    else self._auth()
+                server = Server(key, Endpoint(host=found.host, port=found.port, socket=None, **auth),
+                                discovered=found, monitor_user=use_monitor)
+                self.servers[key] = server
+                engine.add_source(MySQLSource(server.endpoint, description=f"MySQL {key} (from ProxySQL)"))
+                for collector in server_collectors(server.endpoint):
+                    engine.add_collector(collector)
+            else:
+                server.discovered = found
+                server.listed = True
+                if server.monitor_user and use_monitor and (
+                        server.endpoint.user != discovery.monitor_user
+                        or server.endpoint.password != (discovery.monitor_password or "")):
+                    # ProxySQL's monitor credentials changed: the next connection uses the new ones.
+                    server.endpoint = replace(server.endpoint, user=discovery.monitor_user,
+                                              password=discovery.monitor_password or "")
+                    source = engine.source(server.source)
+                    if isinstance(source, MySQLSource):
+                        source.endpoint = server.endpoint
+        for key, server in self.servers.items():
+            if not server.explicit and key not in listed:
+                server.listed = False  # gone from runtime_mysql_servers: no longer polled
+
+    def _discovery(self, view: DataView) -> Optional[Discovery]:
+        snapshot = view.latest(DISCOVERY) if self.discover else None
+        data = snapshot.data if snapshot is not None else None
+        return data if isinstance(data, Discovery) else None
+
+    # ----- readings ------------------------------------------------------------------------------
+    def assessment(self, server: Server, view: DataView) -> Assessment:
+        previous, current = view.pair(server.status_name)
+        engine_previous, engine_current = view.pair(server.engine_name)
+        variables = view.latest(server.vars_name)
+        source = view.source(server.source)
+        session = getattr(source, "session", None)
+        return assess(
+            status=current.data if current is not None else None,
+            previous_status=previous.data if previous is not None else None,
+            status_seconds=seconds_between(previous, current),
+            variables=variables.data if variables is not None else None,
+            engine=engine_current.data if engine_current is not None and isinstance(engine_current.data, EngineReading)
+            else None,
+            previous_engine=engine_previous.data if engine_previous is not None else None,
+            engine_seconds=seconds_between(engine_previous, engine_current),
+            flavour=getattr(session, "flavour", None),
+        )
+
+    def _connection_note(self, server: Server, view: DataView) -> Tuple[Optional[str], Optional[str], bool]:
+        """(state override, note, down) from the server's source state."""
+        state = view.state(server.source)
+        if state is None or state.connected:
+            return None, None, False
+        if state.error:
+            retry = state.retry_in(view.now())
+            when = f"retrying in {retry:.0f}s" if retry is not None else "retrying"
+            return "DOWN", f"down, {when}: {state.error}", True
+        return None, "connecting\u2026", True
+
+    def rows(self, view: DataView) -> List[Row]:
+        self._sync_discovered()
+        rows = []
+        for server in self.servers.values():
+            if not server.listed:
+                continue
+            state_override, connection_note, down = self._connection_note(server, view)
+            row: Row = {
+                "_id": server.key,
+                "server": server.key,
+                "proxysql": server.proxysql_label or None,
+            }
+            source = view.source(server.source)
+            session = getattr(source, "session", None)
+            flavour = getattr(session, "flavour", None)
+            row["flavour"] = flavour.short if flavour is not None else None
+            if down:
+                row.update(state=state_override, note=connection_note,
+                           _note_style="danger" if state_override else "dim")
+                rows.append(row)
+                continue
+            a = self.assessment(server, view)
+            if a.flavour is not None:
+                row["flavour"] = a.flavour.short
+            row.update(
+                state=a.state,
+                age=a.age,
+                age_pct=a.age_pct,
+                redo_rate=a.redo_rate,
+                full_in=a.full_in,
+                dirty_pct=a.dirty_pct,
+                dirty=a.dirty_pages,
+                flushed_s=a.flushed_rate,
+                io_capacity=io_capacity_text(a.io_capacity, a.io_capacity_max),
+                pending=a.pending_flush_list,
+                wait_free_s=a.wait_free_rate,
+                log_waits_s=a.log_waits_rate,
+                hll=a.history_list_length,
+                adaptive=None if a.adaptive_flushing is None else ("on" if a.adaptive_flushing else "off"),
+                _max_dirty=a.max_dirty_pct,
+                _io_max=a.io_capacity_max,
+            )
+            notes = []
+            errors = [view.error(name) for name in server.names]
+            notes += [e for e in errors if e]
+            needs = needs_text(a)
+            if needs:
+                notes.append(needs)
+            if server.monitor_user:
+                notes.append(f"as {server.endpoint.user}")
+            row["note"] = "; ".join(notes) if notes else None
+            row["_note_style"] = "warning" if (needs or any(errors)) else "dim"
+            rows.append(row)
+        return rows
+
+    def notes(self, view: DataView):
+        lines = []
+        discovery = self._discovery(view)
+        listed = [s for s in self.servers.values() if s.listed]
+        if self.discover:
+            if discovery is None:
+                error = view.error(DISCOVERY)
+                if error:
+                    lines.append(((f"Discovery through ProxySQL failed: {error}", "warning"),))
+                elif not listed:
+                    lines.append(((
+                        "Looking for backends in ProxySQL's runtime_mysql_servers\u2026", "dim"),))
+            elif not discovery.admin:
+                lines.append((("Discovering backends needs a ProxySQL admin user (runtime_mysql_servers); "
+                               "add servers with --mysql HOST[:PORT].", "dim"),))
+            elif discovery.servers:
+                who = (f"as ProxySQL's monitor user '{discovery.monitor_user}' (no MySQL credentials given)"
+                       if not self.credentials.given and discovery.monitor_user else
+                       f"as '{self.credentials.user}'")
+                lines.append(((f"{len(discovery.servers)} backend(s) from ProxySQL's runtime_mysql_servers, read {who}.",
+                               "dim"),))
+        if not listed and (discovery is not None or not self.discover):
+            lines.append((("No MySQL server to watch: add one with --mysql HOST[:PORT] or --mysql-socket PATH"
+                           + (", or connect to ProxySQL as an admin user to discover its backends." if self.discover
+                              else "."), "warning"),))
+        rows_by_state: Dict[str, List[str]] = {}
+        for server in listed:
+            state = view.state(server.source)
+            if state is not None and state.connected:
+                a = self.assessment(server, view)
+                if a.state in (ASYNC, SYNC):
+                    rows_by_state.setdefault(a.state, []).append(server.key)
+        if rows_by_state.get(SYNC):
+            lines.append(((f"SYNC FLUSH (writes stall on redo space): {', '.join(rows_by_state[SYNC])}", "danger"),))
+        if rows_by_state.get(ASYNC):
+            lines.append(((f"ASYNC FLUSH (checkpoint age past the async limit): {', '.join(rows_by_state[ASYNC])}",
+                           "warning_bold"),))
+        return lines
+
+    def status(self, view: DataView) -> Optional[str]:
+        listed = [s for s in self.servers.values() if s.listed]
+        down = [s.key for s in listed if (view.state(s.source) is not None and view.state(s.source).error
+                                          and not view.state(s.source).connected)]
+        if down:
+            return f"{len(down)} of {len(listed)} server(s) down"
+        return None
+
+    # ----- the detail panel ----------------------------------------------------------------------
+    def detail(self, row: Row, view: DataView) -> Optional[Detail]:
+        server = self.servers.get(row.get("_id"))
+        if server is None:
+            return None
+        return Detail(title=f"InnoDB flushing on {server.key}", lines=tuple(self.detail_lines(server, view)))
+
+    def detail_lines(self, server: Server, view: DataView) -> List[Tuple[Tuple[str, Optional[str]], ...]]:
+        lines: List[Tuple[Tuple[str, Optional[str]], ...]] = []
+
+        def add(*segments: Tuple[str, Optional[str]]) -> None:
+            lines.append(tuple(segments))
+
+        def field(label: str, *segments: Tuple[str, Optional[str]]) -> None:
+            add((f"  {label:<18}", "label"), *segments)
+
+        where = []
+        if server.explicit:
+            where.append("given on the command line")
+        if server.discovered is not None:
+            pairs = ", ".join(f"{h} {s}" for h, s in zip(server.discovered.hostgroups, server.discovered.statuses))
+            where.append(f"ProxySQL hostgroup {pairs}")
+        add(("Server ", "label"), (server.key, "header"), (f"  ({'; '.join(where)})", "dim"),
+            ("  user ", "label"), (server.endpoint.user, None))
+        state_override, note, down = self._connection_note(server, view)
+        if down:
+            add((note or "", "danger" if state_override else "dim"))
+            return lines
+        a = self.assessment(server, view)
+        flavour = a.flavour
+        add(("Flavour ", "label"), (flavour.label if flavour else units.MISSING, "header"),
+            (f"  {flavour.series}" if flavour else "", None),
+            (f"  ({flavour.version_text})" if flavour and flavour.version_text else "", "dim"))
+        if a.sources:
+            add(("Sources ", "label"), ("; ".join(a.sources), "dim"))
+        add()
+
+        # --- checkpoint ---
+        add(("Checkpoint", "header"))
+        limits = a.limits
+        capacity = limits.capacity if limits else None
+        if a.age is None and a.lacks("age"):
+            field("state", (NEEDS_PROCESS, "warning"))
+            field("checkpoint age", (NEEDS_PROCESS, "warning"),
+                  (" (SHOW ENGINE INNODB STATUS gives the LSNs on this version)", "dim"))
+        else:
+            field("state", (a.state or units.MISSING, STATE_STYLE.get(a.state or "")))
+            age_text = units.human_bytes(a.age) if a.age is not None else units.MISSING
+            field("checkpoint age", (age_text, STATE_STYLE.get(a.state or "") if a.state != OK else None),
+                  (f"  {units.number(a.age)} bytes" if a.age is not None else "", "dim"),
+                  (f"  {units.percent(a.age_pct)} of {units.human_bytes(capacity)} redo log" if capacity else "", None))
+            if a.modified_age is not None:
+                field("modified age", (units.human_bytes(a.modified_age), None),
+                      ("  LSN − pages flushed up to: what this server compares with its limits", "dim"))
+            field("", (bar(a.modified_age if a.modified_age is not None else a.age, capacity,
+                           limits.async_age if limits else None, limits.sync_age if limits else None, 52),
+                       STATE_STYLE.get(a.state or "") if a.state != OK else "good"),
+                  ("  A async  S sync", "dim"))
+        if limits is not None:
+            field("async flush at", (units.human_bytes(limits.async_age), None),
+                  (f"  {units.percent(a.async_pct)}" if a.async_pct is not None else "", None),
+                  (f"  {limits.async_origin}", "dim" if limits.async_origin == "server" else "warning"))
+            sync_label = "sync flush above" if flavour is not None and flavour.is_mariadb else "sync flush at"
+            field(sync_label, (units.human_bytes(limits.sync_age), None),
+                  (f"  {units.percent(a.sync_pct)}" if a.sync_pct is not None else "", None),
+                  (f"  {limits.sync_origin}", "dim" if limits.sync_origin == "server" else "warning"),
+                  (f"  ({limits.formula})" if "computed" in (limits.async_origin, limits.sync_origin)
+                   and limits.formula else "", "dim"))
+        else:
+            field("limits", (units.MISSING, None), ("  waiting for the server's variables", "dim"))
+        if a.lsn is not None:
+            field("LSN", (units.number(a.lsn), None),
+                  ("  last checkpoint ", "label"), (units.number(a.checkpoint_lsn), None),
+                  ("  flushed to disk ", "label"), (units.number(a.flushed_lsn), None))
+        field("redo written", (units.bytes_rate(a.redo_rate), None),
+              (f"  ({a.redo_rate_source})" if a.redo_rate_source else "", "dim"))
+        field("log full in", (units.duration(a.full_in) if a.full_in is not None else units.MISSING, None),
+              ("  at this rate; sync flushing in ", "dim"),
+              (units.duration(a.sync_in) if a.sync_in is not None else units.MISSING, None))
+        add()
+
+        # --- dirty pages ---
+        add(("Dirty pages", "header"))
+        field("dirty", (units.number(a.dirty_pages), None), (" of ", "dim"), (units.number(a.total_pages), None),
+              (" pages  ", "dim"), (units.percent(a.dirty_pct), dirty_style({"dirty_pct": a.dirty_pct,
+                                                                            "_max_dirty": a.max_dirty_pct})))
+        field("max dirty pct", (units.percent(a.max_dirty_pct), None), ("  low-water mark ", "label"),
+              (units.percent(a.max_dirty_lwm), None))
+        add()
+
+        # --- flushing ---
+        add(("Flushing", "header"))
+        field("pages flushed", (rate_text(a.flushed_rate) + "/s" if a.flushed_rate is not None else units.MISSING,
+                                flushed_style({"flushed_s": a.flushed_rate, "_io_max": a.io_capacity_max})),
+              ("  io_capacity ", "label"), (units.plain(a.io_capacity), None),
+              ("  io_capacity_max ", "label"), (units.plain(a.io_capacity_max), None),
+              (f"  (LRU {rate_text(a.lru_flushed_rate)}/s)" if a.lru_flushed_rate is not None else "", "dim"))
+        if a.by_type is not None:
+            segments: List[Tuple[str, Optional[str]]] = []
+            for label, value in a.by_type:
+                segments += [(f"{label} ", "label"), (f"{rate_text(value)}/s  " if value is not None else "off  ",
+                                                      "danger" if label == "sync" and value else None)]
+            field("by type", *segments)
+        elif a.lacks("by_type"):
+            field("by type", (NEEDS_PROCESS, "warning"), ("  (INNODB_METRICS)", "dim"))
+        else:
+            field("by type", (units.MISSING, None))
+        if a.by_type_disabled:
+            field("", (f"counters off: {', '.join(a.by_type_disabled)}", "dim"))
+            field("", (f"enable with {ENABLE_HINT} (a server setting: proxytop never changes it)", "dim"))
+        if a.sync_waits_rate is not None:
+            field("sync flush waits", (f"{rate_text(a.sync_waits_rate)}/s", "danger" if a.sync_waits_rate else None))
+        field("adaptive flushing", ("on" if a.adaptive_flushing else "off" if a.adaptive_flushing is not None
+                                    else units.MISSING, None),
+              (f"  lwm {units.percent(a.adaptive_flushing_lwm)} of the redo log" if a.adaptive_flushing_lwm
+               is not None else "", "dim"),
+              (f"  innodb_flush_log_at_trx_commit={a.flush_log_at_trx_commit}" if a.flush_log_at_trx_commit
+               is not None else "", "dim"))
+        add()
+
+        # --- pending and stalls ---
+        add(("Pending I/O and stalls", "header"))
+        if a.pending_flush_list is None and a.lacks("pending_writes"):
+            field("pending writes", (NEEDS_PROCESS, "warning"), ("  (SHOW ENGINE INNODB STATUS)", "dim"))
+        else:
+            field("pending writes", ("LRU ", "label"), (units.plain(a.pending_lru), None),
+                  ("  flush list ", "label"), (units.plain(a.pending_flush_list), "warning" if a.pending_flush_list
+                                               else None),
+                  ("  single page ", "label"), (units.plain(a.pending_single_page), None))
+        field("pending fsyncs", (units.plain(a.pending_fsyncs), "warning" if a.pending_fsyncs else None),
+              ("  log fsyncs ", "label") if a.pending_log_fsyncs is not None else ("", None),
+              (units.plain(a.pending_log_fsyncs), None) if a.pending_log_fsyncs is not None else ("", None))
+        field("buffer wait_free", (f"{rate_text(a.wait_free_rate)}/s" if a.wait_free_rate is not None
+                                   else units.MISSING, "danger" if a.wait_free_rate else None),
+              ("  threads waiting for a clean page", "dim"))
+        field("log waits", (f"{rate_text(a.log_waits_rate)}/s" if a.log_waits_rate is not None else units.MISSING,
+                            "danger" if a.log_waits_rate else None), ("  waits for log buffer space", "dim"))
+        if a.history_list_length is None and a.lacks("history_list_length"):
+            field("history list", (NEEDS_PROCESS, "warning"))
+        else:
+            field("history list", (units.number(a.history_list_length), None), ("  undo records not yet purged", "dim"))
+        problems = [view.error(name) for name in server.names if view.error(name)]
+        if problems:
+            add()
+            for problem in problems:
+                add((problem, "warning"))
+        return lines
+
+
+SCREEN = InnoDBScreen
