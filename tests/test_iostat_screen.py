@@ -1,0 +1,250 @@
+"""IOstat end to end: the installed proxytop in a pseudo-terminal next to sysstat's ``iostat -x``.
+
+The test makes real I/O (4 KiB writes, each followed by fsync, at a steady pace) on the device
+that holds the temporary directory, runs ``proxytop --screen iostat -d 1`` and
+``iostat -x -d -y DEV 1 N`` over the same seconds, and compares w/s and wkB/s.
+
+Why a tolerance at all: both tools read the same kernel counters with the same arithmetic, but
+their one-second intervals start at different moments. Each figure is turned into the amount
+of I/O over the span both tools cover (iostat: the sum of its intervals; proxytop: each
+interval seen on screen, weighted by its overlap with iostat's span), so the only difference
+left is how I/O was spread *inside* the two partial intervals at the edges. The load written
+here is steady and dominates the device, so that difference stays within a few percent; the
+bound used is 12% of the figure plus a small absolute slack (3 w/s, 24 kB/s) for other
+processes' bursts on a shared machine.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from typing import Dict, List, Optional, Tuple
+
+import pytest
+
+from proxytop import options, table
+from proxytop.devices import DeviceMapper
+from proxytop.rates import to_number
+from proxytop.screens.iostat import IOstatScreen
+from tests.terminal import ESC, ENTER
+
+IOSTAT = shutil.which("iostat")
+needs_iostat = pytest.mark.skipif(IOSTAT is None, reason="iostat (Debian package sysstat) is not installed; "
+                                                        "tests/run installs it")
+
+COLS, ROWS = 150, 30
+REPORTS = 8  # iostat intervals compared
+RELATIVE = 0.12
+SLACK = {"w_s": 3.0, "wkb_s": 24.0}
+
+
+def parse_number(text: str) -> Optional[float]:
+    text = text.strip()
+    number = to_number(text)
+    if number is not None:
+        return float(number)
+    match = re.fullmatch(r"(-?[\d.]+)([kMGT])", text)
+    if match:
+        return float(match.group(1)) * {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[match.group(2)]
+    return None
+
+
+def screen_cells(screen: str, device: str, cols: int = COLS) -> Optional[Dict[str, str]]:
+    """The cells of one device's row, cut at the column positions proxytop lays out."""
+    fitted = table.fit_columns(IOstatScreen.columns, cols, keep="util")
+    for line in screen.splitlines():
+        if not re.match(rf"^{re.escape(device)}\s", line):
+            continue
+        cells, x = {}, 0
+        for column, width in fitted:
+            cells[column.key] = line[x:x + width].strip()
+            x += width + 1
+        return cells
+    return None
+
+
+def find_target(mapper: DeviceMapper) -> Tuple[str, str]:
+    """(directory to write in, device) for the first candidate directory on a block device."""
+    candidates = [tempfile.gettempdir(), os.getcwd(), os.path.expanduser("~")]
+    for directory in candidates:
+        name, _why = mapper.locate(directory)
+        if name is not None and os.access(directory, os.W_OK):
+            return directory, name
+    pytest.skip("no writable directory on a local block device (tmpfs/overlay only)")
+
+
+class SteadyWriter(threading.Thread):
+    """4 KiB writes, each made durable with fsync, about ``per_second`` times a second."""
+
+    def __init__(self, directory: str, per_second: int = 100):
+        super().__init__(daemon=True)
+        self.directory = directory
+        self.period = 1.0 / per_second
+        self.stop = threading.Event()
+        self.writes = 0
+
+    def run(self):
+        fd, path = tempfile.mkstemp(prefix="proxytop-iostat-", dir=self.directory)
+        block = os.urandom(4096)
+        try:
+            next_at = time.monotonic()
+            while not self.stop.is_set():
+                os.pwrite(fd, block, (self.writes % 256) * 4096)
+                os.fsync(fd)
+                self.writes += 1
+                next_at += self.period
+                delay = next_at - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                else:
+                    next_at = time.monotonic()
+        finally:
+            os.close(fd)
+            os.unlink(path)
+
+
+def parse_iostat(text: str, device: str) -> List[Dict[str, float]]:
+    """iostat -x reports for one device, as {column title: value}."""
+    reports, header = [], None
+    for line in text.splitlines():
+        fields = line.split()
+        if fields[:1] == ["Device"]:
+            header = fields
+        elif header and fields[:1] == [device] and len(fields) == len(header):
+            reports.append({title: float(value.replace(",", ".")) for title, value in zip(header[1:], fields[1:])})
+    return reports
+
+
+def overlap(a: Tuple[float, float], b: Tuple[float, float]) -> float:
+    return max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
+
+
+@needs_iostat
+def test_figures_match_iostat_for_real_writes(proxytop_term, tmp_path):
+    mapper = DeviceMapper()
+    directory, device = find_target(mapper)
+    kind = mapper.kind(device)
+
+    writer = SteadyWriter(directory)
+    writer.start()
+    try:
+        term = proxytop_term("--screen", "iostat", "-d", "1", cols=COLS, rows=ROWS)
+        term.wait_for("avg-cpu")
+        if kind != "disk":
+            term.send("a")  # partitions, dm and md devices are behind the `a` toggle
+        term.wait_until(lambda s: (screen_cells(s, device) or {}).get("w_s") not in (None, "", "\u2014"),
+                        timeout=15, what=f"figures for {device}")
+
+        # iostat takes its first reading at start; with -y it prints REPORTS one-second intervals.
+        env = dict(os.environ, LC_ALL="C", S_COLORS="never")
+        started = time.monotonic()
+        iostat = subprocess.Popen([IOSTAT, "-x", "-d", "-y", device, "1", str(REPORTS)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        # Watch the screen: each new reading shows new figures; its interval ends when it appears.
+        seen: List[Tuple[float, Dict[str, str]]] = []
+        last = None
+        deadline = started + REPORTS + 3
+        while time.monotonic() < deadline:
+            cells = screen_cells(term.text(), device)
+            now = time.monotonic()
+            if cells and cells != last:
+                seen.append((now, cells))
+                last = cells
+            time.sleep(0.02)
+        output, errors = iostat.communicate(timeout=15)
+        final_screen = term.text()
+    finally:
+        writer.stop.set()
+        writer.join(5)
+
+    assert iostat.returncode == 0, errors
+    reports = parse_iostat(output, device)
+    assert len(reports) == REPORTS, output
+    span = (started, started + REPORTS)
+
+    # proxytop's intervals: from one change on screen to the next (the first one is incomplete).
+    intervals = [((seen[i - 1][0], seen[i][0]), seen[i][1]) for i in range(1, len(seen))]
+    assert len(intervals) >= REPORTS - 1, f"only {len(intervals)} readings seen"
+
+    results = {}
+    for key, title in (("w_s", "w/s"), ("wkb_s", "wkB/s")):
+        iostat_total = sum(r[title] for r in reports)  # amount over the span (1 s intervals)
+        covered = sum(overlap(window, span) for window, _ in intervals)
+        screen_total = sum(parse_number(cells[key]) * overlap(window, span) for window, cells in intervals)
+        screen_total *= REPORTS / covered if covered else 0.0  # scale to the same span length
+        results[key] = (screen_total / REPORTS, iostat_total / REPORTS)
+        difference = abs(screen_total - iostat_total) / REPORTS
+        allowed = RELATIVE * iostat_total / REPORTS + SLACK[key]
+        assert difference <= allowed, (
+            f"{title}: proxytop {screen_total / REPORTS:.2f} vs iostat {iostat_total / REPORTS:.2f} "
+            f"(allowed {allowed:.2f})\n{output}\n{final_screen}")
+
+    # The load was seen at all: about 100 fsync'd writes a second reach the device.
+    assert results["w_s"][1] >= 50, output
+    # iostat's avg-cpu line is shown above the table.
+    assert re.search(r"avg-cpu\s+%user [\d.]+ %nice [\d.]+ %system [\d.]+ %iowait [\d.]+ %steal [\d.]+ %idle [\d.]+",
+                     final_screen), final_screen
+    print(f"\n{device}: w/s proxytop {results['w_s'][0]:.2f} iostat {results['w_s'][1]:.2f}; "
+          f"wkB/s proxytop {results['wkb_s'][0]:.2f} iostat {results['wkb_s'][1]:.2f} "
+          f"({writer.writes} fsync'd writes)")
+    print(final_screen)
+    print(output)
+
+
+# ----- options, keys and the detail view ----------------------------------------------------
+
+@pytest.mark.parametrize("value", ["sda", "sda=", "=0.2", "sda=abc", "sda=-1", "sda=0", "sda=1,2,3", "sda=inf",
+                                   "a/b=1"])
+def test_bad_disk_baseline_is_a_usage_error(value, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        options.parse(["--disk-baseline", value], {})
+    assert exit_info.value.code == 2
+    assert "--disk-baseline" in capsys.readouterr().err
+
+
+def test_disk_baselines_reach_the_collector():
+    config = options.parse(["--disk-baseline", "/dev/sda=0.2", "--disk-baseline", "nvme0n1=0.08,0.02",
+                            "--disk-baseline", "sda=0.3"], {})
+    collector = IOstatScreen(config).collectors()[0]
+    assert collector.learner.manual == {"sda": (0.3, 0.3), "nvme0n1": (0.08, 0.02)}
+
+
+def test_whole_disks_by_default_a_toggles_all_devices_and_enter_shows_baselines(proxytop_term, tmp_path):
+    directory, device = find_target(DeviceMapper())
+    disk = DeviceMapper().beneath(device)[-1]
+    term = proxytop_term("--screen", "iostat", "-d", "1", "--disk-baseline", f"{disk}=0.01", cols=COLS, rows=40)
+    screen = term.wait_for("whole disks")
+    assert "%util\u2193" in screen and "sort %util \u2193" in screen  # default sort: %util descending
+    assert "a all devices" in screen  # the key is in the footer
+    term.wait_until(lambda s: (screen_cells(s, disk) or {}).get("r_s") not in (None, "", "\u2014"),
+                    what=f"figures for {disk}")
+    # a baseline given by hand: no learning phase for that disk
+    cells = screen_cells(term.text(), disk)
+    assert cells["r_sat"] != "learning" and cells["w_sat"] != "learning", term.text()
+    term.send("a")
+    screen = term.wait_for("all block devices (a: whole disks only)")
+    term.send("a")
+    term.wait_for("whole disks (a:")
+    # filter like every table: a device name that matches nothing leaves no rows
+    term.send("/")
+    term.send("device:^nosuchdevice$")
+    term.send(ENTER)
+    screen = term.wait_for("0/")
+    assert screen_cells(screen, disk) is None
+    term.send("\\")
+    term.wait_until(lambda s: screen_cells(s, disk) is not None, what="rows back after clearing the filter")
+    # Enter: the device's detail with its baselines
+    term.send(ENTER)
+    screen = term.wait_for(f"Device {disk}")
+    assert "0.010 ms (set with --disk-baseline)" in screen
+    assert "baselines kept in" in screen and str(tmp_path / "state") in screen
+    term.send(ESC, pause=0.4)
+    term.wait_until(lambda s: f"Device {disk}" not in s, what="detail closed")
+    term.send("?")
+    screen = term.wait_for("IOstat screen")
+    assert "all block devices (partitions, loop, dm, md, zram)" in screen, screen
+    assert "reads completed per second" in screen, screen  # the columns' help follows
