@@ -61,3 +61,15 @@ def test_resize_while_running(proxytop_term, proxysql_double):
     term.wait_until(lambda s: "Comment" in s and "reader-a" in s, what="all columns")
     term.send("q")
     assert term.wait_exit(5) == 0
+
+
+def test_an_unexpected_error_is_one_line_without_traceback(proxytop_term, proxysql_double):
+    # A terminal type curses cannot drive makes the UI fail at start-up: the error must come
+    # out as one plain line, not a traceback.
+    term = proxytop_term("-P", str(proxysql_double.port), env={"TERM": "no-such-terminal-type"})
+    code = term.wait_exit(10)
+    out = term.output().decode("utf-8", "replace")
+    assert code == 1
+    assert "Traceback" not in out
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("proxytop: error:"), out
