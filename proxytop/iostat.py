@@ -35,7 +35,7 @@ import math
 import os
 import tempfile
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Deque, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 SECTOR_BYTES = 512
@@ -278,8 +278,9 @@ def cpu_stats(previous: Optional[Mapping[str, float]], current: Optional[Mapping
     mapping, seconds): %user excludes guest time (the kernel counts it in user too),
     %system includes irq and softirq.
 
-    >>> before = dict(user=100, nice=0, system=50, idle=800, iowait=40, irq=5, softirq=5, steal=0, guest=0, guest_nice=0)
-    >>> after = dict(user=130, nice=0, system=60, idle=850, iowait=50, irq=5, softirq=5, steal=0, guest=0, guest_nice=0)
+    >>> zero = dict(nice=0, irq=5, softirq=5, steal=0, guest=0, guest_nice=0)
+    >>> before = dict(zero, user=100, system=50, idle=800, iowait=40)
+    >>> after = dict(zero, user=130, system=60, idle=850, iowait=50)
     >>> cpu_stats(before, after)
     CpuStats(user=30.0, nice=0.0, system=10.0, iowait=10.0, steal=0.0, idle=50.0)
     """

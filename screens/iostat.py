@@ -267,9 +267,7 @@ class IOstatScreen(Screen):
                 "a all devices"),
     )
     columns = (
-        Column("device", "Device", 10, "<", numeric=False, priority=0),
-        Column("role", "Role", 12, "<", fmt=lambda v: v or "", style=_role_style, numeric=False, priority=3,
-               help="what a local MySQL server keeps there: data, redo, binlog, tmp"),
+        Column("device", "Device", 12, "<", numeric=False, priority=0),
         Column("r_s", "r/s", 8, fmt=fixed, priority=0, help="reads completed per second"),
         Column("rkb_s", "rkB/s", 9, fmt=fixed, priority=1, help="kilobytes (1024) read per second"),
         Column("rrqm_s", "rrqm/s", 7, fmt=fixed, priority=6, help="read requests merged per second"),
@@ -297,6 +295,8 @@ class IOstatScreen(Screen):
                help="write await over this device's single-request baseline (2x warning, 5x alarm)"),
         Column("util", "%util", 6, fmt=fixed, priority=0,
                help="time with at least one request in flight: 100% is not saturation on SSD/NVMe/RAID"),
+        Column("role", "Role", 10, "<", fmt=lambda v: v or "", style=_role_style, numeric=False, priority=3,
+               flexible=True, help="what a local MySQL server keeps there: data, redo, binlog, tmp"),
     )
 
     def __init__(self, config=None):
@@ -366,7 +366,9 @@ class IOstatScreen(Screen):
         add("diskstats fields", str(counters.fields))
         add("in flight now", units.plain(counters.in_flight))
         lines.append(())
-        for column in self.columns[2:]:
+        for column in self.columns:
+            if column.key in ("device", "role"):
+                continue
             add(column.title, column.text(row), column.style(row) if column.style else None)
         lines.append(())
         for direction, base in zip((READ, WRITE), now.baselines.get(name, (UNKNOWN, UNKNOWN))):
@@ -375,7 +377,8 @@ class IOstatScreen(Screen):
             elif base.known:
                 text = f"{base.ms:.3f} ms (p{RULES.percentile:g} of {base.samples} quiet intervals)"
             else:
-                text = f"learning: {base.samples} of {base.needed} quiet intervals (aqu-sz <= {RULES.max_queue:g}, >= {RULES.min_ios} I/Os)"
+                text = (f"learning: {base.samples} of {base.needed} quiet intervals "
+                        f"(aqu-sz <= {RULES.max_queue:g}, >= {RULES.min_ios} I/Os)")
             add(f"{direction} baseline", text, None if base.known else "dim")
         if now.state_file:
             add("baselines kept in", now.state_file, "dim")

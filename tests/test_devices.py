@@ -12,7 +12,6 @@ The fake host:
 from __future__ import annotations
 
 import os
-import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace

@@ -170,7 +170,8 @@ def test_psutil_values_replace_the_files_counts_and_keep_the_rest():
 
 def test_cpu_line_like_iostat_avg_cpu_with_guest_time_taken_out_of_user():
     before = dict(user=100, nice=10, system=50, idle=700, iowait=20, irq=5, softirq=5, steal=10, guest=30, guest_nice=0)
-    after = dict(user=160, nice=10, system=60, idle=760, iowait=40, irq=10, softirq=10, steal=20, guest=50, guest_nice=0)
+    after = dict(user=160, nice=10, system=60, idle=760, iowait=40, irq=10, softirq=10, steal=20, guest=50,
+                 guest_nice=0)
     # total = 60 + 0 + 10 + 60 + 20 + 5 + 5 + 10 = 170; user = 60 - 20 guest = 40; system = 10 + 5 + 5
     cpu = cpu_stats(before, after)
     assert cpu.user == pytest.approx(40 / 170 * 100)
