@@ -17,7 +17,8 @@ example ``innodb.vars.127.0.0.1:3306``) whose latest snapshot's data is a mappin
 variables is read for these keys (case-insensitive): ``datadir``,
 ``innodb_log_group_home_dir``, ``log_bin_basename``, ``tmpdir``. Its server counts as local
 when the mapping has a true ``_local`` key, or, without that key, when the collector's source
-has an ``endpoint`` whose ``socket`` is set or whose ``host`` is 127.0.0.1, localhost or ::1.
+has an ``endpoint`` whose ``socket`` is set or whose ``host`` is 127.0.0.1, localhost, ::1,
+this machine's host name or one of its interface addresses.
 Only local servers' paths are mapped (a remote server's datadir says nothing about this
 host's disks). The mapping itself (stat, sysfs) runs in the disk collector on the host
 thread, see :mod:`proxytop.devices`.
@@ -27,7 +28,10 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+import socket
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple
+
+import psutil
 
 from proxytop import units
 from proxytop.collectors.diskstats import NAME as DISKSTATS, DiskSnapshot, DiskStats
@@ -172,7 +176,21 @@ def cpu_line(previous: Optional[DiskSnapshot], current: Optional[DiskSnapshot]):
 
 # ----- roles from the MySQL side ----------------------------------------------------------
 
-def server_is_local(engine, collector_name: str, variables: Mapping) -> bool:
+def own_addresses() -> FrozenSet[str]:
+    """This machine's host name and interface addresses (lower case)."""
+    names = {socket.gethostname().lower()}
+    try:
+        for addresses in psutil.net_if_addrs().values():
+            names.update(a.address.split("%")[0].lower() for a in addresses
+                         if a.address and a.family in (socket.AF_INET, socket.AF_INET6))
+    except Exception:  # no interface list: loopback names still count
+        pass
+    return frozenset(names)
+
+
+def server_is_local(engine, collector_name: str, variables: Mapping,
+                    addresses: Optional[FrozenSet[str]] = None) -> bool:
+    """Whether a server's paths are on this host's disks (see the module docstring)."""
     if "_local" in variables:
         return bool(variables.get("_local"))
     collector = engine.collector(collector_name)
@@ -183,7 +201,7 @@ def server_is_local(engine, collector_name: str, variables: Mapping) -> bool:
     if getattr(endpoint, "socket", None):
         return True
     host = str(getattr(endpoint, "host", "") or "").strip().lower()
-    return host in LOCAL_HOSTS or host.startswith("127.")
+    return host in LOCAL_HOSTS or host.startswith("127.") or host in (addresses or frozenset())
 
 
 def local_role_paths(engine) -> Tuple[Dict[str, List[str]], Tuple[str, ...]]:
@@ -192,13 +210,14 @@ def local_role_paths(engine) -> Tuple[Dict[str, List[str]], Tuple[str, ...]]:
     paths: Dict[str, List[str]] = {}
     servers: List[str] = []
     names = engine.collector_names(ROLE_COLLECTOR_PREFIX) if hasattr(engine, "collector_names") else []
+    addresses = own_addresses() if names else frozenset()
     for name in sorted(names):
         snapshot = engine.latest(name)
         data = getattr(snapshot, "data", None)
         if not isinstance(data, Mapping):
             continue
         variables = {str(k).lower(): v for k, v in data.items()}
-        if not server_is_local(engine, name, variables):
+        if not server_is_local(engine, name, variables, addresses):
             continue
         found = server_role_paths(variables)
         if not found:

@@ -273,7 +273,9 @@ def test_roles_flow_from_a_local_servers_variables_to_the_screen(tmp_path, mappe
 
 
 def test_socket_connections_count_as_local_and_explicit_flag_wins():
-    from proxytop.screens.iostat import server_is_local
+    import socket
+
+    from proxytop.screens.iostat import own_addresses, server_is_local
     from proxytop.connection import Endpoint
 
     class FakeEngine:
@@ -291,3 +293,9 @@ def test_socket_connections_count_as_local_and_explicit_flag_wins():
     assert not server_is_local(FakeEngine(Endpoint(host="10.0.0.5")), "x", {})
     assert server_is_local(FakeEngine(Endpoint(host="10.0.0.5")), "x", {"_local": True})
     assert not server_is_local(FakeEngine(Endpoint(host="127.0.0.1")), "x", {"_local": False})
+    # a backend configured by one of this machine's own addresses is local too
+    mine = own_addresses()
+    lan = next((a for a in mine if a.count(".") == 3 and not a.startswith("127.")), None)
+    if lan:
+        assert server_is_local(FakeEngine(Endpoint(host=lan)), "x", {}, mine)
+    assert server_is_local(FakeEngine(Endpoint(host=socket.gethostname())), "x", {}, mine)
