@@ -287,6 +287,8 @@ class IOstatScreen(Screen):
     )
     columns = (
         Column("device", "Device", 12, "<", numeric=False, priority=0),
+        Column("role", "Role", 20, "<", fmt=lambda v: v or "", style=_role_style, numeric=False, priority=3,
+               help="what a local MySQL server keeps there: data, redo, binlog, tmp (shown when known)"),
         Column("r_s", "r/s", 8, fmt=fixed, priority=0, help="reads completed per second"),
         Column("rkb_s", "rkB/s", 9, fmt=fixed, priority=1, help="kilobytes (1024) read per second"),
         Column("rrqm_s", "rrqm/s", 7, fmt=fixed, priority=6, help="read requests merged per second"),
@@ -314,26 +316,45 @@ class IOstatScreen(Screen):
                help="write await over this device's single-request baseline (2x warning, 5x alarm)"),
         Column("util", "%util", 6, fmt=fixed, priority=0,
                help="time with at least one request in flight: 100% is not saturation on SSD/NVMe/RAID"),
-        Column("role", "Role", 10, "<", fmt=lambda v: v or "", style=_role_style, numeric=False, priority=3,
-               flexible=True, help="what a local MySQL server keeps there: data, redo, binlog, tmp"),
     )
 
     def __init__(self, config=None):
         super().__init__(config)
         self.options["all"] = False
+        self._engine = None
+        self._addresses: FrozenSet[str] = frozenset()
 
     def collectors(self):
         return [DiskStats(state_path=state_path(os.environ), manual_baselines=manual_baselines(self.config))]
 
     def attach(self, engine) -> None:
+        self._engine = engine
+        self._addresses = own_addresses()
         collector = engine.collector(DISKSTATS)
         if isinstance(collector, DiskStats):
             collector.role_paths = lambda: local_role_paths(engine)
 
+    def active_collectors(self) -> List[str]:
+        """The disk collector, and the variables of local MySQL servers (slow, own pace) so
+        the roles stay known while this screen is the one polling. No I/O here."""
+        names = [DISKSTATS]
+        engine = self._engine
+        if engine is not None and hasattr(engine, "collector_names"):
+            for name in engine.collector_names(ROLE_COLLECTOR_PREFIX):
+                latest = getattr(engine.latest(name), "data", None)
+                variables = latest if isinstance(latest, Mapping) else {}
+                if server_is_local(engine, name, variables, self._addresses):
+                    names.append(name)
+        return names
+
     def rows(self, view: DataView) -> List[Row]:
         previous, current = view.pair(DISKSTATS)
-        return device_rows(_data(previous), _data(current), seconds_between(previous, current),
+        rows = device_rows(_data(previous), _data(current), seconds_between(previous, current),
                            bool(self.options.get("all")))
+        # The Role column only takes room when a local server's devices are known.
+        now = _data(current)
+        self.columns = ALL_COLUMNS if now is not None and now.roles else WITHOUT_ROLE
+        return rows
 
     def notes(self, view: DataView):
         previous, current = view.pair(DISKSTATS)
@@ -402,6 +423,10 @@ class IOstatScreen(Screen):
         if now.state_file:
             add("baselines kept in", now.state_file, "dim")
         return Detail(f"Device {name}", tuple(lines))
+
+
+ALL_COLUMNS = IOstatScreen.columns
+WITHOUT_ROLE = tuple(c for c in ALL_COLUMNS if c.key != "role")
 
 
 def _data(snapshot) -> Optional[DiskSnapshot]:

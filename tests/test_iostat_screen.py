@@ -29,7 +29,7 @@ import pytest
 from proxytop import options, table
 from proxytop.devices import DeviceMapper
 from proxytop.rates import to_number
-from proxytop.screens.iostat import IOstatScreen
+from proxytop.screens.iostat import ALL_COLUMNS, WITHOUT_ROLE, IOstatScreen
 from tests.terminal import ESC, ENTER
 
 IOSTAT = shutil.which("iostat")
@@ -54,8 +54,10 @@ def parse_number(text: str) -> Optional[float]:
 
 
 def screen_cells(screen: str, device: str, cols: int = COLS) -> Optional[Dict[str, str]]:
-    """The cells of one device's row, cut at the column positions proxytop lays out."""
-    fitted = table.fit_columns(IOstatScreen.columns, cols, keep="util")
+    """The cells of one device's row, cut at the column positions proxytop lays out (the Role
+    column is there only when a local server's roles are known)."""
+    columns = ALL_COLUMNS if re.search(r"^Device\s+Role\b", screen, re.MULTILINE) else WITHOUT_ROLE
+    fitted = table.fit_columns(columns, cols, keep="util")
     for line in screen.splitlines():
         if not re.match(rf"^{re.escape(device)}\s", line):
             continue
@@ -248,3 +250,20 @@ def test_whole_disks_by_default_a_toggles_all_devices_and_enter_shows_baselines(
     screen = term.wait_for("IOstat screen")
     assert "all block devices (partitions, loop, dm, md, zram)" in screen, screen
     assert "reads completed per second" in screen, screen  # the columns' help follows
+
+
+def test_roles_of_a_local_mariadb_label_its_disk(proxytop_term, mariadb):
+    """A real server given with --mysql: its datadir, redo log, binary log and tmpdir are on
+    the disk under the test's temporary directory, and the IOstat screen says so (the server's
+    variables are read even though the InnoDB screen was never opened)."""
+    mapper = DeviceMapper()
+    device, why = mapper.locate(mariadb.datadir)
+    if device is None:
+        pytest.skip(f"the server's datadir has no block device here: {why}")
+    disk = mapper.beneath(device)[-1] if mapper.kind(device) != "disk" else device
+    term = proxytop_term("--screen", "iostat", "-d", "1", "--no-discover", "--mysql", mariadb.address,
+                         "--mysql-user", mariadb.user, "--mysql-password", mariadb.password, cols=COLS, rows=30)
+    screen = term.wait_until(lambda s: (screen_cells(s, disk) or {}).get("role") == "data,redo,binlog,tmp",
+                             timeout=20, what=f"roles on {disk}")
+    assert f"roles from MySQL {mariadb.address}" in screen
+    print("\n" + screen)
