@@ -204,6 +204,15 @@ class ComCountScreen(Screen):
         previous, current = view.pair(CommandCounters.name)
         if current is None or current.data is None:
             return []
+        # Drawn ten times a second; computed once per reading (the snapshots themselves are
+        # the key: compared by identity, and held so that their ids can't be reused).
+        unused = bool(self.options.get("unused"))
+        cached = getattr(self, "_notes_of", None)
+        if cached is None or cached[0] is not previous or cached[1] is not current or cached[2] != unused:
+            self._notes_of = (previous, current, unused, self._summary(previous, current))
+        return self._notes_of[3]
+
+    def _summary(self, previous, current):
         rows = command_rows(previous, current, True)
         seconds = seconds_between(previous, current)
         every = combined(rows, "_delta")

@@ -185,21 +185,21 @@ def multiplexing(stats: Mapping[str, str]) -> Optional[str]:
 
     >>> multiplexing({"Client_Connections_connected": "120", "Client_Connections_non_idle": "30",
     ...               "Server_Connections_connected": "12"})
-    '120 clients connected (30 active) on 12 backend connections: 10.0 clients per backend connection'
+    '120 clients (30 active) on 12 backend connections: 10.0 per backend connection'
     >>> multiplexing({"Client_Connections_connected": "5", "Server_Connections_connected": "0"})
-    '5 clients connected on no backend connection'
+    '5 clients on no backend connection'
     """
     clients = to_number(stats.get("Client_Connections_connected"))
     backends = to_number(stats.get("Server_Connections_connected"))
     if clients is None or backends is None:
         return None
     active = to_number(stats.get("Client_Connections_non_idle"))
-    text = f"{units.number(clients)} clients connected"
+    text = f"{units.number(clients)} clients"
     if active is not None:
         text += f" ({units.number(active)} active)"
     if not backends:
         return text + " on no backend connection"
-    return text + f" on {units.number(backends)} backend connections: {clients / backends:.1f} clients per backend connection"
+    return text + f" on {units.number(backends)} backend connections: {clients / backends:.1f} per backend connection"
 
 
 def cache_hit_ratio(previous: Optional[Mapping[str, str]], current: Mapping[str, str],
@@ -250,8 +250,8 @@ class GloStatScreen(Screen):
     title = "GloStat"
     default_sort = ("name", False)
     columns = (
-        Column("name", "Variable", 46, "<", numeric=False, priority=0),
-        RowColumn("value", "Value", 16, render=value_text, priority=0, help="gauges: the current value; counters: the total"),
+        Column("name", "Variable", 44, "<", numeric=False, priority=0),
+        RowColumn("value", "Value", 14, render=value_text, priority=0, help="gauges: the current value; counters: the total"),
         RowColumn("rate", "Per second", 12, render=rate_text, priority=1,
                   help="counters only: increase per second over the interval"),
         Column("type", "Type", 7, "<", numeric=False, priority=3,
@@ -306,8 +306,8 @@ class GloStatScreen(Screen):
         memory = view.latest(MemoryMetrics.name)
         if memory is not None:
             age = max(0.0, view.now() - memory.taken_at)
-            lines.append(((f"Memory section: stats_memory_metrics, read every {MemoryMetrics.min_interval:g}s at the most "
-                           f"(it takes ProxySQL's digest lock); {units.duration(age)} old", "dim"),))
+            lines.append(((f"Memory: stats_memory_metrics every {MemoryMetrics.min_interval:g}s at most "
+                           f"(it takes the digest lock), {units.duration(age)} old", "dim"),))
         return lines
 
 

@@ -277,7 +277,7 @@ class ProcListScreen(Screen):
 
     def __init__(self, config=None):
         super().__init__(config)
-        self._summary_of: Optional[Tuple[int, str, int]] = None
+        self._summary_of: Optional[Tuple[Any, str, int]] = None  # (snapshot, text, idle count)
 
     def collectors(self):
         return [ProcessList()]
@@ -294,9 +294,9 @@ class ProcListScreen(Screen):
         snapshot, table = self._table(view)
         if snapshot is None:
             return []
-        if self._summary_of is None or self._summary_of[0] != id(snapshot):
+        if self._summary_of is None or self._summary_of[0] is not snapshot:  # once per reading
             by_command, by_hostgroup = summary(table)
-            self._summary_of = (id(snapshot), summary_text(by_command, by_hostgroup), by_command.get(IDLE, 0))
+            self._summary_of = (snapshot, summary_text(by_command, by_hostgroup), by_command.get(IDLE, 0))
         _key, text, idle = self._summary_of
         lines = [(("Sessions  ", "label"), (text, None))]
         if idle and not self.options.get("idle"):

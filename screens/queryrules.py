@@ -264,6 +264,17 @@ class QueryRulesScreen(Screen):
     def __init__(self, config=None):
         super().__init__(config)
         self.admin = True  # until the connection says otherwise
+        self._memo: Dict[str, Tuple[Any, Any]] = {}
+
+    def _cached(self, name: str, key: Tuple, compute):
+        """``compute()`` once per key (a tuple of objects, compared by identity and held, so a
+        freed snapshot's id can't be mistaken for a new one): notes are drawn ten times a
+        second, the data changes once per interval, and a proxy may have thousands of rules."""
+        entry = self._memo.get(name)
+        if entry is None or len(entry[0]) != len(key) or any(a is not b for a, b in zip(entry[0], key)):
+            entry = (key, compute())
+            self._memo[name] = entry
+        return entry[1]
 
     @property
     def columns(self):
@@ -279,8 +290,9 @@ class QueryRulesScreen(Screen):
             self.admin = session.is_admin
 
     def _definitions(self, view: DataView):
-        return (definitions(view.latest(RuntimeQueryRules.name)),
-                definitions(view.latest(ConfigQueryRules.name)))
+        runtime, config = view.latest(RuntimeQueryRules.name), view.latest(ConfigQueryRules.name)
+        return (self._cached("runtime", (runtime,), lambda: definitions(runtime)),
+                self._cached("config", (config,), lambda: definitions(config)))
 
     def rows(self, view: DataView) -> List[Row]:
         self._learn_user(view)
@@ -296,6 +308,10 @@ class QueryRulesScreen(Screen):
         runtime, config = self._definitions(view)
         if runtime is None:
             return [(("reading the rule definitions\u2026", "dim"),)]
+        return self._cached("notes", (runtime, config), lambda: self._rules_line(runtime, config))
+
+    @staticmethod
+    def _rules_line(runtime: Dict[Any, Mapping], config: Optional[Dict[Any, Mapping]]):
         parts: List[Segment] = [("Rules  ", "label"), (f"{len(runtime)} at runtime", None)]
         if config is not None:
             inactive = [i for i, r in config.items() if i not in runtime and not to_number(r.get("active"))]

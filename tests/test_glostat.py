@@ -107,7 +107,7 @@ def test_arrange_puts_sections_in_order_under_headings_and_filters_across_all_ro
 
 def test_derived_lines():
     assert glostat.multiplexing(AFTER.data) == \
-        "42 clients connected (9 active) on 10 backend connections: 4.2 clients per backend connection"
+        "42 clients (9 active) on 10 backend connections: 4.2 per backend connection"
     # interval: 200 lookups, 150 found; since start 550 of 1,200
     assert glostat.cache_hit_ratio(BEFORE.data, AFTER.data, 2.0) == \
         "75.0% over the last 2.0s (150 of 200 lookups), 45.8% since start"
