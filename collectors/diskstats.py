@@ -21,13 +21,13 @@ import psutil
 
 from proxytop.collectors.base import Collector, CollectorError
 from proxytop.devices import DeviceMapper, map_roles
-from proxytop.iostat import (CPU_FIELDS, Baseline, BaselineLearner, DiskCounters, device_stats,
+from proxytop.iostat import (CPU_FIELDS, DIRECTIONS, Baseline, BaselineLearner, DiskCounters, device_stats,
                              load_state, save_state)
 
 log = logging.getLogger(__name__)
 
 NAME = "host.diskstats"
-SAVE_EVERY = 60.0  # seconds: the state file is written at most this often
+SAVE_EVERY = 60.0  # seconds between writes of the state file (sooner only when a baseline becomes known)
 ROLES_EVERY = 60.0  # seconds: role paths are mapped again this often (volumes come and go)
 
 # Value fields of a /proc/diskstats line, in order, after major, minor and name.
@@ -157,6 +157,8 @@ class DiskStats(Collector):
         self._state_loaded = False
         self._state_notes: List[str] = []
         self._saved_at: Optional[float] = None
+        self._started_at: Optional[float] = None
+        self._known_saved: set = set()
         self._roles: Dict[str, FrozenSet[str]] = {}
         self._role_notes: List[str] = []
         self._role_key: Any = None
@@ -216,22 +218,31 @@ class DiskStats(Collector):
             log.info("%s", note)
             self._state_notes.append(note)
         if state is not None:
-            self.learner.restore(state, self.learner.identities)
+            restored = self.learner.restore(state, self.learner.identities)
             self.learner.changed = False
+            self._known_saved = {(name, i) for name in restored for i, direction in enumerate(DIRECTIONS)
+                                 if self.learner.baseline(name, direction).source == "learned"}
 
-    def _maybe_save(self, now: float) -> None:
+    def _maybe_save(self, now: float, baselines: Mapping[str, Tuple[Baseline, Baseline]]) -> None:
+        """Write the state when something was learned and a minute has passed since the last
+        write (or the first reading), or at once when a baseline has just become known."""
         if not self.state_path or not self.learner.changed:
             return
-        if self._saved_at is not None and now - self._saved_at < SAVE_EVERY:
+        known = {(name, i) for name, pair in baselines.items() for i, base in enumerate(pair)
+                 if base.source == "learned"}
+        newly_known = bool(known - self._known_saved)
+        since = self._saved_at if self._saved_at is not None else self._started_at
+        if not newly_known and since is not None and now - since < SAVE_EVERY:
             return
         self._saved_at = now
+        self._known_saved = known
         note = save_state(self.state_path, self.learner.to_state())
-        self._state_notes = [n for n in self._state_notes if "cannot write" not in n]
         if note:
             log.info("%s", note)
-            self._state_notes.append(note)
+            self._state_notes = [n for n in self._state_notes if "cannot write" not in n] + [note]
         else:
             self.learner.changed = False
+            self._state_notes = []  # a good file is in place: earlier load or write problems are over
 
     # --- roles --------------------------------------------------------------------------------
     def _update_roles(self, now: float) -> Tuple[str, ...]:
@@ -262,13 +273,16 @@ class DiskStats(Collector):
             for name, current in devices.items():
                 self.learner.observe(name, device_stats(self._previous.get(name), current, seconds))
         self._previous, self._previous_at = devices, now
-        self._maybe_save(now)
+        if self._started_at is None:
+            self._started_at = now
+        baselines = self.learner.baselines(devices)
+        self._maybe_save(now, baselines)
         servers = self._update_roles(now)
         return DiskSnapshot(
             devices=devices,
             kinds=dict(self._kinds),
             cpu=cpu,
-            baselines=self.learner.baselines(devices),
+            baselines=baselines,
             roles=dict(self._roles),
             role_servers=servers,
             beneath=dict(self._beneath),

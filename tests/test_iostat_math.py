@@ -352,18 +352,19 @@ def test_collector_learns_saves_at_most_once_a_minute_and_restores(tmp_path):
         writes_seen.append(state.exists() and state.stat().st_mtime_ns)
     base = snap.baselines["sda"][1]
     assert base.source == "learned" and base.ms == pytest.approx(0.25) and base.samples == 40
-    # the first sample is saved at once, then nothing more inside the minute
-    assert state.exists() and len(set(w for w in writes_seen if w)) == 1
+    # nothing is written while learning; the moment the baseline is known (30th sample), it is
+    assert writes_seen[:29] == [False] * 29 and writes_seen[29]
+    assert len(set(writes_seen[29:])) == 1  # and not again inside the minute
     saved = json.loads(state.read_text())
-    assert len(saved["devices"]["sda"]["write"]) == 1
-    for _ in range(20):  # 3-second intervals: 60 s after the first write comes the second
+    assert len(saved["devices"]["sda"]["write"]) == 30
+    for _ in range(20):  # 3-second intervals: a minute after that write (t=1030) comes the next
         host.interval(100, 0.25, seconds=3.0)
         collector.collect()
     saved = json.loads(state.read_text())
-    assert len(saved["devices"]["sda"]["write"]) == 47  # 1 + 39 one-second + 7 three-second intervals
+    assert len(saved["devices"]["sda"]["write"]) == 57  # up to t=1091: 40 + 17 intervals
     # a new run starts with the baseline already known
     fresh = host.collector(state).collect()
-    assert fresh.baselines["sda"][1] == Baseline(0.25, 47, 30, "learned") and fresh.notes == ()
+    assert fresh.baselines["sda"][1] == Baseline(0.25, 57, 30, "learned") and fresh.notes == ()
 
     # a burst: 2,000 writes that each wait 2.5 ms (queue 5): ten times the baseline
     from proxytop.screens.iostat import IOstatScreen, device_rows
@@ -388,10 +389,19 @@ def test_collector_survives_a_corrupt_state_file_and_replaces_it(tmp_path):
     collector = host.collector(state)
     snap = collector.collect()
     assert any("ignored unreadable" in n for n in snap.notes)
-    for _ in range(3):
+    from proxytop.screens.iostat import IOstatScreen
+
+    view = SimpleNamespace(pair=lambda name: (None, SimpleNamespace(data=snap)))
+    shown = [("".join(t for t, _ in line), line[0][1]) for line in IOstatScreen().notes(view)]
+    assert (f"disk baselines: ignored unreadable {state} (not valid JSON); learning afresh", "warning") in shown
+    for _ in range(30):
         host.interval(100, 0.3)
         snap = collector.collect()
-    assert json.loads(state.read_text())["version"] == 1  # written afresh, atomically
+    assert snap.baselines["sda"][1].known
+    saved = json.loads(state.read_text())  # written afresh, atomically, once the baseline was known
+    assert saved["version"] == 1 and len(saved["devices"]["sda"]["write"]) == 30
+    assert sorted(os.listdir(state.parent)) == ["disk-baselines.json"]
+    assert snap.notes == ()  # the problem is over: the note goes
 
 
 def test_manual_baseline_reaches_the_snapshot(tmp_path):
