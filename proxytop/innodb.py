@@ -424,7 +424,7 @@ def limits_from_margin(margin: int, capacity: Optional[int], mariadb: bool) -> R
     """
     if mariadb:
         return RedoLimits(capacity, margin - margin // 8, margin, "computed", "server",
-                          formula="async = max age − max age/8")
+                          formula="Innodb_checkpoint_max_age − 1/8")
     return RedoLimits(capacity, margin - margin // 8, margin - margin // 16, "computed", "computed",
                       formula="from Innodb_checkpoint_max_age")
 
@@ -609,7 +609,7 @@ class Assessment:
     adaptive_flushing_lwm: Optional[float] = None
     flush_log_at_trx_commit: Optional[str] = None
     needs_process: Tuple[str, ...] = ()
-    sources: Tuple[str, ...] = ()  # where the values came from, for the detail panel
+    sources: Tuple[Tuple[str, str], ...] = ()  # (value, where it came from), for the detail panel
 
     def lacks(self, name: str) -> bool:
         return name in self.needs_process
@@ -748,7 +748,7 @@ def assess(status: Optional[Mapping], previous_status: Optional[Mapping], status
     denied_text = engine is not None and engine.text_denied
     denied_metrics = engine is not None and engine.metrics_denied
     needs: List[str] = []
-    sources: List[str] = []
+    sources: List[Tuple[str, str]] = []
 
     # --- checkpoint age -----------------------------------------------------------------------
     lsn, checkpoint_lsn, flushed_lsn, lsn_source = _lsn_from(status, text, metrics)
@@ -758,9 +758,11 @@ def assess(status: Optional[Mapping], previous_status: Optional[Mapping], status
         age = max(0, lsn - checkpoint_lsn)
         age_source = f"LSN − last checkpoint ({lsn_source})"
     if lsn_source:
-        sources.append(f"LSN: {lsn_source}")
+        sources.append(("LSN", lsn_source))
+    if age is not None:
+        sources.append(("checkpoint age", age_source))
     if age is None and denied_text:
-        needs += ["age", "lsn"]
+        needs.append("age")
 
     limits = server_limits(flavour, status, variables, metrics)
     capacity = limits.capacity if limits else redo_capacity(flavour, variables)
@@ -820,7 +822,7 @@ def assess(status: Optional[Mapping], previous_status: Optional[Mapping], status
         waits = metrics.get("buffer_flush_sync_waits")
         if waits is not None and waits.enabled and previous_metrics and previous_metrics.get("buffer_flush_sync_waits"):
             sync_waits = rate(previous_metrics["buffer_flush_sync_waits"].count, waits.count, engine_seconds)
-        sources.append("flushing by type: INNODB_METRICS")
+        sources.append(("flushing by type", "INNODB_METRICS"))
     elif denied_metrics:
         needs.append("by_type")
 
@@ -831,14 +833,17 @@ def assess(status: Optional[Mapping], previous_status: Optional[Mapping], status
     if text is None and denied_text:
         needs.append("pending_writes")
     if text is not None:
-        sources.append("pending writes: SHOW ENGINE INNODB STATUS")
+        sources.append(("pending writes", "SHOW ENGINE INNODB STATUS"))
     history = _num(status, "Innodb_history_list_length")
+    history_source = "Innodb_history_list_length"
     if history is None and metrics:
         metric = metrics.get("trx_rseg_history_len")
         if metric is not None and metric.enabled:
-            history = metric.count
+            history, history_source = metric.count, "INNODB_METRICS"
     if history is None and text is not None:
-        history = text.history_list_length
+        history, history_source = text.history_list_length, "SHOW ENGINE INNODB STATUS"
+    if history is not None:
+        sources.append(("history list", history_source))
     if history is None and (denied_text or denied_metrics):
         needs.append("history_list_length")
 
@@ -846,14 +851,14 @@ def assess(status: Optional[Mapping], previous_status: Optional[Mapping], status
     if pending_fsyncs is None and text is not None:
         pending_fsyncs = text.pending_fsyncs
 
-    if status or variables:
-        sources.insert(0, "SHOW GLOBAL STATUS / VARIABLES")
-    if age is not None and age_source:
-        sources.append(f"checkpoint age: {age_source}")
     if limits is not None:
-        sources.append(f"limits: async {limits.async_origin}, sync {limits.sync_origin}"
-                       + (f" ({limits.formula})" if "computed" in (limits.async_origin, limits.sync_origin)
-                          and limits.formula else ""))
+        for name, origin in (("async limit", limits.async_origin), ("sync limit", limits.sync_origin)):
+            sources.append((name, f"computed: {limits.formula}" if origin == "computed" and limits.formula
+                            else origin))
+    if status:
+        sources.append(("dirty pages, flushed pages, waits", "SHOW GLOBAL STATUS"))
+    order = ("age", "pending_writes", "by_type", "history_list_length")
+    needs.sort(key=lambda n: order.index(n) if n in order else len(order))
 
     return Assessment(
         flavour=flavour,

@@ -41,11 +41,11 @@ DEFAULT_PORT = 3306
 CLIENT_GROUP = "client"
 
 STATE_STYLE = {OK: "good", ASYNC: "warning_bold", SYNC: "danger", "DOWN": "danger"}
-NEEDS_WORDS = {
-    "age": "checkpoint age",
-    "pending_writes": "pending writes",
-    "by_type": "flushing by type",
-    "history_list_length": "history list",
+NEEDS_WORDS = {  # what a user without PROCESS misses, in the table's terms
+    "age": "CkptAge",
+    "pending_writes": "PendW",
+    "by_type": "by type",
+    "history_list_length": "HLL",
 }
 
 
@@ -505,8 +505,6 @@ class InnoDBScreen(Screen):
             needs = needs_text(a)
             if needs:
                 notes.append(needs)
-            if server.monitor_user:
-                notes.append(f"as {server.endpoint.user}")
             row["note"] = "; ".join(notes) if notes else None
             row["_note_style"] = "warning" if (needs or any(errors)) else "dim"
             rows.append(row)
@@ -592,8 +590,6 @@ class InnoDBScreen(Screen):
         add(("Flavour ", "label"), (flavour.label if flavour else units.MISSING, "header"),
             (f"  {flavour.series}" if flavour else "", None),
             (f"  ({flavour.version_text})" if flavour and flavour.version_text else "", "dim"))
-        if a.sources:
-            add(("Sources ", "label"), ("; ".join(a.sources), "dim"))
         add()
 
         # --- checkpoint ---
@@ -620,13 +616,13 @@ class InnoDBScreen(Screen):
         if limits is not None:
             field("async flush at", (units.human_bytes(limits.async_age), None),
                   (f"  {units.percent(a.async_pct)}" if a.async_pct is not None else "", None),
-                  (f"  {limits.async_origin}", "dim" if limits.async_origin == "server" else "warning"))
+                  (f"  {limits.async_origin}", "dim" if limits.async_origin == "server" else "warning"),
+                  (f" ({limits.formula})" if limits.async_origin == "computed" and limits.formula else "", "dim"))
             sync_label = "sync flush above" if flavour is not None and flavour.is_mariadb else "sync flush at"
             field(sync_label, (units.human_bytes(limits.sync_age), None),
                   (f"  {units.percent(a.sync_pct)}" if a.sync_pct is not None else "", None),
                   (f"  {limits.sync_origin}", "dim" if limits.sync_origin == "server" else "warning"),
-                  (f"  ({limits.formula})" if "computed" in (limits.async_origin, limits.sync_origin)
-                   and limits.formula else "", "dim"))
+                  (f" ({limits.formula})" if limits.sync_origin == "computed" and limits.formula else "", "dim"))
         else:
             field("limits", (units.MISSING, None), ("  waiting for the server's variables", "dim"))
         if a.lsn is not None:
@@ -700,6 +696,11 @@ class InnoDBScreen(Screen):
             field("history list", (NEEDS_PROCESS, "warning"))
         else:
             field("history list", (units.number(a.history_list_length), None), ("  undo records not yet purged", "dim"))
+        if a.sources:
+            add()
+            add(("Sources", "header"))
+            for what, where in a.sources:
+                field(what, (where, "dim"))
         problems = [view.error(name) for name in server.names if view.error(name)]
         if problems:
             add()

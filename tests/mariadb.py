@@ -21,6 +21,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from contextlib import contextmanager
@@ -142,19 +143,15 @@ class MariaDBServer:
     def start(self, timeout: float = 60.0) -> "MariaDBServer":
         install = find_binary("install")
         server = find_binary("server")
-        self.basedir = tempfile.mkdtemp(prefix=f"proxytop-{self.name}-")
-        os.makedirs(self.tmpdir)
         as_root = ["--user=root"] if os.geteuid() == 0 else []
-        innodb_sizes = {k: v for k, v in self.options.items()
-                        if k in ("innodb_log_file_size", "innodb_buffer_pool_size", "innodb_page_size")}
-        command = [install, "--no-defaults", f"--datadir={self.datadir}", "--auth-root-authentication-method=normal",
-                   "--skip-test-db", "--skip-name-resolve", *as_root, *option_args(innodb_sizes)]
-        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout,
-                                stdin=subprocess.DEVNULL)
-        if result.returncode != 0:
-            output = result.stdout.decode("utf-8", "replace").strip().splitlines()[-15:]
-            self._remove()
-            raise MariaDBStartError("mariadb-install-db failed:\n" + "\n".join(output))
+        for attempt in (1, 2):  # a failed bootstrap is retried once in a fresh directory
+            try:
+                self._install(install, as_root, timeout)
+                break
+            except MariaDBStartError as exc:
+                if attempt == 2:
+                    raise
+                print(f"tests/mariadb.py: retrying the bootstrap after: {exc}", file=sys.stderr)
         deadline = time.monotonic() + timeout
         for attempt in range(5):
             self.port = free_port()
@@ -168,6 +165,23 @@ class MariaDBServer:
                 raise
         self._secure_root()
         return self
+
+    def _install(self, install: str, as_root: Sequence[str], timeout: float) -> None:
+        self.basedir = tempfile.mkdtemp(prefix=f"proxytop-{self.name}-")
+        os.makedirs(self.tmpdir)
+        innodb_sizes = {k: v for k, v in self.options.items()
+                        if k in ("innodb_log_file_size", "innodb_buffer_pool_size", "innodb_page_size")}
+        command = [install, "--no-defaults", f"--datadir={self.datadir}", "--auth-root-authentication-method=normal",
+                   "--skip-test-db", "--skip-name-resolve", *as_root, *option_args(innodb_sizes)]
+        result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout,
+                                stdin=subprocess.DEVNULL)
+        if result.returncode != 0:
+            lines = result.stdout.decode("utf-8", "replace").strip().splitlines()
+            # the cause is near the top; the tail is boilerplate advice
+            important = [line for line in lines if "ERROR" in line or "rror:" in line]
+            self._remove()
+            raise MariaDBStartError(f"mariadb-install-db exited with {result.returncode}:\n"
+                                    + "\n".join((important or lines)[:20]))
 
     def _launch(self, server: str, as_root: Sequence[str], deadline: float) -> None:
         command = [server, "--no-defaults", f"--datadir={self.datadir}", f"--socket={self.socket}",
