@@ -205,8 +205,10 @@ class DiskStats(Collector):
                 if label:
                     self._dm_names[name] = label
             self.learner.identities[name] = self.mapper.identity(name)
-        for gone in set(self._kinds) - set(devices):
-            self._kinds.pop(gone, None)  # a device that comes back is described afresh
+        for gone in set(self._kinds) - set(devices):  # a device that comes back is described afresh
+            self._kinds.pop(gone, None)
+            self._beneath.pop(gone, None)
+            self._dm_names.pop(gone, None)
 
     # --- baselines ----------------------------------------------------------------------------
     def _load_state(self) -> None:

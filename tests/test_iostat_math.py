@@ -409,3 +409,34 @@ def test_manual_baseline_reaches_the_snapshot(tmp_path):
     collector = host.collector(tmp_path / "s.json", manual_baselines={"sda": (0.5, 0.1)})
     snap = collector.collect()
     assert snap.baselines["sda"] == (Baseline(0.5, 0, 0, "manual"), Baseline(0.1, 0, 0, "manual"))
+
+
+# ----- the screen's rows ----------------------------------------------------------------------
+
+def test_screen_rows_whole_disks_first_sorted_by_util_and_the_a_toggle():
+    from proxytop.screens.iostat import IOstatScreen, hidden_count
+
+    data = samples("linux-5.10.txt")
+    kinds = {"loop0": "loop", "zram0": "zram", "vda": "disk", "vdb": "disk"}
+    extra = DiskCounters("vda1", 254, 1, 17, rd_ios=5, wr_ios=5)
+
+    def snapshot(devices):
+        return DiskSnapshot(devices=dict(devices, vda1=extra), kinds=dict(kinds, vda1="partition"), cpu=None,
+                            baselines={})
+
+    before, after = snapshot(data[0.0]), snapshot(data[2.0])
+    previous = SimpleNamespace(data=before, taken_at=10.0)
+    current = SimpleNamespace(data=after, taken_at=12.0)
+    view = SimpleNamespace(pair=lambda name: (previous, current))
+    screen = IOstatScreen()
+    rows = screen.arrange(screen.rows(view), screen.initial_state())
+    # vdb: 1,500 busy ms of 2,000 -> 75 %; vda the same counters: ties go by name
+    assert [r["device"] for r in rows] == ["vda", "vdb"]
+    assert [round(r["util"], 1) for r in rows] == [75.0, 75.0]
+    assert rows[0]["r_sat"] == "learning"
+    assert hidden_count(after, False) == (1, 2)  # vda1 hidden; loop0 and zram0 never did I/O
+    said = []
+    screen.action_toggle_all(SimpleNamespace(say=said.append))
+    assert [r["device"] for r in screen.arrange(screen.rows(view), screen.initial_state())] == ["vda", "vdb", "vda1"]
+    assert said == ["showing all block devices"]
+    assert screen.columns == tuple(c for c in IOstatScreen.columns if c.key != "role")  # no roles known
