@@ -172,7 +172,7 @@ def resolve_credentials(args, environ: Mapping[str, str], prompt=getpass.getpass
     elif password is None and "password" in from_file:
         password, given = from_file["password"], True
         origin = "defaults file" if origin == "default" else origin
-    elif password is None and environ.get("MYSQL_PWD") is not None:
+    elif password is None and environ.get("MYSQL_PWD"):  # set but empty: no password, as unset
         password, given = environ["MYSQL_PWD"], True
         origin = "MYSQL_PWD" if origin == "default" else origin
     return Credentials(user=user or login_name(), password=password or "", given=given, origin=origin)
