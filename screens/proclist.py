@@ -18,6 +18,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop import units
 from proxytop.collectors.proxysql_stats import ProcessList
+from proxytop.filters import Filter
 from proxytop.keys import Binding
 from proxytop.screens.base import Confirm, DataView, Detail, Screen
 from proxytop.table import Column, Row, TableState, filter_rows, sort_rows
@@ -111,6 +112,56 @@ def sort_sessions(rows: Sequence[Row], key: str, descending: bool) -> List[Row]:
     present = [r for r in by_id if r.get(key) is not None]
     present.sort(key=itemgetter(key), reverse=descending)
     return present + [r for r in by_id if r.get(key) is None]
+
+
+TIME_CHARS = frozenset("0123456789.msdh" + units.MISSING)  # all time_text() can print
+
+
+def search_text(row: Mapping, with_time: bool = True) -> str:
+    """The short cells a free-text filter term may match, lower case: each column's cell
+    text and raw value as filters.matches looks at them (the query is searched separately;
+    the formatted time only when a term could match it)."""
+    m = units.MISSING
+    sid, user, db, client = row.get("id"), row.get("user"), row.get("db"), row.get("client")
+    hostgroup, backend, command, ms = row.get("hostgroup"), row.get("backend"), row.get("command"), row.get("time_ms")
+    text = (f"{m if sid is None else sid}\x00{m if user is None else user}\x00{m if db is None else db}\x00"
+            f"{m if client is None else client}\x00{m if hostgroup is None else hostgroup}\x00"
+            f"{m if backend is None else backend}\x00{m if command is None else command}\x00"
+            f"{'' if ms is None else ms}")
+    if with_time:
+        text += "\x00" + time_text(ms)
+    return text.lower()
+
+
+def filter_sessions(rows: Sequence[Row], columns: Sequence[Column], flt: Filter) -> List[Row]:
+    """The rows ``table.filter_rows`` keeps, with free-text terms matched against one string of
+    short cells per row, then the query text: a text filter over 10,000 sessions stays cheap."""
+    if flt.empty:
+        return list(rows)
+    words = [t.value for t in flt.terms if t.kind == "text"]
+    others = tuple(t for t in flt.terms if t.kind != "text")
+    kept = filter_rows(rows, columns, Filter(flt.text, others)) if others else list(rows)
+    if not words:
+        return kept
+    with_time = any(set(word) <= TIME_CHARS for word in words)
+    # A quoted term with a space may match the one-line preview (whitespace runs collapsed).
+    spaced = any(any(ch.isspace() for ch in word) for word in words)
+    found = []
+    for row in kept:
+        short = search_text(row, with_time)
+        query = None
+        for word in words:
+            if word in short:
+                continue
+            if query is None:
+                info = row.get("info")
+                query = "" if info is None else str(info).lower()
+            if word in query or (spaced and word in one_line(row.get("info")).lower()):
+                continue
+            break
+        else:
+            found.append(row)
+    return found
 
 
 def one_line(text: Any) -> str:
@@ -307,7 +358,7 @@ class ProcListScreen(Screen):
         return lines
 
     def arrange(self, rows: Sequence[Row], state: TableState) -> List[Row]:
-        visible = filter_rows(rows, self.columns, state.filter)
+        visible = filter_sessions(rows, self.columns, state.filter)
         return sort_sessions(visible, state.sort_key, state.descending)
 
     def detail(self, row: Row, view: DataView) -> Optional[Detail]:

@@ -61,6 +61,23 @@ def test_fast_sort_gives_the_generic_order():
             assert proclist.sort_sessions(rows, key, descending) == expected, (key, descending)
 
 
+@pytest.mark.parametrize("text", [
+    "sleep", "reporting", "SLEEP(9)", "127.0.0.1:3312", "20", "9.00s", "0ms", "\u2014", "sbtest3", "set a",
+    '"set a = 1"', "user:report", "time>1000 select", "hostgroup:10 commit", "sbtest 3311", "nothing-like-this",
+])
+def test_fast_filter_keeps_the_rows_the_generic_filter_keeps(recording, text):
+    from proxytop.filters import parse
+    from proxytop.table import filter_rows
+    rows = session_rows(TABLE, show_idle=True) + session_rows(Table(COLUMNS, (
+        ("0", "30", None, None, None, None, None, None, None, None, None, "Connect", None, None, None, None),)))
+    for frame in (10, 80, 150):
+        columns, raw = recording.series["stats_mysql_processlist"][frame]
+        rows += session_rows(Table(tuple(columns), tuple(tuple(r) for r in raw)), show_idle=True)
+    flt = parse(text, ProcListScreen.columns)
+    expected = filter_rows(rows, ProcListScreen.columns, flt)
+    assert proclist.filter_sessions(rows, ProcListScreen.columns, flt) == expected
+
+
 def test_summary_counts_every_session_by_command_and_hostgroup():
     by_command, by_hostgroup = summary(TABLE)
     assert by_command == Counter({"Query": 3, "Sleep": 2})
