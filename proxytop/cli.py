@@ -31,8 +31,9 @@ def setup_logging(path: Optional[str]) -> None:
         root.addHandler(logging.NullHandler())
 
 
-def build(config):
-    """Engine, screens and controller for a configuration (no I/O happens here)."""
+def build(config, engine=None):
+    """Engine, screens and controller for a configuration (no I/O happens here). ``engine``
+    may be given instead of a live one (a replay)."""
     from proxytop.collectors.base import HostSource
     from proxytop.collectors.proxysql import GlobalStatus
     from proxytop.connection import ProxySQLSource
@@ -40,7 +41,7 @@ def build(config):
     from proxytop.engine import Engine
     from proxytop.screens import all_screens
 
-    engine = Engine()
+    engine = engine if engine is not None else Engine()
     engine.add_source(ProxySQLSource(config.endpoint))
     engine.add_source(HostSource())
     engine.add_collector(GlobalStatus())
@@ -56,24 +57,108 @@ def build(config):
     return engine, controller
 
 
+def open_replay(config):
+    """(replay engine, configuration for the screens) for --replay FILE or --demo."""
+    from proxytop import options
+    from proxytop.replay import DEMO_FILE, RecordingIndex, ReplayEngine, replay_config
+
+    args = config.args
+    path = DEMO_FILE if getattr(args, "demo", False) else args.replay
+    index = RecordingIndex(path)
+    engine = ReplayEngine(index, speed=getattr(args, "speed", None) or 1.0, loop=bool(getattr(args, "demo", False)))
+    return engine, replay_config(index, config, options.build_parser().parse_args([]))
+
+
+def start_recording(config, engine):
+    """--record FILE: a Recorder attached to the engine (None without --record)."""
+    path = getattr(config.args, "record", None)
+    if not path:
+        return None
+    from proxytop.recording import Recorder, RecordingWriter, recorded_options
+
+    writer = RecordingWriter(path, options=recorded_options(config.args), target=config.endpoint.label)
+    return Recorder(engine, writer).attach()
+
+
+def usage_error(message: str) -> int:
+    from proxytop import options
+
+    parser = options.build_parser()
+    parser.print_usage(sys.stderr)
+    print(f"proxytop: error: {message}", file=sys.stderr)
+    return 2
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from proxytop import options
+    from proxytop.recording import RecordingError
 
     try:
         config = options.parse(argv, os.environ)
     except KeyboardInterrupt:
         return 130
     setup_logging(config.log_file)
-    if not (sys.stdout.isatty() and sys.stdin.isatty()):
-        print("proxytop: not a terminal: the live view needs one (run it in a terminal, e.g. over ssh -t)",
-              file=sys.stderr)
+    args = config.args
+    batch = bool(getattr(args, "batch", False))
+    replaying = bool(getattr(args, "replay", None) or getattr(args, "demo", False))
+    if not batch and not (sys.stdout.isatty() and sys.stdin.isatty()):
+        print("proxytop: not a terminal: the live view needs one (run it in a terminal, e.g. over ssh -t, "
+              "or use --batch for plain text)", file=sys.stderr)
         return 1
 
-    engine, controller = build(config)
-    from proxytop.app import MonitorApp
+    replay_engine = None
+    if replaying:
+        try:
+            replay_engine, config = open_replay(config)
+        except RecordingError as exc:
+            print(f"proxytop: error: {exc}", file=sys.stderr)
+            return 2
+    engine, controller = build(config, replay_engine)
+    try:
+        recorder = start_recording(config, engine)
+    except RecordingError as exc:
+        print(f"proxytop: error: {exc}", file=sys.stderr)
+        return 2
 
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGHUP, _on_signal)
+    try:
+        if batch:
+            return run_batch(config, engine, controller)
+        return run_interactive(config, engine, controller)
+    finally:
+        engine.stop()
+        if recorder is not None:
+            recorder.close()
+
+
+def run_batch(config, engine, controller) -> int:
+    from proxytop import batch
+
+    try:
+        return batch.main(config, engine, controller)
+    except batch.UsageError as exc:
+        return usage_error(str(exc))
+    except KeyboardInterrupt:
+        return 130
+    except Terminated:
+        return 143
+    except BrokenPipeError:
+        # `proxytop --batch | head`: the reader left; exit quietly, as other tools do.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        return 0
+
+
+def run_interactive(config, engine, controller) -> int:
+    from proxytop.app import MonitorApp
+
+    if getattr(engine, "replaying", False):
+        from proxytop.replay import ReplayControls
+
+        controller.overlay = ReplayControls(engine)
     controller.activate()
     engine.start()
     code = 0
@@ -87,8 +172,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         hint = f" (details in {config.log_file})" if config.log_file else " (run with --log-file FILE for details)"
         print(f"proxytop: error: {exc.__class__.__name__}: {text}{hint}", file=sys.stderr)
         code = 1
-    finally:
-        engine.stop()
     return code
 
 

@@ -42,6 +42,12 @@ class Controller:
         self._rows_token = None
         self._activated: Tuple[str, ...] = ()
         self.detail_row: Optional[dict] = None  # the row a live detail panel follows
+        # Extra keys of a mode (a replay): an object with ``title``, ``bindings`` and
+        # ``action_<name>(controller)`` methods, looked up after the screen's keys.
+        self.overlay = None
+        self.prompt_label = ""
+        self.prompt_hint = ""
+        self._prompt_done = None
         delay = config.delay if config else 1.0
         for screen in self.screens:
             self.intervals[screen.key] = max(delay, self.minimum_interval(screen))
@@ -144,8 +150,11 @@ class Controller:
 
     # ----- keys -----------------------------------------------------------------------------
     def bindings(self) -> List[keys.Binding]:
-        """Screen keys first (they may override a global one), then the global table."""
-        return list(self.screen.bindings) + list(keys.GLOBAL_BINDINGS)
+        """Screen keys first (they may override a global one), then the overlay's, then the
+        global table without the bindings whose keys are all taken by the former."""
+        first = list(self.screen.bindings) + list(getattr(self.overlay, "bindings", ()))
+        taken = {k for b in first for k in b.keys}
+        return first + [b for b in keys.GLOBAL_BINDINGS if not set(b.keys) <= taken]
 
     def handle_key(self, ch) -> bool:
         name = keys.key_name(ch)
@@ -157,11 +166,19 @@ class Controller:
             return self._detail_key(name)
         if self.mode == "confirm":
             return self._confirm_key(name)
+        if self.mode == "prompt":
+            return self._prompt_key(name, ch)
         binding = keys.lookup(self.screen.bindings, name)
         if binding is not None:
             getattr(self.screen, "action_" + binding.action)(self)
             self._rows_token = None
             return True
+        if self.overlay is not None:
+            binding = keys.lookup(self.overlay.bindings, name)
+            if binding is not None:
+                getattr(self.overlay, "action_" + binding.action)(self)
+                self._rows_token = None
+                return True
         binding = keys.lookup(keys.GLOBAL_BINDINGS, name)
         if binding is None:
             return False
@@ -316,8 +333,21 @@ class Controller:
 
     def ask(self, confirm: Confirm) -> None:
         """Screens call this for the one write proxytop makes: nothing runs until 'y'."""
+        refusal = getattr(self.engine, "refuses_writes", None)
+        if refusal:  # a replay: nothing to send anything to
+            self.say(refusal, "error")
+            return
         self.confirm = confirm
         self.mode = "confirm"
+
+    def prompt(self, label: str, done, hint: str = "") -> None:
+        """Ask for one line of text; ``done(text)`` returns None when it took it, or a
+        one-line problem (shown, the input kept)."""
+        self.prompt_label = label
+        self.prompt_hint = hint
+        self._prompt_done = done
+        self.input = ""
+        self.mode = "prompt"
 
     # ----- modes ----------------------------------------------------------------------------
     def _filter_key(self, name: str, ch) -> bool:
@@ -334,6 +364,28 @@ class Controller:
             self.mode = "table"
             self.cursor[self.screen.key] = 0
         elif name == "BACKSPACE" or name == "KEY_BACKSPACE" or name == "KEY_DC":
+            self.input = self.input[:-1]
+        elif name == "^U":
+            self.input = ""
+        elif name == "^C":
+            self.quit_requested = True
+        else:
+            text = ch if isinstance(ch, str) else (chr(ch) if isinstance(ch, int) and 32 <= ch < 127 else "")
+            if text and text.isprintable():
+                self.input += text
+        return True
+
+    def _prompt_key(self, name: str, ch) -> bool:
+        if name == "ESC":
+            self.mode = "table"
+        elif name == "ENTER":
+            problem = self._prompt_done(self.input) if self._prompt_done is not None else None
+            if problem:
+                self.say(problem, "error")
+                return True
+            self.mode = "table"
+            self._rows_token = None
+        elif name in ("BACKSPACE", "KEY_BACKSPACE", "KEY_DC"):
             self.input = self.input[:-1]
         elif name == "^U":
             self.input = ""

@@ -67,6 +67,7 @@ class Engine:
         self._stopping = False
         self._started = False
         self._tasks: Dict[str, Deque[Tuple[Callable, Callable]]] = {}
+        self._observers: List[Callable[[str, object], None]] = []
 
     # ----- set-up ---------------------------------------------------------------------------
     def add_source(self, source: Source) -> None:
@@ -99,6 +100,23 @@ class Engine:
 
     def source(self, name: str) -> Optional[Source]:
         return self._sources.get(name)
+
+    def add_observer(self, observer: Callable[[str, object], None]) -> None:
+        """``observer(kind, value)`` is called on the worker threads with every new
+        ("snapshot", Snapshot), ("state", SourceState) and ("error", (collector, message, time))
+        — what a recording needs. It must be quick and never raise."""
+        self._observers.append(observer)
+
+    def remove_observer(self, observer: Callable[[str, object], None]) -> None:
+        if observer in self._observers:
+            self._observers.remove(observer)
+
+    def _notify(self, kind: str, value: object) -> None:
+        for observer in list(self._observers):
+            try:
+                observer(kind, value)
+            except Exception:
+                log.exception("observer failed on %s", kind)
 
     def start(self) -> None:
         self._started = True
@@ -215,7 +233,9 @@ class Engine:
         with self._lock:
             old = self._states[name]
             values = {**old.__dict__, **changes}
-            self._states[name] = SourceState(**values)
+            state = self._states[name] = SourceState(**values)
+        if self._observers:
+            self._notify("state", state)
 
     def _active_of(self, source_name: str) -> List[Collector]:
         active = self._active
@@ -312,6 +332,8 @@ class Engine:
                 with self._lock:
                     self._errors[name] = (message, self._clock())
                     self._next_due[name] = started + self._intervals[name]
+                if self._observers:
+                    self._notify("error", (name, message, self._clock()))
                 continue
             finished = self._clock()
             snapshot = Snapshot(collector=name, data=data, taken_at=finished, duration=finished - started)
@@ -319,4 +341,6 @@ class Engine:
                 self._history[name].append(snapshot)
                 self._errors.pop(name, None)
                 self._next_due[name] = started + self._intervals[name]
+            if self._observers:
+                self._notify("snapshot", snapshot)
         return None

@@ -60,10 +60,33 @@ def port_number(text: str) -> int:
 
 def screen_name(text: str) -> str:
     wanted = text.lower()
+    if wanted == "all":
+        return "all"  # --batch only (checked in resolve)
     for name in SCREEN_NAMES:
         if name == wanted or name.startswith(wanted):
             return name
-    raise argparse.ArgumentTypeError(f"unknown screen '{text}' (choose from {', '.join(SCREEN_NAMES)})")
+    raise argparse.ArgumentTypeError(f"unknown screen '{text}' (choose from {', '.join(SCREEN_NAMES)}, "
+                                     "or all with --batch)")
+
+
+def report_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of reports") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("the count is at least 1")
+    return value
+
+
+def playback_speed(text: str) -> float:
+    try:
+        value = float(text.rstrip("xX"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a speed (1, 2, 0.5, ...)") from None
+    if not (0.25 <= value <= 64):
+        raise argparse.ArgumentTypeError("the speed is between 0.25 and 64")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,9 +110,28 @@ def build_parser() -> argparse.ArgumentParser:
     display.add_argument("-d", "--delay", type=positive_seconds, metavar="SECONDS",
                          help="initial refresh interval (default 1; fractions allowed)")
     display.add_argument("--screen", type=screen_name, metavar="NAME",
-                         help=f"start screen: {', '.join(SCREEN_NAMES)}")
+                         help=f"start screen: {', '.join(SCREEN_NAMES)}; with --batch also all")
     display.add_argument("--no-color", action="store_true", help="no colours (also when NO_COLOR is set)")
     display.add_argument("--log-file", metavar="FILE", help="write a debug log to FILE")
+    batch = parser.add_argument_group("batch output (no terminal needed)")
+    batch.add_argument("--batch", action="store_true",
+                       help="print the screen(s) every interval instead of the live view: a table on a "
+                            "terminal, plain text when piped, or --format json/csv")
+    batch.add_argument("--count", type=report_count, metavar="N", help="with --batch: stop after N reports")
+    batch.add_argument("--format", choices=("table", "json", "csv"), default="table",
+                       help="with --batch: table (default), json (one line per screen and report) or csv")
+    batch.add_argument("--sort", metavar="COL[:asc|:desc]",
+                       help="with --batch: sort by a column (title or key), numbers largest first unless :asc")
+    batch.add_argument("--filter", metavar="EXPR", help="with --batch: a filter as typed after / in the live view")
+    recordings = parser.add_argument_group("recordings")
+    recordings.add_argument("--record", metavar="FILE",
+                            help="append every reading to FILE (live view or --batch); never a password")
+    recordings.add_argument("--replay", metavar="FILE",
+                            help="the live view (or --batch) over a recording instead of a server")
+    recordings.add_argument("--demo", action="store_true",
+                            help="replay the short recording that comes with proxytop (no ProxySQL needed)")
+    recordings.add_argument("--speed", type=playback_speed, metavar="X",
+                            help="replay speed, 0.25 to 64 (default 1)")
     parser.add_argument("--version", action="version", version=f"proxytop {__version__}")
     from proxytop.screens import add_all_arguments
 
@@ -120,6 +162,7 @@ def read_defaults_file(path: str) -> Dict[str, str]:
 def resolve(args: argparse.Namespace, environ: Mapping[str, str],
             prompt: Callable[[str], str] = getpass.getpass) -> Config:
     """Merge the sources of each setting by precedence into one Config."""
+    check_modes(args)
     from_file = read_defaults_file(args.defaults_file) if args.defaults_file else {}
     origins: Dict[str, str] = {}
 
@@ -143,7 +186,8 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str],
     except argparse.ArgumentTypeError as exc:
         raise OptionError(f"port in defaults file: {exc}") from None
     user = pick("user", args.user, "admin")
-    if args.password is PROMPT:
+    replaying = bool(getattr(args, "replay", None) or getattr(args, "demo", False))
+    if args.password is PROMPT and not replaying:
         password = prompt("ProxySQL admin password: ")
         origins["password"] = "prompt"
     else:
@@ -155,12 +199,31 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str],
     return Config(
         endpoint=endpoint,
         delay=args.delay if args.delay is not None else 1.0,
-        screen=args.screen or "connpool",
+        screen=args.screen if args.screen and args.screen != "all" else "connpool",
         color=color,
         log_file=args.log_file,
         args=args,
         origins=origins,
     )
+
+
+def check_modes(args: argparse.Namespace) -> None:
+    """Options that only make sense together (usage errors, exit 2)."""
+    batch = getattr(args, "batch", False)
+    replaying = getattr(args, "replay", None) or getattr(args, "demo", False)
+    for name in ("count", "sort", "filter"):
+        if getattr(args, name, None) is not None and not batch:
+            raise OptionError(f"--{name} needs --batch")
+    if getattr(args, "format", "table") != "table" and not batch:
+        raise OptionError(f"--format {args.format} needs --batch")
+    if getattr(args, "screen", None) == "all" and not batch:
+        raise OptionError("--screen all needs --batch (the live view shows one screen at a time)")
+    if getattr(args, "replay", None) and getattr(args, "demo", False):
+        raise OptionError("--replay and --demo: choose one")
+    if getattr(args, "record", None) and replaying:
+        raise OptionError("--record records a server; it can't be combined with --replay or --demo")
+    if getattr(args, "speed", None) is not None and not replaying:
+        raise OptionError("--speed needs --replay or --demo")
 
 
 def parse(argv: Optional[Sequence[str]], environ: Mapping[str, str],

@@ -37,7 +37,11 @@ def header_lines(ctl, width: int) -> List[Line]:
     previous, current = engine.last_two(HEADER_COLLECTOR)
     target = source.endpoint.label if source is not None else "no ProxySQL"
     session = getattr(source, "session", None)
-    first: Line = [("proxytop ", "header_title"), (target, "header")]
+    replay = getattr(engine, "replay_status", None)  # a ReplayEngine says where it is
+    first: Line = [("proxytop ", "header_title")]
+    if replay is not None:
+        first.append(("REPLAY ", "warning_bold"))
+    first.append((target, "header"))
     if session is not None and session.version_text:
         first.append((f"  ProxySQL {session.version_text.split('-')[0]}", "header"))
         if not session.is_admin:
@@ -54,14 +58,17 @@ def header_lines(ctl, width: int) -> List[Line]:
             ("  conn ", "label"), (units.number(stats.get("Client_Connections_connected")), "header"),
             ("  trx ", "label"), (units.number(stats.get("Active_Transactions")), "header"),
         ]
-    second: Line = [("every ", "label"), (units.interval(ctl.interval()), "header")]
-    minimum = ctl.minimum_interval(ctl.screen)
-    if minimum > 0.5:
-        second.append((f" (min {minimum:g}s)", "dim"))
+    if replay is not None:
+        second: Line = list(replay(ctl))
+    else:
+        second = [("every ", "label"), (units.interval(ctl.interval()), "header")]
+        minimum = ctl.minimum_interval(ctl.screen)
+        if minimum > 0.5:
+            second.append((f" (min {minimum:g}s)", "dim"))
     latest = _latest_of_screen(ctl)
     if latest is not None:
         second += [("  data ", "label"), (f"{units.duration(max(0.0, now - latest.taken_at))} old", "header")]
-    if engine.paused:
+    if engine.paused and replay is None:
         second.append(("  PAUSED", "warning_bold"))
     if state is not None and ctl.screen_uses_proxysql():
         if state.connected:
@@ -112,6 +119,10 @@ def footer_line(ctl, width: int) -> Line:
         after = (f"   {message[0]}", message[1]) if message else \
             ("   Enter apply  Esc cancel  (text, col:regex, col>N)", "dim")
         return fit([("filter: ", "label"), (ctl.input, "input"), ("_", "cursor"), after], width)
+    if ctl.mode == "prompt":
+        message = ctl.current_message()
+        after = (f"   {message[0]}", message[1]) if message else (f"   {ctl.prompt_hint}  (Enter, Esc)", "dim")
+        return fit([(ctl.prompt_label, "label"), (ctl.input, "input"), ("_", "cursor"), after], width)
     if ctl.mode == "confirm" and ctl.confirm is not None:
         return fit([("y to confirm, any other key cancels", "warning_bold")], width)
     message = ctl.current_message()
@@ -167,8 +178,14 @@ def help_lines(ctl, width: int) -> List[Line]:
         for binding in ctl.screen.bindings:
             lines.append([(f"  {keys.describe(binding):<14}", "header"), (binding.help, None)])
         lines.append([])
+    overlay = getattr(ctl, "overlay", None)
+    if overlay is not None:
+        lines.append([(overlay.title, "label")])
+        for binding in overlay.bindings:
+            lines.append([(f"  {keys.describe(binding):<14}", "header"), (binding.help, None)])
+        lines.append([])
     lines.append([("everywhere", "label")])
-    for binding in keys.GLOBAL_BINDINGS:
+    for binding in [b for b in ctl.bindings() if b in keys.GLOBAL_BINDINGS]:  # those not overridden
         lines.append([(f"  {keys.describe(binding):<14}", "header"), (binding.help, None)])
     lines.append([])
     lines.append([("columns of this screen", "label")])
