@@ -18,6 +18,7 @@ monitor credentials (admin users only). Nothing here writes to any server.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -95,10 +96,26 @@ class MySQLSession:
     version_comment: str = ""
     flavour: Optional[Flavour] = None
     queries: int = 0
+    # A statement refused for lack of PROCESS is not retried every poll (each refusal is an
+    # access-denied error in the server's counters and audit logs): monotonic time of the
+    # next attempt, per statement.
+    denied_until: Dict[str, float] = field(default_factory=dict)
+    reopens: int = 0
 
     def query(self, sql: str) -> Table:
         self.queries += 1
         return run_query(self.conn, sql)
+
+    def reopen(self) -> None:
+        """A fresh connection in place: global privileges granted since apply only to new
+        connections."""
+        conn = open_mysql(self.endpoint)
+        old, self.conn = self.conn, conn
+        try:
+            old.close()
+        except Exception:
+            pass
+        self.reopens += 1
 
 
 class MySQLSource(Source):
@@ -202,41 +219,55 @@ class InnoDBVariables(ServerCollector):
 
 
 class InnoDBEngine(ServerCollector):
-    """SHOW ENGINE INNODB STATUS and INNODB_METRICS. Both need PROCESS: a user without it gets
-    a reading that says so (the screen shows "needs PROCESS"), never an error."""
+    """SHOW ENGINE INNODB STATUS (pending writes on every flavour; the LSNs where no status
+    variable has them) and INNODB_METRICS (flushing by type, the server's own limits). Both
+    need PROCESS: a user without it gets a reading that says so (the screen shows "needs
+    PROCESS"), never an error, and the refused statement is retried once a minute only, on a
+    fresh connection (so that a GRANT made meanwhile is seen)."""
 
     kind = "engine"
     default_interval = 1.0
     min_interval = 1.0
     history = 2
+    retry_denied_after = 60.0
+
+    def __init__(self, endpoint: Endpoint, clock=time.monotonic):
+        super().__init__(endpoint)
+        self.clock = clock
+
+    def _read(self, session: MySQLSession, key: str, sql: str):
+        """(table or None, denied, error line or None)."""
+        if session.denied_until.get(key, 0.0) > self.clock():
+            return None, True, None
+        try:
+            return session.query(sql), False, None
+        except pymysql.err.MySQLError as exc:
+            if _code(exc) in ACCESS_DENIED:
+                session.denied_until[key] = self.clock() + self.retry_denied_after
+                return None, True, None
+            if errors.is_connection_error(exc):
+                raise
+            return None, False, describe_mysql_error(exc, session.endpoint.password)
 
     def collect(self, session: MySQLSession) -> EngineReading:
+        expired = [key for key, until in session.denied_until.items() if until <= self.clock()]
+        if expired:
+            # Time to try again, on a new connection: a GRANT PROCESS made meanwhile applies
+            # only to connections opened after it.
+            for key in expired:
+                del session.denied_until[key]
+            session.reopen()
         text = metrics = None
-        text_denied = metrics_denied = False
-        text_error = metrics_error = None
-        try:
-            table = session.query("SHOW ENGINE INNODB STATUS")
+        table, text_denied, text_error = self._read(session, "status", "SHOW ENGINE INNODB STATUS")
+        if table is not None:
             column = table.columns.index("Status") if table.has("Status") else len(table.columns) - 1
             raw = table.rows[0][column] if table.rows else ""
             text = parse_status_text(raw or "")
-        except pymysql.err.MySQLError as exc:
-            if _code(exc) in ACCESS_DENIED:
-                text_denied = True
-            elif errors.is_connection_error(exc):
-                raise
-            else:
-                text_error = describe_mysql_error(exc, session.endpoint.password)
         names = ", ".join(f"'{name}'" for name in ALL_METRICS)
-        try:
-            table = session.query(f"SELECT * FROM information_schema.INNODB_METRICS WHERE NAME IN ({names})")
+        table, metrics_denied, metrics_error = self._read(
+            session, "metrics", f"SELECT * FROM information_schema.INNODB_METRICS WHERE NAME IN ({names})")
+        if table is not None:
             metrics = metrics_from_rows(table.dicts())
-        except pymysql.err.MySQLError as exc:
-            if _code(exc) in ACCESS_DENIED:
-                metrics_denied = True
-            elif errors.is_connection_error(exc):
-                raise
-            else:
-                metrics_error = describe_mysql_error(exc, session.endpoint.password)
         return EngineReading(text=text, metrics=metrics, text_denied=text_denied, metrics_denied=metrics_denied,
                              text_error=text_error, metrics_error=metrics_error)
 

@@ -334,6 +334,7 @@ class InnoDBScreen(Screen):
         self._engine = None
         self._discovery_seen = None
         self.servers: Dict[str, Server] = {}
+        self._assessed: Dict[str, tuple] = {}  # server -> (snapshot ids, Assessment, the snapshots)
         if args is not None and getattr(args, "mysql_password", None) is PROMPT:
             try:
                 self.credentials = resolve_credentials(args, os.environ, prompt)
@@ -429,12 +430,17 @@ class InnoDBScreen(Screen):
 
     # ----- readings ------------------------------------------------------------------------------
     def assessment(self, server: Server, view: DataView) -> Assessment:
+        """The server's values from its latest readings; recomputed only when one changed."""
         previous, current = view.pair(server.status_name)
         engine_previous, engine_current = view.pair(server.engine_name)
         variables = view.latest(server.vars_name)
         source = view.source(server.source)
         session = getattr(source, "session", None)
-        return assess(
+        token = tuple(id(x) for x in (previous, current, engine_previous, engine_current, variables, session))
+        cached = self._assessed.get(server.key)
+        if cached is not None and cached[0] == token:
+            return cached[1]
+        result = assess(
             status=current.data if current is not None else None,
             previous_status=previous.data if previous is not None else None,
             status_seconds=seconds_between(previous, current),
@@ -445,6 +451,10 @@ class InnoDBScreen(Screen):
             engine_seconds=seconds_between(engine_previous, engine_current),
             flavour=getattr(session, "flavour", None),
         )
+        # the snapshots are kept in the token so their ids can't be reused while cached
+        self._assessed[server.key] = (token, result, (previous, current, engine_previous, engine_current,
+                                                      variables, session))
+        return result
 
     def _connection_note(self, server: Server, view: DataView) -> Tuple[Optional[str], Optional[str], bool]:
         """(state override, note, down) from the server's source state."""

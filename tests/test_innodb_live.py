@@ -23,7 +23,7 @@ import pytest
 
 from proxytop import options, view
 from proxytop.cli import build
-from proxytop.collectors.innodb import InnoDBStatus, MySQLSource
+from proxytop.collectors.innodb import InnoDBEngine, InnoDBStatus, MySQLSource
 from proxytop.connection import Endpoint
 from proxytop.innodb import ASYNC, SYNC, parse_status_text
 from tests.mariadb import MariaDBServer, free_port, running_server
@@ -454,3 +454,27 @@ def test_socket_server_and_the_vars_mapping_for_iostat(mariadb, clean_home):
         text = wait(lambda: (lambda t: t if re.search(r"MariaDB 10\.\d+ +OK", t) else None)(
             screen_text(controller, 200)), 10, "the socket server's row")
         assert mariadb.socket[:15] in text
+
+
+def test_refused_statements_are_retried_once_a_minute_not_every_poll(mariadb):
+    mariadb.create_user("noproc2", "noproc2-pw", ["USAGE"])
+    source = MySQLSource(Endpoint(host=mariadb.host, port=mariadb.port, user="noproc2", password="noproc2-pw"))
+    session = source.connect()
+    now = [1000.0]
+    collector = InnoDBEngine(source.endpoint, clock=lambda: now[0])
+    try:
+        first = collector.collect(session)
+        assert first.text_denied and first.metrics_denied and first.needs_process
+        sent = session.queries
+        now[0] += 30
+        again = collector.collect(session)
+        assert again.text_denied and again.metrics_denied
+        assert session.queries == sent  # nothing sent: the refusal is remembered
+        now[0] += 31
+        mariadb.query("GRANT PROCESS ON *.* TO 'noproc2'@'%'")
+        granted = collector.collect(session)
+        assert session.queries == sent + 2 and session.reopens == 1  # one new connection for both
+        assert not granted.needs_process and granted.text is not None and granted.text.lsn > 0
+        assert granted.metrics["buffer_LRU_batch_flush_total_pages"].enabled
+    finally:
+        source.close(session)
