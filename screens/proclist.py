@@ -10,6 +10,7 @@ text happens only for the rows on screen.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import textwrap
 from collections import Counter
@@ -24,10 +25,33 @@ from proxytop.screens.base import Confirm, DataView, Detail, Screen
 from proxytop.table import Column, Row, TableState, filter_rows, sort_rows
 
 IDLE = "Sleep"
+MIN_INTERVAL = ProcessList.min_interval
 QUERY_PREVIEW = 1000  # characters of a query looked at for the one-line preview
 WRAP = 76
 
 Segment = Tuple[str, Optional[str]]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("ProcList screen")
+    group.add_argument("--proclist-min-interval", type=min_interval, metavar="SECONDS",
+                       help=f"shortest interval between two readings of the processlist (default "
+                            f"{MIN_INTERVAL:g}; each reading locks every ProxySQL worker thread)")
+
+
+def min_interval(text: str) -> float:
+    """--proclist-min-interval: seconds, 0.5 to 3600.
+
+    >>> min_interval("5"), min_interval("0.5")
+    (5.0, 0.5)
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not 0.5 <= value <= 3600:
+        raise argparse.ArgumentTypeError("the processlist interval must be between 0.5 and 3600 seconds")
+    return value
 
 
 def _int(value: Any) -> Any:
@@ -331,7 +355,12 @@ class ProcListScreen(Screen):
         self._summary_of: Optional[Tuple[Any, str, int]] = None  # (snapshot, text, idle count)
 
     def collectors(self):
-        return [ProcessList()]
+        collector = ProcessList()
+        chosen = getattr(getattr(self.config, "args", None), "proclist_min_interval", None)
+        if chosen:
+            collector.min_interval = chosen
+            collector.default_interval = chosen
+        return [collector]
 
     def _table(self, view: DataView):
         snapshot = view.latest(ProcessList.name)

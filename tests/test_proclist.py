@@ -124,6 +124,15 @@ def test_kill_question_shows_the_session_and_its_query():
     assert "KILL CONNECTION 13" in text and "no KILL QUERY" in text
 
 
+def test_processlist_minimum_interval_is_2s_unless_chosen():
+    from types import SimpleNamespace
+    (default,) = ProcListScreen().collectors()
+    assert default.min_interval == 2.0 and not default.own_pace
+    config = SimpleNamespace(args=SimpleNamespace(proclist_min_interval=5.0))
+    (chosen,) = ProcListScreen(config).collectors()
+    assert chosen.min_interval == 5.0
+
+
 # ----- end to end -----------------------------------------------------------------------
 def session_lines(screen):
     """(session id, user, time text, whole line) of the table rows on screen."""
@@ -161,6 +170,13 @@ def test_e2e_longest_running_first_and_sort_to_another_column_and_back(proxytop_
     assert session_lines(screen)[0][1] == "reporting", screen
     term.send("i")
     term.wait_until(lambda s: any(" Sleep " in r[3] for r in session_lines(s)), what="idle sessions")
+
+
+def test_e2e_chosen_minimum_interval_is_shown(proxytop_term, proxysql_double):
+    term = start(proxytop_term, proxysql_double, "--proclist-min-interval", "5")
+    assert "every 5s (min 5s)" in term.text()
+    term.send("+")
+    term.wait_for("interval 5s: the minimum for this screen")
 
 
 def test_e2e_filter_on_columns(proxytop_term, proxysql_double):
