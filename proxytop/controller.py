@@ -108,7 +108,7 @@ class Controller:
             # The screen's set changed (e.g. servers discovered at runtime): poll the new set.
             self.activate()
         token = (screen.key, self.state, tuple(sorted(screen.options.items())),
-                 tuple(id(self.engine.latest(n)) for n in names))
+                 tuple(id(self.engine.latest(n)) for n in names), screen.rows_token(self.view))
         if token != self._rows_token:
             raw = screen.rows(self.view)
             self.total_rows = len(raw)

@@ -111,6 +111,11 @@ class Screen:
     def rows(self, view: DataView) -> List[Row]:
         return []
 
+    def rows_token(self, view: DataView) -> Any:
+        """What, besides the snapshots, changes ``rows()`` (a source's connection state, a
+        retry countdown): the controller recomputes the rows when this value changes."""
+        return None
+
     def notes(self, view: DataView) -> List[Sequence[Tuple[str, Optional[str]]]]:
         """Lines shown above the table (summaries, what needs an admin user)."""
         return []

@@ -467,6 +467,13 @@ class InnoDBScreen(Screen):
             return "DOWN", f"down, {when}: {state.error}", True
         return None, "connecting\u2026", True
 
+    def rows_token(self, view: DataView):
+        """Connection states change rows without new snapshots; a down server's retry
+        countdown changes every second."""
+        states = tuple(view.state(s.source) for s in self.servers.values() if s.listed)
+        down = any(state is not None and not state.connected for state in states)
+        return states, int(view.now()) if down else None
+
     def rows(self, view: DataView) -> List[Row]:
         self._sync_discovered()
         rows = []

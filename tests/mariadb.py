@@ -183,7 +183,7 @@ class MariaDBServer:
             raise MariaDBStartError(f"mariadb-install-db exited with {result.returncode}:\n"
                                     + "\n".join((important or lines)[:20]))
 
-    def _launch(self, server: str, as_root: Sequence[str], deadline: float) -> None:
+    def _launch(self, server: str, as_root: Sequence[str], deadline: float, password: str = "") -> None:
         command = [server, "--no-defaults", f"--datadir={self.datadir}", f"--socket={self.socket}",
                    f"--port={self.port}", f"--bind-address={self.host}", "--skip-name-resolve",
                    f"--pid-file={os.path.join(self.basedir, 'mysqld.pid')}", f"--log-error={self.error_log}",
@@ -197,7 +197,7 @@ class MariaDBServer:
                 raise MariaDBStartError(f"mariadbd exited with {self.process.returncode}:\n"
                                         + self.log_tail(since=log_start))
             try:
-                conn = pymysql.connect(unix_socket=self.socket, user=ROOT_USER, password="", connect_timeout=2)
+                conn = pymysql.connect(unix_socket=self.socket, user=ROOT_USER, password=password, connect_timeout=2)
             except pymysql.err.MySQLError as exc:
                 last_error = str(exc)
                 time.sleep(0.05)
@@ -222,6 +222,14 @@ class MariaDBServer:
                 self.version = cursor.fetchone()[0]
         finally:
             conn.close()
+
+    def restart(self, timeout: float = 60.0) -> "MariaDBServer":
+        """Start mariadbd again on the same data, port and socket, after ``process.kill()``."""
+        if self.running:
+            raise MariaDBStartError("the server is still running")
+        as_root = ["--user=root"] if os.geteuid() == 0 else []
+        self._launch(find_binary("server"), as_root, time.monotonic() + timeout, password=self.password)
+        return self
 
     def stop(self, timeout: float = 30.0) -> None:
         """A clean shutdown (SIGTERM), killed if it takes longer than ``timeout``."""

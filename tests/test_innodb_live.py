@@ -478,3 +478,31 @@ def test_refused_statements_are_retried_once_a_minute_not_every_poll(mariadb):
         assert granted.metrics["buffer_LRU_batch_flush_total_pages"].enabled
     finally:
         source.close(session)
+
+
+def test_a_server_that_goes_down_is_shown_down_and_comes_back(clean_home):
+    server = MariaDBServer(name="flaky").start()
+    try:
+        key = server.address
+        argv = ("-P", str(closed_port()), "--screen", "innodb", "--no-discover", "--mysql", key,
+                "--mysql-user", server.user, "--mysql-password", server.password)
+        with monitor(*argv) as (engine, controller):
+            wait(lambda: re.search(re.escape(key) + r".*MariaDB 10\.\d+\s+OK", screen_text(controller)), 10, "OK")
+            server.process.kill()  # no clean shutdown: the connection just breaks
+            server.process.wait(10)
+            text = wait(lambda: (lambda t: t if re.search(re.escape(key) + r".*DOWN.*down, retrying in \d+s", t)
+                                 else None)(screen_text(controller)), 10, "the row marked down")
+            assert "1 of 1 server(s) down" in text
+            counts = set()
+            deadline = time.monotonic() + 4
+            while time.monotonic() < deadline:  # the countdown moves without any new reading
+                match = re.search(r"retrying in (\d+)s", screen_text(controller))
+                if match:
+                    counts.add(match.group(1))
+                time.sleep(0.3)
+            assert len(counts) >= 2, counts
+            server.restart()
+            wait(lambda: re.search(re.escape(key) + r".*MariaDB 10\.\d+\s+OK", screen_text(controller)), 15,
+                 "the row back to OK after the restart")
+    finally:
+        server.stop()
