@@ -145,7 +145,7 @@ def cumulative_text(value: Optional[float]) -> str:
 
 def command_detail(row: Row, seconds: Optional[float]) -> Detail:
     """The drill-down of one command: both histograms and the percentile estimates."""
-    interval = f"{seconds:.1f}s" if seconds else "interval"
+    interval = units.duration(seconds) if seconds else "interval"
     delta = row.get("_delta")
     executed = sum(delta) if delta is not None else None
     lines: List[List[Segment]] = [
@@ -220,7 +220,7 @@ class ComCountScreen(Screen):
         line: List[Segment] = [("all commands ", "label"),
                                (f"{units.number(total_rate)}/s" if total_rate is not None else units.MISSING, "header")]
         if every is not None and sum(every):
-            line += [("  latency over the last ", "label"), (f"{seconds:.1f}s " if seconds else "", "label"),
+            line += [("  latency over the last ", "label"), (units.duration(seconds) + " " if seconds else "", "label"),
                      (percentile_text(every), "header")]
         unused = len([r for r in rows if not r.get("total")])
         notes = [tuple(line)]

@@ -208,7 +208,7 @@ def cache_hit_ratio(previous: Optional[Mapping[str, str]], current: Mapping[str,
 
     >>> cache_hit_ratio({"Query_Cache_count_GET": "100", "Query_Cache_count_GET_OK": "40"},
     ...                 {"Query_Cache_count_GET": "300", "Query_Cache_count_GET_OK": "190"}, 2.0)
-    '75.0% over the last 2.0s (150 of 200 lookups), 63.3% since start'
+    '75.0% over the last 2.00s (150 of 200 lookups), 63.3% since start'
     >>> cache_hit_ratio(None, {"Query_Cache_count_GET": "0", "Query_Cache_count_GET_OK": "0"}, None)
     'no lookups since start (no rule has a cache_ttl, or nothing matched one)'
     """
@@ -225,8 +225,8 @@ def cache_hit_ratio(previous: Optional[Mapping[str, str]], current: Mapping[str,
     if lookups is None or found is None:
         return overall  # counters were reset: no interval figure
     if not lookups:
-        return f"no lookups in the last {seconds:.1f}s, {overall}"
-    return (f"{ratio_text(found, lookups)} over the last {seconds:.1f}s "
+        return f"no lookups in the last {units.duration(seconds)}, {overall}"
+    return (f"{ratio_text(found, lookups)} over the last {units.duration(seconds)} "
             f"({units.number(found)} of {units.number(lookups)} lookups), {overall}")
 
 

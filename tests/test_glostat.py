@@ -110,7 +110,7 @@ def test_derived_lines():
         "42 clients (9 active) on 10 backend connections: 4.2 per backend connection"
     # interval: 200 lookups, 150 found; since start 550 of 1,200
     assert glostat.cache_hit_ratio(BEFORE.data, AFTER.data, 2.0) == \
-        "75.0% over the last 2.0s (150 of 200 lookups), 45.8% since start"
+        "75.0% over the last 2.00s (150 of 200 lookups), 45.8% since start"
     reset = {"Query_Cache_count_GET": "10", "Query_Cache_count_GET_OK": "5"}
     assert glostat.cache_hit_ratio(AFTER.data, reset, 1.0) == "50.0% since start"
     assert glostat.max_connections_usage(AFTER.data, {"mysql-max_connections": "2048"}) == \
