@@ -81,7 +81,10 @@ class MemoryMetrics(Collector):
     min_interval = 10.0
     own_pace = True
 
-    def collect(self, session) -> Dict[str, str]:
+    def collect(self, session) -> Optional[Dict[str, str]]:
+        tables = getattr(session, "tables", None)
+        if tables and "stats_memory_metrics" not in tables:
+            return None  # an old ProxySQL without the table: the screen says so, no failing query
         return name_value(session.query("select * from stats_memory_metrics"))
 
 

@@ -304,7 +304,9 @@ class GloStatScreen(Screen):
             text, style = max_connections_usage(stats, variables.data if variables is not None else None)
             lines.append((("Frontend      ", "label"), (text, style)))
         memory = view.latest(MemoryMetrics.name)
-        if memory is not None:
+        if memory is not None and memory.data is None:
+            lines.append((("Memory: this ProxySQL has no stats_memory_metrics table", "dim"),))
+        elif memory is not None:
             age = max(0.0, view.now() - memory.taken_at)
             lines.append(((f"Memory: stats_memory_metrics every {MemoryMetrics.min_interval:g}s at most "
                            f"(it takes the digest lock), {units.duration(age)} old", "dim"),))

@@ -174,3 +174,50 @@ def test_e2e_stats_user_is_told_what_needs_an_admin_user(proxytop_term, recordin
         assert not any("global_variables" in q for q in double.queries("stats"))
     finally:
         double.stop()
+
+
+class FakeSession:
+    def __init__(self, tables, is_admin=True):
+        self.tables, self.is_admin, self.sent = frozenset(tables), is_admin, []
+
+    def query(self, sql):
+        from proxytop.collectors.base import Table
+        self.sent.append(sql)
+        return Table(("Variable_Name", "Variable_Value"), (("jemalloc_resident", "1024"),))
+
+
+def test_memory_metrics_collector_skips_a_proxysql_without_the_table():
+    from proxytop.collectors.proxysql_stats import MemoryMetrics, MySQLVariables
+    old = FakeSession({"stats_mysql_global"})
+    assert MemoryMetrics().collect(old) is None and old.sent == []
+    new = FakeSession({"stats_mysql_global", "stats_memory_metrics"})
+    assert MemoryMetrics().collect(new) == {"jemalloc_resident": "1024"}
+    assert new.sent == ["select * from stats_memory_metrics"]
+    stats_user = FakeSession({"stats_mysql_global"}, is_admin=False)
+    assert MySQLVariables().collect(stats_user) is None and stats_user.sent == []
+
+
+def test_notes_say_when_memory_metrics_are_missing():
+    from proxytop.screens.base import DataView
+
+    class Engine:
+        def __init__(self):
+            self.snaps = {"proxysql.global": (BEFORE, AFTER),
+                          "proxysql.memory_metrics": (None, Snapshot("proxysql.memory_metrics", None, 51.0, 0.0))}
+
+        def latest(self, name):
+            return self.snaps.get(name, (None, None))[1]
+
+        def last_two(self, name):
+            return self.snaps.get(name, (None, None))
+
+        def source(self, name):
+            return None
+
+        def now(self):
+            return 53.0
+
+    notes = GloStatScreen().notes(DataView(Engine()))
+    text = "\n".join("".join(t for t, _ in line) for line in notes)
+    assert "this ProxySQL has no stats_memory_metrics table" in text
+    assert "Multiplexing  42 clients (9 active) on 10 backend connections" in text
