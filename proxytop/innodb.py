@@ -856,7 +856,7 @@ def assess(status: Optional[Mapping], previous_status: Optional[Mapping], status
             sources.append((name, f"computed: {limits.formula}" if origin == "computed" and limits.formula
                             else origin))
     if status:
-        sources.append(("dirty pages, flushed pages, waits", "SHOW GLOBAL STATUS"))
+        sources.append(("pages and waits", "SHOW GLOBAL STATUS"))
     order = ("age", "pending_writes", "by_type", "history_list_length")
     needs.sort(key=lambda n: order.index(n) if n in order else len(order))
 

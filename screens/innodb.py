@@ -31,7 +31,8 @@ from proxytop import units
 from proxytop.collectors.innodb import (DISCOVERY, DiscoveredServer, Discovery, MySQLDiscovery, MySQLSource,
                                         server_collectors, server_label, source_name)
 from proxytop.connection import DEFAULT_TIMEOUT, Endpoint
-from proxytop.innodb import (ASYNC, ENABLE_HINT, NEEDS_PROCESS, OK, SYNC, Assessment, EngineReading, assess, bar)
+from proxytop.innodb import (ASYNC, ENABLE_HINT, FLUSH_TYPE_METRICS, NEEDS_PROCESS, OK, SYNC, Assessment, EngineReading,
+                             assess, bar)
 from proxytop.rates import to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.table import Column, Row
@@ -294,7 +295,7 @@ class InnoDBScreen(Screen):
     live_detail = True  # the detail panel follows new readings
     columns = (
         Column("server", "Server", 18, "<", numeric=False, priority=0),
-        Column("proxysql", "HG/Status", 12, "<", numeric=False, style=proxysql_style, priority=1,
+        Column("proxysql", "HG/Status", 12, "<", numeric=False, style=proxysql_style, priority=3,
                help="ProxySQL hostgroups of the server and its status there (runtime_mysql_servers)"),
         Column("flavour", "Flavour", 13, "<", numeric=False, priority=5, help="product and release series"),
         Column("state", "State", 11, "<", numeric=False, style=state_style, priority=0,
@@ -680,8 +681,10 @@ class InnoDBScreen(Screen):
         else:
             field("by type", (units.MISSING, None))
         if a.by_type_disabled:
-            field("", (f"counters off: {', '.join(a.by_type_disabled)}", "dim"))
-            field("", (f"enable with {ENABLE_HINT} (a server setting: proxytop never changes it)", "dim"))
+            labels = dict((metric, label) for label, metric in FLUSH_TYPE_METRICS)
+            off = ", ".join(labels.get(name, name) for name in a.by_type_disabled)
+            field("", (f"INNODB_METRICS counters off ({off}); a DBA can enable them with", "dim"))
+            field("", (ENABLE_HINT, None), ("  (proxytop never changes a server setting)", "dim"))
         if a.sync_waits_rate is not None:
             field("sync flush waits", (f"{rate_text(a.sync_waits_rate)}/s", "danger" if a.sync_waits_rate else None))
         field("adaptive flushing", ("on" if a.adaptive_flushing else "off" if a.adaptive_flushing is not None
