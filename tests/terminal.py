@@ -26,7 +26,8 @@ ESC = "\x1b"
 ENTER = "\r"
 TAB = "\t"
 SHIFT_TAB = "\x1b[Z"
-UP, DOWN = "\x1b[A", "\x1b[B"
+# curses turns on keypad (application cursor) mode, so arrows arrive as ESC O A / ESC O B
+UP, DOWN = "\x1bOA", "\x1bOB"
 
 
 class _Screen(pyte.Screen):
