@@ -412,14 +412,17 @@ class BatchRun:
     # --- when to report ---
     def ready(self, names: Sequence[str]) -> bool:
         """Every collector has what its rates need (two readings; one for slow own-pace ones),
-        or has said why not."""
+        or has said why not. ProxySQL itself must answer first (or be given up on: fatal)."""
+        live = not getattr(self.engine, "replaying", False)
         for name in names:
             collector = self.engine.collector(name)
             if collector is None or self.engine.error(name):
                 continue
             state = self.engine.state(collector.source)
+            if live and collector.source == PROXYSQL and (state is None or not state.connected):
+                return False
             if state is not None and state.error and not state.connected:
-                continue
+                continue  # a MySQL server that is down: its row says so
             needed = 1 if collector.own_pace else 2
             if len(self.engine.history(name)) < needed:
                 return False
@@ -436,11 +439,18 @@ class BatchRun:
         where = getattr(getattr(source, "endpoint", None), "label", "ProxySQL")
         return f"cannot connect to ProxySQL at {where} after {state.failures} attempts: {state.error}"
 
+    def waiting_for_proxysql(self) -> bool:
+        if getattr(self.engine, "replaying", False) or not self.uses_proxysql():
+            return False
+        state = self.engine.state(PROXYSQL)
+        return state is None or not state.connected
+
     def run(self) -> int:
         names = self.activate()
         first_wait = max(4 * self.interval, 2 * self.connect_timeout + 3 * self.interval)
         deadline = self.engine.now() + first_wait
-        while not self.ready(names) and self.engine.now() < deadline:
+        # The first report waits for rates (bounded), and for ProxySQL to answer or be given up on.
+        while not self.ready(names) and (self.engine.now() < deadline or self.waiting_for_proxysql()):
             problem = self.fatal()
             if problem:
                 return self._fail(problem)

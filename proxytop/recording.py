@@ -18,9 +18,10 @@ reads up to its last complete record. Recording again into an existing file appe
 
 Snapshot data are plain values, tuples, dicts, sets and dataclasses. Dataclasses are written
 with their type name and, when read back, rebuilt only if the type belongs to the proxytop
-package; nothing is ever unpickled. Passwords are never written: a dict key, dataclass field
-or table column whose name contains "password" is blanked, as is the value of a
-(name, value) pair named like one, and quoted literals after ``IDENTIFIED BY`` or
+package; nothing is ever unpickled. Passwords are never written: the value under a dict key,
+dataclass field or table column named like a secret ("password", "passwd", "credentials",
+"secret" — but not counters such as Access_Denied_Wrong_Password) is blanked, as is the
+value of a (name, value) pair named like one, and quoted literals after ``IDENTIFIED BY`` or
 ``PASSWORD`` in statement texts.
 """
 from __future__ import annotations
@@ -51,8 +52,12 @@ SCRUBBED = ""
 _GZIP = 31  # zlib wbits for the gzip container
 _MAGIC = b"\x1f\x8b"
 
-_SECRET_NAME = re.compile(r"password", re.IGNORECASE)
-_SECRET_PAIR_NAME = re.compile(r"^[\w.:-]*password[\w.:-]*$", re.IGNORECASE)
+_SECRET_NAME = re.compile(r"passw(or)?d|credentials|secret", re.IGNORECASE)
+# Names that mention a password but hold a count or a setting, never one (ProxySQL's
+# Access_Denied_Wrong_Password counter, MySQL's password_history, ...).
+_NOT_SECRET_NAME = re.compile(r"wrong|denied|fail|error|count|expire|lifetime|history|reuse|require|policy"
+                              r"|validat|length|plugin|hash|check|_time|lock|rsa|public", re.IGNORECASE)
+_NAME_LIKE = re.compile(r"^[\w.:-]+$")
 _MAY_HOLD_SECRET = re.compile(r"password|identified", re.IGNORECASE)
 _QUOTED = r"""('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")"""
 _SECRET_LITERALS = (
@@ -73,11 +78,15 @@ class _Unrecordable(Exception):
 # ----- scrubbing ------------------------------------------------------------------------------
 
 def is_secret_name(name: Any) -> bool:
+    """Whether a key, field or column of that name holds a secret.
+
+    >>> [is_secret_name(n) for n in ("mysql-monitor_password", "Password", "admin-admin_credentials")]
+    [True, True, True]
+    >>> [is_secret_name(n) for n in ("user", "Access_Denied_Wrong_Password", "password_history")]
+    [False, False, False]
     """
-    >>> is_secret_name("mysql-monitor_password"), is_secret_name("Password"), is_secret_name("user")
-    (True, True, False)
-    """
-    return isinstance(name, str) and _SECRET_NAME.search(name) is not None
+    return (isinstance(name, str) and _SECRET_NAME.search(name) is not None
+            and _NOT_SECRET_NAME.search(name) is None)
 
 
 def scrub_text(text: str) -> str:
@@ -105,7 +114,7 @@ def _blank(value: Any) -> Any:
 
 def _scrub_pair(items: List[Any]) -> List[Any]:
     """A (name, value) pair named like a password keeps its name only."""
-    if len(items) == 2 and isinstance(items[0], str) and _SECRET_PAIR_NAME.match(items[0]):
+    if len(items) == 2 and isinstance(items[0], str) and _NAME_LIKE.match(items[0]) and is_secret_name(items[0]):
         return [items[0], _blank(items[1])]
     return items
 

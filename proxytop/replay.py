@@ -6,9 +6,10 @@ now, ...), from the snapshots recorded at or before the playback position. Nothi
 nothing is written: ``submit`` refuses. Every screen, sort, filter and drill-down works as
 live because they only ever read through this API.
 
-Recorded times are placed on one timeline in wall-clock seconds (the recording's monotonic
-stamps plus the offset its header gives), so rates between snapshots are those of the live run
-and the header can show when a reading was taken. The position moves with the real clock times
+Recorded times are placed on one timeline: the monotonic clock of the first run, unchanged (so
+rates come out exactly as live), later runs appended to the file shifted by what their headers
+say about the wall clock. ``base`` turns a position into wall-clock time, for the header and
+for jumping to a time of day. The position moves with the real clock times
 the playback speed, stops at the end (or loops, for the demo), and can be paused, stepped one
 reading at a time, moved by ten seconds or sent to a given time.
 """
@@ -46,7 +47,7 @@ DEMO_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "de
 class Segment:
     """One run of proxytop within a recording (a file can hold several, appended)."""
 
-    start: float  # timeline seconds (wall clock) of its header
+    start: float  # timeline seconds of its header
     offset: float  # add to the run's monotonic stamps to get timeline seconds
     header: Dict[str, Any]
 
@@ -85,6 +86,7 @@ class RecordingIndex:
         found = scan(path)
         self.complete = found.complete
         self.segments: List[Segment] = []
+        self.base = 0.0  # timeline + base = wall-clock time
         self.snapshots: Dict[str, Series] = {}
         self.states: Dict[str, Series] = {}
         self.sources: Dict[str, Series] = {}
@@ -94,7 +96,10 @@ class RecordingIndex:
             kind = envelope.get("k")
             if kind == "h":
                 wall, mono = float(envelope.get("wall", 0.0)), float(envelope.get("mono", 0.0))
-                self.segments.append(Segment(start=wall, offset=wall - mono, header=envelope))
+                if not self.segments:
+                    self.base = wall - mono
+                offset = (wall - mono) - self.base
+                self.segments.append(Segment(start=mono + offset, offset=offset, header=envelope))
                 continue
             if not self.segments:
                 continue
@@ -117,8 +122,9 @@ class RecordingIndex:
         for group in (self.snapshots, self.states, self.sources, self.errors):
             for series in group.values():
                 series.finish()
-        times = [s.times[0] for s in self.snapshots.values() if s.times]
-        ends = [s.times[-1] for s in self.snapshots.values() if s.times]
+        timed = list(self.snapshots.values()) + list(self.states.values()) + list(self.errors.values())
+        times = [s.times[0] for s in timed if s.times]
+        ends = [s.times[-1] for s in timed if s.times]
         if not times:
             raise RecordingError(f"{path} holds no readings")
         self.start = min(times)
@@ -332,8 +338,8 @@ class ReplayEngine:
         return True
 
     def wall_now(self) -> float:
-        """The recorded wall-clock time of the position (the timeline is in wall-clock seconds)."""
-        return self.now()
+        """The recorded wall-clock time of the position."""
+        return self.now() + self.index.base
 
     # ----- what the UI reads ----------------------------------------------------------------
     def _index(self, name: str, at: Optional[float] = None) -> Tuple[Optional[Series], int]:
@@ -455,7 +461,8 @@ class ReplayEngine:
     def replay_status(self, ctl) -> List[Tuple[str, Optional[str]]]:
         """Segments of the header's second line in a replay."""
         position = self.now()
-        line: List[Tuple[str, Optional[str]]] = [("recorded ", "label"), (format_time(position), "header")]
+        line: List[Tuple[str, Optional[str]]] = [("recorded ", "label"),
+                                                 (format_time(position + self.index.base), "header")]
         if self.at_end:
             line.append(("  end of recording", "warning_bold"))
         elif self.paused:
@@ -473,15 +480,23 @@ class ReplayEngine:
 
 
 def cluster_ends(times: Sequence[float], gap: float = CLUSTER_GAP) -> List[float]:
-    """The last time of each run of times closer than ``gap`` to the previous one.
+    """The last time of each poll: times within ``gap`` of the poll's first reading. Polls of
+    different servers run on their own threads, so a chain of close readings is cut every
+    ``gap`` seconds rather than merged.
 
     >>> cluster_ends([1.0, 1.01, 1.02, 2.0, 2.1, 3.5])
     [1.02, 2.1, 3.5]
+    >>> cluster_ends([0.0, 0.2, 0.4, 0.6])
+    [0.2, 0.6]
     """
     ends: List[float] = []
+    first: Optional[float] = None
     for i, at in enumerate(times):
-        if i + 1 == len(times) or times[i + 1] - at >= gap:
+        if first is None:
+            first = at
+        if i + 1 == len(times) or times[i + 1] - first >= gap:
             ends.append(at)
+            first = None
     return ends
 
 
@@ -613,7 +628,7 @@ class ReplayControls:
         return list(controller.screen.active_collectors())
 
     def _say_position(self, controller, prefix: str = "") -> None:
-        controller.say(f"{prefix}{format_time(self.engine.now())}")
+        controller.say(f"{prefix}{format_time(self.engine.wall_now())}")
 
     def action_step_back(self, controller) -> None:
         if self.engine.step(-1, self._names(controller)):
@@ -649,10 +664,10 @@ class ReplayControls:
         def go(text: str) -> Optional[str]:
             index = engine.index
             try:
-                target = parse_jump(text, engine.now(), index.start, index.end)
+                target = parse_jump(text, engine.wall_now(), index.start + index.base, index.end + index.base)
             except ValueError as exc:
                 return str(exc)
-            engine.seek(target)
+            engine.seek(target - index.base)
             self._say_position(controller)
             return None
 
@@ -701,4 +716,4 @@ def _as_option(value: Any) -> Any:
 def describe(index: RecordingIndex) -> str:
     """One line about a recording (for messages)."""
     span = units.duration(index.end - index.start)
-    return f"{index.snapshot_count} readings over {span} from {format_time(index.start)}"
+    return f"{index.snapshot_count} readings over {span} from {format_time(index.start + index.base)}"
