@@ -630,17 +630,20 @@ class ReplayControls:
     def _say_position(self, controller, prefix: str = "") -> None:
         controller.say(f"{prefix}{format_time(self.engine.wall_now())}")
 
-    def action_step_back(self, controller) -> None:
-        if self.engine.step(-1, self._names(controller)):
+    def _step(self, controller, direction: int) -> None:
+        names = self._names(controller)
+        if not self.engine.reading_times(names):
+            controller.say("this screen has no readings in the recording")
+        elif self.engine.step(direction, names):
             self._say_position(controller, "paused at ")
         else:
-            controller.say("start of the recording")
+            controller.say("start of the recording" if direction < 0 else "end of the recording")
+
+    def action_step_back(self, controller) -> None:
+        self._step(controller, -1)
 
     def action_step_forward(self, controller) -> None:
-        if self.engine.step(+1, self._names(controller)):
-            self._say_position(controller, "paused at ")
-        else:
-            controller.say("end of the recording")
+        self._step(controller, +1)
 
     def action_back(self, controller) -> None:
         self.engine.seek(self.engine.now() - JUMP_SECONDS)

@@ -253,3 +253,20 @@ def test_record_in_batch_then_replay_in_batch(double, tmp_path):
     assert replay_records[-1]["columns"] == live_records[-1]["columns"]
     missing = run("--replay", str(tmp_path / "nope.gz"), "--batch")
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "cannot read the recording" in missing.stderr
+
+
+def test_record_never_appends_to_a_file_that_is_not_a_recording(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("my notes\n")
+    result = run("--batch", "--count", "1", "--record", str(path), "-P", str(free_port()))
+    assert result.returncode == 2 and "is not a proxytop recording" in result.stderr
+    assert result.stderr.count("\n") == 1 and path.read_text() == "my notes\n"
+
+
+def test_worked_examples_in_the_docstrings():
+    import doctest
+
+    import proxytop.batch as module
+
+    result = doctest.testmod(module)
+    assert result.attempted > 0 and result.failed == 0

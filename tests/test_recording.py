@@ -381,3 +381,12 @@ def test_compression_keeps_a_minute_of_readings_small(tmp_path):
     raw = len(recording.dumps(table)) * 60
     assert os.path.getsize(path) < raw / 10
     assert zlib.decompress(open(path, "rb").read(), 31)  # a valid gzip stream
+
+
+def test_worked_examples_in_the_docstrings():
+    import doctest
+
+    import proxytop.recording as module
+
+    result = doctest.testmod(module)
+    assert result.attempted > 0 and result.failed == 0

@@ -306,3 +306,43 @@ def test_the_tui_over_a_recording(proxytop_term, live_recording):
     term.wait_for("not available in replay")
     term.send("q")
     assert term.wait_exit(5) == 0
+
+
+def test_the_live_view_records_what_it_shows(proxytop_term, proxysql_double, tmp_path):
+    path = str(tmp_path / "live.rec.gz")
+    term = proxytop_term("-P", str(proxysql_double.port), "--record", path)
+    term.wait_for(r"ONLINE\s+\d+\s+\d+\s+\d+")  # rates: two readings of the pool
+    term.send("2")
+    term.wait_for("point selects")
+    time.sleep(1.5)
+    term.send("q")
+    assert term.wait_exit(5) == 0
+    index = RecordingIndex(path)
+    assert index.complete  # closed cleanly
+    assert len(index.snapshots["proxysql.connection_pool"]) >= 2 and len(index.snapshots["proxysql.query_rule_hits"]) >= 2
+    assert "proxysql.processlist" not in index.snapshots  # only what was polled
+
+
+def test_a_recording_killed_mid_run_still_replays(proxytop_term, proxysql_double, tmp_path):
+    import os
+    import signal
+
+    path = str(tmp_path / "killed.rec.gz")
+    term = proxytop_term("-P", str(proxysql_double.port), "--record", path)
+    term.wait_for("127.0.0.1:3313")
+    time.sleep(1.5)
+    os.kill(term.pid, signal.SIGKILL)
+    term.wait_exit(5)
+    index = RecordingIndex(path)
+    assert not index.complete and len(index.snapshots["proxysql.connection_pool"]) >= 2
+    replayed = proxytop_term("--replay", path)
+    replayed.wait_for("127.0.0.1:3313")
+
+
+def test_worked_examples_in_the_docstrings():
+    import doctest
+
+    import proxytop.replay as module
+
+    result = doctest.testmod(module)
+    assert result.attempted > 0 and result.failed == 0
