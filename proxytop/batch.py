@@ -253,8 +253,11 @@ class RichOutput:
         from rich import box
         from rich.table import Table as RichTable
 
-        fitted = table.fit_columns(block.screen.columns, max(20, self.console.width), gap=2,
-                                   keep=block.state.sort_key)
+        # Which columns fit is decided on what the cells hold (rich sizes columns to their
+        # content), with the live view's priorities; 3 = padding and rule between columns.
+        sized = [replace(c, width=max([len(_title(c, block.state))] + [len(c.text(r)) for r in block.rows]))
+                 for c in block.screen.columns]
+        fitted = table.fit_columns(sized, max(20, self.console.width), gap=3, keep=block.state.sort_key)
         grid = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
         for column, width in fitted:
             grid.add_column(_title(column, block.state), justify="right" if column.align == ">" else "left",
