@@ -468,7 +468,8 @@ class BatchRun:
             self.report()
             if self.count is not None and self.reports >= self.count:
                 return 0
-            due += self.interval
+            # On schedule (no drift); after a stall, never two reports back to back.
+            due = max(due + self.interval, self.engine.now() + self.interval / 2)
             while self.engine.now() < due - self.pacer.tolerance:
                 problem = self.fatal()
                 if problem:

@@ -166,7 +166,7 @@ def test_count_reports_one_interval_apart(double):
     records = [json.loads(line) for line in result.stdout.splitlines()]
     assert len(records) == 3 and all(r["screen"] == "comcount" for r in records)
     stamps = [r["timestamp"] for r in records]
-    assert all(0.3 < b - a < 1.0 for a, b in zip(stamps, stamps[1:]))
+    assert all(0.2 < b - a < 1.5 for a, b in zip(stamps, stamps[1:]))
     assert records[0]["sort"] == "rate" and records[0]["descending"]  # a numeric column: largest first
     rates = [r["rate"] for r in records[-1]["rows"] if r["rate"] is not None]
     assert rates == sorted(rates, reverse=True) and rates
