@@ -251,6 +251,7 @@ def test_bad_jump_targets_are_explained(text):
 
 # ----- the TUI over a recording ------------------------------------------------------------------
 
+LEFT, RIGHT = "\x1bOD", "\x1bOC"  # arrow keys as the terminal sends them in application mode
 RECORDED = re.compile(r"recorded (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
 
 
@@ -282,10 +283,16 @@ def test_the_tui_over_a_recording(proxytop_term, live_recording):
     after = term.wait_until(lambda s: recorded_time(s) != before, what="a step forward")
     assert "paused" in after
 
+    term.send(RIGHT)  # 10 s on: past the end of this short recording
+    term.wait_until(lambda s: re.search(r"  (\d+:\d\d) / \1", s) is not None, what="the end")
+    term.send(LEFT)
+    term.wait_for(r"  0:00 / ")
+
     term.send("]")
     term.wait_for("playback 1/2x")
     term.send("p")
     term.wait_for("playing 1/2x")
+    term.wait_for("127.0.0.1:3313")  # the first readings, a moment after the start
 
     # filter and drill-down work as live
     term.send("/")
