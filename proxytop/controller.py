@@ -363,16 +363,8 @@ class Controller:
             self._set_state(replace(self.state, filter=parsed))
             self.mode = "table"
             self.cursor[self.screen.key] = 0
-        elif name == "BACKSPACE" or name == "KEY_BACKSPACE" or name == "KEY_DC":
-            self.input = self.input[:-1]
-        elif name == "^U":
-            self.input = ""
-        elif name == "^C":
-            self.quit_requested = True
         else:
-            text = ch if isinstance(ch, str) else (chr(ch) if isinstance(ch, int) and 32 <= ch < 127 else "")
-            if text and text.isprintable():
-                self.input += text
+            self._edit_input(name, ch)
         return True
 
     def _prompt_key(self, name: str, ch) -> bool:
@@ -385,7 +377,13 @@ class Controller:
                 return True
             self.mode = "table"
             self._rows_token = None
-        elif name in ("BACKSPACE", "KEY_BACKSPACE", "KEY_DC"):
+        else:
+            self._edit_input(name, ch)
+        return True
+
+    def _edit_input(self, name: str, ch) -> None:
+        """Line editing shared by the filter and prompt inputs."""
+        if name in ("BACKSPACE", "KEY_BACKSPACE", "KEY_DC"):
             self.input = self.input[:-1]
         elif name == "^U":
             self.input = ""
@@ -395,7 +393,6 @@ class Controller:
             text = ch if isinstance(ch, str) else (chr(ch) if isinstance(ch, int) and 32 <= ch < 127 else "")
             if text and text.isprintable():
                 self.input += text
-        return True
 
     def _help_key(self, name: str) -> bool:
         if name in ("KEY_DOWN", "KEY_NPAGE"):
