@@ -117,7 +117,9 @@ class MonitorForm(npyscreen.FormBaseNew):
         (it can be lost while the size changes twice in quick succession)."""
         rows, cols = self._max_physical()
         size = (rows + 1, cols + 1)
-        if size != (curses.LINES, curses.COLS):
+        # Ask ncurses itself: its own SIGWINCH handling may have resized its screen behind
+        # Python's back (curses.LINES / curses.COLS are only updated by Python's wrappers).
+        if size != (curses.LINES, curses.COLS) or curses.is_term_resized(*size):
             try:
                 curses.resizeterm(*size)  # also updates curses.LINES / curses.COLS
             except curses.error:
