@@ -8,6 +8,7 @@ while a server hangs.
 from __future__ import annotations
 
 import curses
+import curses.ascii
 
 import npyscreen
 
@@ -45,7 +46,14 @@ class Canvas(npyscreen.widget.Widget):
     def __init__(self, screen, controller=None, color=True, **keywords):
         self.controller = controller
         self.use_color = color
+        self._attributes = {}
+        self._modes_on = None  # the pad whose terminal modes are set
+        self.forget()
         super().__init__(screen, **keywords)
+
+    def forget(self) -> None:
+        """Paint every line next time (the pad was erased or replaced)."""
+        self._painted, self._painted_on, self._painted_size = None, None, None
 
     def set_up_handlers(self):
         super().set_up_handlers()
@@ -62,7 +70,57 @@ class Canvas(npyscreen.widget.Widget):
     def calculate_area_needed(self):
         return 0, 0
 
+    def get_and_use_key_press(self):
+        """npyscreen's, minus two costs of an idle screen: it set raw, cbreak, meta, keypad and
+        halfdelay again before every key or timeout (ioctls, and bytes sent to the terminal ten
+        times a second), and it asked the locale for its encoding every time."""
+        pad = self.parent.curses_pad
+        if self._modes_on is not pad:
+            curses.raw()
+            curses.cbreak()
+            curses.meta(1)
+            pad.keypad(1)
+            curses.halfdelay(self.parent.keypress_timeout or KEYPRESS_TIMEOUT)
+            self._modes_on = pad
+        ch = self._get_ch()
+        if ch == -1:
+            return self.try_while_waiting()
+        if ch == curses.ascii.ESC:  # Esc with another key right behind it is Alt-key, as in npyscreen
+            pad.nodelay(1)
+            ch2 = pad.getch()
+            if ch2 != -1:
+                ch = curses.ascii.alt(ch2)
+            pad.timeout(-1)
+            self._modes_on = None  # set the modes again before the next key
+        self.handle_input(ch)
+        self.try_adjust_widgets()
+
+    def _get_ch(self):
+        """A curses key code, or a one-character str for a UTF-8 character. A byte that does
+        not start or continue a UTF-8 character (a terminal in Latin-1) is given as its code,
+        which no key is bound to: never an error."""
+        pad = self.parent.curses_pad
+        ch = pad.getch()
+        if ch < 194 or ch > 244:
+            return ch
+        data = bytearray([ch])
+        for _ in range(1 if ch <= 223 else 2 if ch <= 239 else 3):
+            more = pad.getch()
+            if not 128 <= more <= 191:
+                return ch
+            data.append(more)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return ch
+
     def attribute(self, style):
+        attr = self._attributes.get(style)
+        if attr is None:
+            attr = self._attributes[style] = self._attribute(style)
+        return attr
+
+    def _attribute(self, style):
         if not style:
             return curses.A_NORMAL
         cursor = style.endswith("+cursor")
@@ -79,12 +137,31 @@ class Canvas(npyscreen.widget.Widget):
         return attr
 
     def update(self, clear=True):
+        """Render, then paint only the lines that differ from what the pad already shows:
+        most refreshes change a line or two (the data age, a few cells)."""
         rows, cols = self.parent._max_physical()
         height, width = rows + 1, cols + 1
         pad = self.parent.curses_pad
-        pad.erase()
         lines = view.render(self.controller, width, height)
+        if getattr(self.controller, "repaint", False):  # ^L: the terminal may show something else
+            self.controller.repaint = False
+            self.forget()
+            try:
+                pad.redrawwin()  # every cell is sent again on the next refresh
+            except curses.error:
+                pass
+        painted = self._painted if (self._painted_on is pad and self._painted_size == (height, width)) else None
+        if painted is None:
+            pad.erase()
         for y, line in enumerate(lines):
+            if painted is not None:
+                if y < len(painted) and painted[y] == line:
+                    continue
+                try:
+                    pad.move(y, 0)
+                    pad.clrtoeol()
+                except curses.error:
+                    pass
             x = 0
             for text, style in line:
                 if not text:
@@ -97,6 +174,7 @@ class Canvas(npyscreen.widget.Widget):
                 except curses.error:
                     pass
                 x += len(text[:room])
+        self._painted, self._painted_on, self._painted_size = lines, pad, (height, width)
 
 
 class MonitorForm(npyscreen.FormBaseNew):
@@ -128,14 +206,19 @@ class MonitorForm(npyscreen.FormBaseNew):
             self._create_screen()
 
     def while_waiting(self):
+        # Only follow the size here: the widget's edit loop displays it (renders and
+        # refreshes) right after, on a timeout as after a key. Rendering here too drew
+        # every frame twice.
         self.follow_terminal_size()
-        self.canvas.update()
-        self.refresh()  # ScreenArea.refresh ignores the curses errors of a terminal mid-resize
 
     def display(self, clear=False):
         self.follow_terminal_size()
         self.canvas.update()
-        self.refresh()
+        self.refresh()  # ScreenArea.refresh ignores the curses errors of a terminal mid-resize
+
+    def DISPLAY(self):
+        self.canvas.forget()  # DISPLAY erases the pad
+        super().DISPLAY()
 
     def h_display(self, *args):
         self.DISPLAY()

@@ -81,7 +81,9 @@ def run_query(conn, sql: str) -> Table:
     with conn.cursor() as cursor:
         cursor.execute(sql)
         columns = tuple(_decode(d[0]) for d in (cursor.description or ()))
-        rows = tuple(tuple(_decode(v) for v in row) for row in cursor.fetchall())
+        # Inline rather than a call per value: a processlist of 10,000 sessions is 160,000 values.
+        rows = tuple([tuple([v.decode("utf-8", "replace") if v.__class__ is bytes else v for v in row])
+                      for row in cursor.fetchall()])
     return Table(columns, rows)
 
 

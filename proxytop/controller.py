@@ -35,6 +35,7 @@ class Controller:
         self.help_scroll = 0
         self.confirm: Optional[Confirm] = None
         self.quit_requested = False
+        self.repaint = False  # ^L asked the shell to send every cell again
         self.page_rows = 10  # set by the renderer from the terminal height
         self._rows: List[dict] = []
         self.total_rows = 0
@@ -199,6 +200,7 @@ class Controller:
 
     def do_redraw(self):
         self._rows_token = None
+        self.repaint = True  # the shell sends every cell again (a garbled terminal is repaired)
 
     def do_next_screen(self):
         self.switch((self.index + 1) % len(self.screens))

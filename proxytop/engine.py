@@ -215,6 +215,14 @@ class Engine:
     def now(self) -> float:
         return self._clock()
 
+    def poll_now(self, handles: Dict[str, object]) -> Dict[str, Optional[str]]:
+        """Run the due active collectors of each source in ``handles`` ({source name: the
+        handle its ``connect()`` returned}) on the calling thread, exactly as a worker does,
+        for tools that step the engine themselves (benchmarks) without starting its threads.
+        Returns {source name: the error line of a lost connection, or None}."""
+        return {name: self._poll_due(self._sources[name], handle, self._active_of(name))
+                for name, handle in handles.items()}
+
     # ----- the workers ----------------------------------------------------------------------
     def _wake_sources_of(self, names: Iterable[str]) -> None:
         for name in names:
@@ -259,7 +267,7 @@ class Engine:
                     handle = source.connect()
                 except Exception as exc:  # any failure is reported in one line and retried
                     failures += 1
-                    delay = backoff_delay(failures)
+                    delay = self._retry_delay(source_name, failures)
                     message = source.describe_error(exc)
                     log.info("%s: %s (retry in %.0fs)", source_name, message, delay)
                     self._set_state(source_name, connected=False, connecting=False, error=message,
@@ -275,7 +283,7 @@ class Engine:
                 source.close(handle)
                 handle, connected = None, False
                 failures += 1
-                delay = backoff_delay(failures)
+                delay = self._retry_delay(source_name, failures)
                 self._set_state(source_name, connected=False, connecting=False, error=lost,
                                 failures=failures, retry_at=self._clock() + delay)
                 self._sleep_until(wake, self._clock() + delay)
@@ -286,6 +294,14 @@ class Engine:
             wake.clear()
         if handle is not None:
             source.close(handle)
+
+    def _retry_delay(self, source_name: str, failures: int) -> float:
+        """The backoff, but never longer than the shortest interval the source is polled at
+        (own-pace collectors aside): a server that comes back is seen again within two
+        intervals, and a dead one is tried no more often than it would be polled."""
+        delay = backoff_delay(failures)
+        intervals = [self._intervals[c.name] for c in self._active_of(source_name) if not c.own_pace]
+        return min([delay] + intervals)
 
     def _sleep_until(self, wake: threading.Event, deadline: float) -> None:
         """Wait for a retry deadline; a wake-up (e.g. on quit) only ends it early when stopping."""

@@ -145,14 +145,15 @@ def fit_columns(columns: Sequence[Column], width: int, gap: int = 1, keep: Optio
     ``keep`` (the sort column) stays; a flexible column takes what is left over.
     """
     chosen = list(columns)
+    position = {id(c): i for i, c in enumerate(columns)}  # by identity: Column equality compares every field
 
     def needed(cols):
         return sum(c.width for c in cols) + gap * max(0, len(cols) - 1)
 
     while len(chosen) > 1 and needed(chosen) > width:
         candidates = [c for c in chosen if c.key != keep] or chosen
-        victim = max(candidates, key=lambda c: (c.priority, columns.index(c)))
-        chosen.remove(victim)
+        victim = max(candidates, key=lambda c: (c.priority, position[id(c)]))
+        chosen = [c for c in chosen if c is not victim]
     spare = max(0, width - needed(chosen))
     result = []
     for column in chosen:

@@ -139,9 +139,6 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
     screen = ctl.screen
     if not screen.columns or height <= 0:
         return []
-    fitted = table.fit_columns(screen.columns, width, keep=ctl.state.sort_key)
-    ctl.visible_keys = [c.key for c, _ in fitted]
-    lines: List[Line] = [_join(table.header_cells(fitted, ctl.state))]
     body = height - 1
     ctl.page_rows = max(1, body - 1)
     key = screen.key
@@ -153,12 +150,24 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
         top = cursor - body + 1
     top = max(0, min(top, max(0, len(rows) - body)))
     ctl.scroll[key] = top
+    # The same rows (the very list object: the controller keeps it until data or state
+    # change) in the same place give the same lines: the UI redraws ten times a second.
+    token = (rows, len(rows), screen, screen.columns, width, height, cursor, top, ctl.mode, ctl.state)
+    cached = getattr(ctl, "_table_lines", None)
+    if cached is not None and len(cached[0]) == len(token) and all(a is b or (type(a) in (int, str) and a == b)
+                                                                    for a, b in zip(cached[0], token)):
+        ctl.visible_keys = cached[2]
+        return cached[1]
+    fitted = table.fit_columns(screen.columns, width, keep=ctl.state.sort_key)
+    ctl.visible_keys = [c.key for c, _ in fitted]
+    lines: List[Line] = [_join(table.header_cells(fitted, ctl.state))]
     for i in range(top, min(len(rows), top + body)):
         cells = table.row_cells(rows[i], fitted)
         line = _join(cells)
         if i == cursor and ctl.mode == "table":
             line = [(text, (style + "+cursor") if style else "cursor") for text, style in line]
         lines.append(line)
+    ctl._table_lines = (token, lines, ctl.visible_keys)
     return lines
 
 

@@ -103,21 +103,14 @@ def differences(runtime: Mapping, config: Mapping) -> List[Tuple[str, Any, Any]]
     return found
 
 
-def rule_rows(previous, current, runtime: Optional[Dict[Any, Mapping]],
-              config: Optional[Dict[Any, Mapping]]) -> List[Row]:
-    """Pure: hits snapshots + rule definitions -> one row per rule.
-
-    ``runtime`` / ``config`` map rule_id to the definition (None when unknown). Rules only in
-    the configuration are dimmed; a rule whose configuration differs from runtime is marked.
-    """
-    seconds = seconds_between(previous, current)
-    now, before = hits_by_rule(current), hits_by_rule(previous)
+def definition_fields(runtime: Optional[Dict[Any, Mapping]], config: Optional[Dict[Any, Mapping]]) -> Dict[Any, Row]:
+    """Pure: the part of each rule's row that depends only on the definitions (runtime and
+    configuration), by rule_id. Definitions change every few seconds at most, hits every
+    interval: with thousands of rules this is computed once per reading of the definitions."""
     runtime = runtime or {}
     config = config or {}
-    ids = list(runtime) + [i for i in now if i not in runtime] + \
-        [i for i in config if i not in runtime and i not in now]
-    rows: List[Row] = []
-    for rule_id in ids:
+    fields: Dict[Any, Row] = {}
+    for rule_id in list(runtime) + [i for i in config if i not in runtime]:
         at_runtime = rule_id in runtime
         definition = runtime.get(rule_id) or config.get(rule_id) or {}
         in_config = config.get(rule_id)
@@ -125,13 +118,7 @@ def rule_rows(previous, current, runtime: Optional[Dict[Any, Mapping]],
         active = _yes(definition.get("active")) if definition else None
         if active and differs:
             active += "*"
-        hits = now.get(rule_id)
         row: Row = {
-            "_id": rule_id,
-            "rule_id": rule_id,
-            "hits": to_number(hits),
-            "hits_s": rate(before.get(rule_id), hits, seconds) if rule_id in before else None,
-            "share": None,
             "active": active,
             "match": match_text(definition) if definition else None,
             "dest": _key(definition.get("destination_hostgroup")) if definition else None,
@@ -146,6 +133,42 @@ def rule_rows(previous, current, runtime: Optional[Dict[Any, Mapping]],
         }
         if definition and not at_runtime:
             row["_style"] = "dim"
+        fields[rule_id] = row
+    return fields
+
+
+_NO_DEFINITION: Row = {"active": None, "match": None, "dest": None, "apply": None, "flags": None,
+                       "cache_ttl": None, "user": None, "schema": None, "comment": None,
+                       "_at_runtime": False, "_differs": False}
+
+
+def rule_rows(previous, current, runtime: Optional[Dict[Any, Mapping]],
+              config: Optional[Dict[Any, Mapping]], fields: Optional[Dict[Any, Row]] = None) -> List[Row]:
+    """Pure: hits snapshots + rule definitions -> one row per rule.
+
+    ``runtime`` / ``config`` map rule_id to the definition (None when unknown). Rules only in
+    the configuration are dimmed; a rule whose configuration differs from runtime is marked.
+    ``fields`` is ``definition_fields(runtime, config)`` when the caller keeps it.
+    """
+    seconds = seconds_between(previous, current)
+    now, before = hits_by_rule(current), hits_by_rule(previous)
+    runtime = runtime or {}
+    config = config or {}
+    if fields is None:
+        fields = definition_fields(runtime, config)
+    ids = list(runtime) + [i for i in now if i not in runtime] + \
+        [i for i in config if i not in runtime and i not in now]
+    rows: List[Row] = []
+    for rule_id in ids:
+        hits = now.get(rule_id)
+        row: Row = {
+            "_id": rule_id,
+            "rule_id": rule_id,
+            "hits": to_number(hits),
+            "hits_s": rate(before.get(rule_id), hits, seconds) if rule_id in before else None,
+            "share": None,
+        }
+        row.update(fields.get(rule_id, _NO_DEFINITION))
         rows.append(row)
     total = sum(r["hits_s"] for r in rows if r["hits_s"] is not None)
     for row in rows:
@@ -298,7 +321,8 @@ class QueryRulesScreen(Screen):
         self._learn_user(view)
         previous, current = view.pair(QueryRuleHits.name)
         runtime, config = self._definitions(view)
-        return rule_rows(previous, current, runtime, config)
+        fields = self._cached("fields", (runtime, config), lambda: definition_fields(runtime, config))
+        return rule_rows(previous, current, runtime, config, fields)
 
     def notes(self, view: DataView):
         self._learn_user(view)

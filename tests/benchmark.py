@@ -1,0 +1,508 @@
+"""Measured speed of proxytop and its load on ProxySQL; prints one table per figure.
+
+    python3 -m tests.benchmark            # everything (about five minutes)
+    python3 -m tests.benchmark --only cpu,load --cycles 10
+
+What is measured, and how:
+
+cpu      CPU time per refresh cycle, per screen, at typical sizes and at scale (10,000
+         processlist sessions, 5,000 query rules, 500 backends, 64 block devices, 500 MySQL
+         servers). The real parts: a Controller built by ``proxytop.cli.build`` on a real
+         Engine, the ProxySQL test double (scaled with generated rows through its transforms),
+         fake /proc/diskstats files for the IOstat screen, a throw-away MariaDB for InnoDB.
+         The engine is stepped on this thread (``Engine.poll_now``) with its clock advanced by
+         the screen's interval, so a cycle is exactly: the due collectors' queries and parsing
+         ("collect"), then ``proxytop.view.render`` (rows, sort, filter, notes, cells: "derive +
+         render"); "redraw" is the render the UI repeats ten times a second without new data.
+         Figures are CPU seconds of this thread (time.thread_time), so the double's own work
+         (other threads) is not counted; the mean over the cycles includes the slow,
+         own-pace collectors at their share.
+latency  Key-to-screen latency at scale, end to end: the real installed ``proxytop`` in a
+         pseudo-terminal (tests/terminal.py), the key's bytes written to the terminal, the time
+         until the terminal emulator shows the changed screen (sort column in the status line,
+         the filter applied, the other screen's column titles). The double runs in a child
+         process so that its work does not slow this one. The in-process cost of the same keys
+         (controller.handle_key + view.render) is shown beside it.
+memory   Resident memory of that real proxytop process while it shows every screen at scale
+         (psutil; the largest value seen).
+idle     CPU of a real proxytop process on ConnPool with typical data at a 1 s interval,
+         over 20 s (psutil cpu_times of the process: user + system, all threads).
+load     The admin queries a real proxytop sends per refresh on each screen, and the tables
+         they name, from the double's query log (the header's stats_mysql_global included).
+
+The targets are those of the performance issue; the last column says whether one is met.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import psutil
+
+from tests.proxysql_double import ProxySQLDouble, Recording
+
+WIDTH, HEIGHT = 200, 50  # the terminal the benchmark renders for
+SCREENS = ("connpool", "queryrules", "glostat", "proclist", "comcount", "innodb", "iostat")
+TITLES = {"connpool": "ConnPool", "queryrules": "QueryRules", "glostat": "GloStat", "proclist": "ProcList",
+          "comcount": "ComCount", "innodb": "InnoDB", "iostat": "IOstat"}
+
+TYPICAL = dict(sessions=150, rules=40, backends=12, devices=4, servers=1)
+SCALE = dict(sessions=10_000, rules=5_000, backends=500, devices=64, servers=500)
+
+TARGET_TYPICAL_MS = 5.0
+TARGET_SCALE_MS = 50.0
+TARGET_LATENCY_P95_MS = 50.0
+TARGET_RSS_MB = 80.0
+TARGET_IDLE_PCT = 1.0
+
+
+# ----- generated data ---------------------------------------------------------------------------
+
+def _fill(columns: Sequence[str], values: Dict[str, object]) -> list:
+    """A row in the table's own column order; columns the generator doesn't know are NULL."""
+    return [values.get(c) for c in columns]
+
+
+class Generated:
+    """Transforms for the double: each call of a table is one more reading, so counters grow
+    and rates appear. Sizes: sessions, rules, backends."""
+
+    QUERIES = (
+        "SELECT c FROM sbtest{t} WHERE id={i}",
+        "SELECT DISTINCT c FROM sbtest{t} WHERE id BETWEEN {i} AND {j} ORDER BY c",
+        "UPDATE sbtest{t} SET k=k+1 WHERE id={i}",
+        "INSERT INTO orders (customer_id, amount, created_at) VALUES ({i}, {j}.50, NOW())",
+        "SELECT o.id, o.amount, c.name FROM orders o JOIN customers c ON c.id = o.customer_id "
+        "WHERE o.created_at > NOW() - INTERVAL 1 DAY AND c.region = 'region-{t}' LIMIT 100",
+        "COMMIT",
+    )
+
+    def __init__(self, sessions: int, rules: int, backends: int):
+        self.sessions, self.rules, self.backends = sessions, rules, backends
+        self.calls: Dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def _tick(self, table: str) -> int:
+        with self._lock:
+            self.calls[table] = self.calls.get(table, 0) + 1
+            return self.calls[table]
+
+    def transforms(self) -> Dict[str, Callable]:
+        made = {
+            "stats_mysql_processlist": self.processlist,
+            "stats_mysql_connection_pool": self.pool,
+            "runtime_mysql_servers": self.servers,
+            "mysql_servers": self.servers,
+            "runtime_mysql_query_rules": self.rule_definitions,
+            "mysql_query_rules": self.rule_definitions,
+            "stats_mysql_query_rules": self.rule_hits,
+        }
+        return made
+
+    # backends: hostgroups of ten servers
+    def _backend(self, n: int) -> Tuple[int, str]:
+        return n // 10, f"10.{n // 250}.{(n // 10) % 25}.{n % 10 + 1}"
+
+    def pool(self, columns, _rows):
+        tick = self._tick("pool")
+        rows = []
+        for n in range(self.backends):
+            hostgroup, host = self._backend(n)
+            rows.append(_fill(columns, {
+                "hostgroup": str(hostgroup), "srv_host": host, "srv_port": "3306",
+                "status": "SHUNNED" if n % 97 == 5 else "ONLINE",
+                "ConnUsed": str(n % 17), "ConnFree": str(n % 5), "ConnOK": str(100 + n + tick),
+                "ConnERR": str(n % 3 * tick), "MaxConnUsed": str(n % 17 + 3),
+                "Queries": str((n + 1) * 1000 * tick), "Queries_GTID_sync": "0",
+                "Bytes_data_sent": str((n + 1) * 52_000 * tick), "Bytes_data_recv": str((n + 1) * 2_900_000 * tick),
+                "Latency_us": str(150 + n % 700),
+            }))
+        return columns, rows
+
+    def servers(self, columns, _rows):
+        rows = []
+        for n in range(self.backends):
+            hostgroup, host = self._backend(n)
+            rows.append(_fill(columns, {
+                "hostgroup_id": str(hostgroup), "hostname": host, "port": "3306", "gtid_port": "0",
+                "status": "ONLINE", "weight": str(1 + n % 10), "compression": "0", "max_connections": "1000",
+                "max_replication_lag": "0", "use_ssl": "0", "max_latency_ms": "0",
+                "comment": f"{'writer' if n % 10 == 0 else 'reader'} rack-{n % 7}",
+            }))
+        return columns, rows
+
+    def _rule(self, n: int) -> Dict[str, object]:
+        kinds = ("^SELECT .* FOR UPDATE$", "^SELECT", "^(INSERT|UPDATE|DELETE)", None)
+        return {
+            "rule_id": str(n), "active": "0" if n % 50 == 0 else "1",
+            "username": f"app{n % 9}" if n % 4 == 0 else None, "schemaname": None,
+            "flagIN": "0", "flagOUT": None, "client_addr": None, "proxy_addr": None, "proxy_port": None,
+            "digest": f"0x{n * 2654435761 % (1 << 64):016X}" if kinds[n % 4] is None else None,
+            "match_digest": kinds[n % 4] and f"{kinds[n % 4]} /\\* tenant {n} \\*/",
+            "match_pattern": None, "negate_match_pattern": "0", "re_modifiers": "CASELESS",
+            "replace_pattern": None, "destination_hostgroup": str(n % 50), "cache_ttl": "5000" if n % 11 == 0 else None,
+            "cache_empty_result": None, "cache_timeout": None, "reconnect": None, "timeout": None,
+            "retries": None, "delay": None, "next_query_flagIN": None, "mirror_flagOUT": None,
+            "mirror_hostgroup": None, "error_msg": None, "OK_msg": None, "sticky_conn": None,
+            "multiplex": None, "gtid_from_hostgroup": None, "log": None, "apply": "1",
+            "attributes": "", "comment": f"tenant {n}",
+        }
+
+    def rule_definitions(self, columns, _rows):
+        return columns, [_fill(columns, self._rule(n)) for n in range(1, self.rules + 1)]
+
+    def rule_hits(self, columns, _rows):
+        tick = self._tick("rules")
+        return columns, [_fill(columns, {"rule_id": str(n), "hits": str(n * 7 * tick + (n % 13) * tick * tick)})
+                         for n in range(1, self.rules + 1)]
+
+    def processlist(self, columns, _rows):
+        tick = self._tick("processlist")
+        rows = []
+        queries = self.QUERIES
+        for n in range(self.sessions):
+            idle = n % 5 == 4  # a fifth of the sessions are idle (hidden by default)
+            text = None if idle else queries[n % len(queries)].format(t=n % 32, i=n * 37, j=n * 37 + 100)
+            hostgroup, host = self._backend(n % max(1, self.backends))
+            rows.append(_fill(columns, {
+                "ThreadID": str(n % 4), "SessionID": str(n + 1), "user": f"app{n % 9}", "db": "shop",
+                "cli_host": f"10.20.{n // 250 % 250}.{n % 250}", "cli_port": str(30000 + n % 30000),
+                "hostgroup": str(hostgroup), "l_srv_host": "10.0.0.1", "l_srv_port": str(40000 + n % 20000),
+                "srv_host": None if idle else host, "srv_port": None if idle else "3306",
+                "command": "Sleep" if idle else "Query", "time_ms": str((n * 7919 + tick * 1000) % 120_000),
+                "info": text, "status_flags": "0", "extended_info": None,
+            }))
+        return columns, rows
+
+
+class FakeDisks:
+    """A /proc with a diskstats of ``count`` whole disks (17 fields, kernel 5.5+) that move on
+    every ``advance()``, and an empty sysfs (every device is a disk)."""
+
+    def __init__(self, count: int):
+        self.count = count
+        self.root = tempfile.mkdtemp(prefix="proxytop-bench-disks-")
+        self.proc = os.path.join(self.root, "proc")
+        self.sysfs = os.path.join(self.root, "sys")
+        os.makedirs(os.path.join(self.proc, "self"))
+        os.makedirs(self.sysfs)
+        with open(os.path.join(self.proc, "self", "mountinfo"), "w") as handle:
+            handle.write("")
+        self.tick = 0
+        self.advance()
+
+    @staticmethod
+    def name(n: int) -> str:
+        letters = "abcdefghijklmnopqrstuvwxyz"
+        return "sd" + (letters[n // 26 - 1] if n >= 26 else "") + letters[n % 26]
+
+    def advance(self) -> None:
+        self.tick += 1
+        t = self.tick
+        lines = []
+        for n in range(self.count):
+            reads, writes = (n + 1) * 120 * t, (n + 1) * 300 * t
+            lines.append(f"   8 {n * 16:7d} {self.name(n)} {reads} {reads // 10} {reads * 16} {reads // 4} "
+                         f"{writes} {writes // 5} {writes * 24} {writes // 3} {n % 4} {t * 700} {t * 1300} "
+                         f"{t * 3} 0 {t * 24} {t} {t * 5} {t * 2}")
+        with open(os.path.join(self.proc, "diskstats"), "w") as handle:
+            handle.write("\n".join(lines) + "\n")
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def serve_double(sessions: int, rules: int, backends: int, port: int = 0) -> None:
+    """``python -m tests.benchmark --serve-double N,N,N``: a scaled double in its own process."""
+    double = ProxySQLDouble(port=port)
+    double.transforms.update(Generated(sessions, rules, backends).transforms())
+    double.start()
+    print(double.port, flush=True)
+    try:
+        sys.stdin.read()  # until the parent closes our stdin
+    finally:
+        double.stop()
+
+
+@contextmanager
+def double_process(sizes: Dict[str, int]) -> Iterator[int]:
+    process = subprocess.Popen([sys.executable, "-m", "tests.benchmark", "--serve-double",
+                                f"{sizes['sessions']},{sizes['rules']},{sizes['backends']}"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                               cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        port = int(process.stdout.readline())
+        yield port
+    finally:
+        process.stdin.close()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+
+
+# ----- MariaDB for the InnoDB screen ------------------------------------------------------------
+
+class MySQLFleet:
+    """One throw-away MariaDB reached through ``count`` distinct socket paths (symbolic links
+    to its socket), so the InnoDB screen watches ``count`` servers, each with its own
+    connection and thread, without starting ``count`` servers."""
+
+    def __init__(self):
+        self.server = None
+        self.links_dir = tempfile.mkdtemp(prefix="proxytop-bench-sockets-")
+        self.problem: Optional[str] = None
+
+    def start(self) -> "MySQLFleet":
+        from tests.mariadb import MariaDBServer, MariaDBUnavailable
+
+        try:
+            self.server = MariaDBServer({"max_connections": "1200"}, name="bench").start()
+        except (MariaDBUnavailable, Exception) as exc:  # the other figures still count
+            self.problem = f"no MariaDB: {str(exc).splitlines()[0]}"
+            self.server = None
+        return self
+
+    def sockets(self, count: int) -> List[str]:
+        paths = []
+        for n in range(count):
+            path = os.path.join(self.links_dir, f"db{n:03d}.sock")
+            if not os.path.exists(path):
+                os.symlink(self.server.socket, path)
+            paths.append(path)
+        return paths
+
+    def args(self, count: int) -> List[str]:
+        if self.server is None:
+            return []
+        args = ["--no-discover", "--mysql-user", self.server.user, "--mysql-password", self.server.password]
+        for path in self.sockets(count):
+            args += ["--mysql-socket", path]
+        return args
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+        shutil.rmtree(self.links_dir, ignore_errors=True)
+
+
+# ----- in-process refresh cycles -----------------------------------------------------------------
+
+class FakeClock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def ms(seconds: float) -> float:
+    return seconds * 1000.0
+
+
+class Stepper:
+    """A Controller from proxytop.cli.build on a real Engine whose workers never start: the
+    engine is stepped on this thread, its clock advanced by the screen's interval."""
+
+    def __init__(self, argv: Sequence[str], disks: Optional[FakeDisks] = None):
+        from proxytop import cli, options
+        from proxytop.engine import Engine
+
+        self.clock = FakeClock()
+        config = options.parse(list(argv), {})
+        self.engine, self.controller = cli.build(config, Engine(clock=self.clock))
+        self.disks = disks
+        if disks is not None:
+            from proxytop.collectors.diskstats import NAME
+            from proxytop.devices import DeviceMapper
+
+            collector = self.engine.collector(NAME)
+            collector.proc = disks.proc
+            collector.psutil_counters = None  # everything from the fake file
+            collector.cpu_times = lambda: psutil.cpu_times()
+            collector.state_path = None
+            collector.mapper = DeviceMapper(sysfs=disks.sysfs, mountinfo=os.path.join(disks.proc, "self", "mountinfo"))
+        self.controller.activate()
+        self.handles: Dict[str, object] = {}
+
+    def connect(self) -> None:
+        names = {self.engine.collector(n).source for n in self.engine.active}
+        for name in sorted(names):
+            if name not in self.handles:
+                self.handles[name] = self.engine.source(name).connect()
+
+    def close(self) -> None:
+        for name, handle in self.handles.items():
+            self.engine.source(name).close(handle)
+        self.handles.clear()
+
+    def cycle(self) -> Tuple[float, float, float, list]:
+        """(collect, derive + render, redraw) CPU seconds of one refresh, and the lines."""
+        from proxytop import view
+
+        self.clock.now += self.controller.interval()
+        if self.disks is not None:
+            self.disks.advance()
+        start = time.thread_time()
+        problems = self.engine.poll_now(self.handles)
+        collected = time.thread_time()
+        lines = view.render(self.controller, WIDTH, HEIGHT)
+        rendered = time.thread_time()
+        view.render(self.controller, WIDTH, HEIGHT)
+        redrawn = time.thread_time()
+        lost = [p for p in problems.values() if p]
+        if lost:
+            raise RuntimeError(f"connection lost during the benchmark: {lost[0]}")
+        return collected - start, rendered - collected, redrawn - rendered, lines
+
+
+def screen_argv(screen: str, port: int, fleet: Optional[MySQLFleet], sizes: Dict[str, int]) -> List[str]:
+    argv = ["-P", str(port), "--screen", screen, "-d", "1"]
+    if screen == "innodb" and fleet is not None:
+        argv += fleet.args(sizes["servers"])
+    else:
+        argv += ["--no-discover"]
+    return argv
+
+
+def size_label(screen: str, sizes: Dict[str, int], fleet: Optional[MySQLFleet]) -> str:
+    return {
+        "connpool": f"{sizes['backends']} backends",
+        "queryrules": f"{sizes['rules']} rules",
+        "glostat": "108 variables",
+        "proclist": f"{sizes['sessions']} sessions",
+        "comcount": "54 commands",
+        "innodb": f"{sizes['servers']} servers" if fleet is not None and fleet.server is not None else "no MariaDB",
+        "iostat": f"{sizes['devices']} devices",
+    }[screen]
+
+
+def table_rows(lines: Sequence) -> int:
+    """Rows the status line says the table has."""
+    from proxytop.view import screen_text
+
+    match = re.search(r"(?:(\d+)/)?(\d+) rows", screen_text(lines))
+    return int(match.group(2)) if match else 0
+
+
+def bench_cpu(cycles: int, fleet: Optional[MySQLFleet], recording: Recording, screens: Sequence[str]) -> List[dict]:
+    results = []
+    for label, sizes, target in (("typical", TYPICAL, TARGET_TYPICAL_MS), ("scale", SCALE, TARGET_SCALE_MS)):
+        generated = Generated(sizes["sessions"], sizes["rules"], sizes["backends"])
+        double = ProxySQLDouble(recording=recording)
+        double.transforms.update(generated.transforms())
+        double.start()
+        try:
+            for screen in screens:
+                if screen == "innodb" and (fleet is None or fleet.server is None):
+                    results.append(dict(screen=screen, size=label, label="skipped: no MariaDB", skipped=True))
+                    continue
+                disks = FakeDisks(sizes["devices"]) if screen == "iostat" else None
+                stepper = Stepper(screen_argv(screen, double.port, fleet, sizes), disks)
+                try:
+                    stepper.connect()
+                    for _ in range(3):  # warm up: two readings make rates, caches fill
+                        stepper.cycle()
+                    samples = [stepper.cycle() for _ in range(cycles)]
+                finally:
+                    stepper.close()
+                    if disks is not None:
+                        disks.close()
+                collect = [s[0] for s in samples]
+                derive = [s[1] for s in samples]
+                redraw = [s[2] for s in samples]
+                total = [a + b for a, b in zip(collect, derive)]
+                results.append(dict(
+                    screen=screen, size=label, label=size_label(screen, sizes, fleet), rows=table_rows(samples[-1][3]),
+                    collect=ms(statistics.mean(collect)), derive=ms(statistics.mean(derive)),
+                    total=ms(statistics.mean(total)), worst=ms(max(total)), redraw=ms(statistics.median(redraw)),
+                    interval=stepper.controller.interval(), target=target,
+                ))
+                print(f"  cpu {label:<8} {screen:<10} {results[-1]['total']:8.2f} ms", file=sys.stderr, flush=True)
+        finally:
+            double.stop()
+    return results
+
+
+def print_cpu(results: List[dict], cycles: int, out) -> bool:
+    print(f"CPU per refresh cycle (ms of CPU; mean of {cycles} cycles after 3 warm-up cycles; {WIDTH}x{HEIGHT} terminal)",
+          file=out)
+    header = (f"{'screen':<11}{'size':<8}{'data':<17}{'rows':>6}{'every':>6}{'collect':>9}{'derive+render':>14}"
+              f"{'total':>8}{'worst':>8}{'redraw':>8}{'target':>8}  ok")
+    print(header, file=out)
+    print("-" * len(header), file=out)
+    all_ok = True
+    for r in results:
+        if r.get("skipped"):
+            print(f"{TITLES[r['screen']]:<11}{r['size']:<8}{r['label']}", file=out)
+            continue
+        ok = r["total"] <= r["target"]
+        all_ok &= ok
+        print(f"{TITLES[r['screen']]:<11}{r['size']:<8}{r['label']:<17}{r['rows']:>6}{r['interval']:>5g}s"
+              f"{r['collect']:>9.2f}{r['derive']:>14.2f}{r['total']:>8.2f}{r['worst']:>8.2f}{r['redraw']:>8.2f}"
+              f"{r['target']:>8g}  {'yes' if ok else 'NO'}", file=out)
+    return all_ok
+
+
+# ----- machine -----------------------------------------------------------------------------------
+
+def machine() -> str:
+    try:
+        with open("/proc/cpuinfo") as handle:
+            model = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), "")
+    except OSError:
+        model = ""
+    memory = psutil.virtual_memory().total / 2 ** 30
+    import pymysql
+
+    return (f"{os.cpu_count()} CPU cores ({model or platform.processor() or platform.machine()}), "
+            f"{memory:.0f} GiB RAM, {platform.system()} {platform.release()}, "
+            f"Python {platform.python_version()}, PyMySQL {pymysql.__version__}")
+
+
+# ----- main --------------------------------------------------------------------------------------
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m tests.benchmark", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", default="cpu,latency,memory,idle,load",
+                        help="comma-separated parts: cpu, latency, memory, idle, load")
+    parser.add_argument("--cycles", type=int, default=20, help="measured refresh cycles per screen and size")
+    parser.add_argument("--screens", default=",".join(SCREENS), help="comma-separated screens for cpu")
+    parser.add_argument("--serve-double", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve_double:
+        sessions, rules, backends = (int(v) for v in args.serve_double.split(","))
+        serve_double(sessions, rules, backends)
+        return 0
+    parts = set(args.only.split(","))
+    out = sys.stdout
+    print(f"proxytop benchmark on {machine()}", file=out)
+    print(file=out)
+    recording = Recording.load()
+    fleet = MySQLFleet().start() if (parts & {"cpu", "latency", "memory"}) and "innodb" in args.screens else None
+    verdicts = {}
+    try:
+        if "cpu" in parts:
+            results = bench_cpu(args.cycles, fleet, recording, args.screens.split(","))
+            verdicts["cpu"] = print_cpu(results, args.cycles, out)
+            print(file=out)
+    finally:
+        if fleet is not None:
+            fleet.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
