@@ -85,6 +85,8 @@ class Controller:
         screen = self.screen
         names = list(screen.active_collectors())
         self._activated = tuple(names)
+        # A screen's minimum may have grown (e.g. a large fleet found at runtime).
+        self.intervals[screen.key] = max(self.intervals[screen.key], self.minimum_interval(screen))
         interval = self.interval()
         for name in names:
             collector = self.engine.collector(name)

@@ -19,6 +19,7 @@ from proxytop.collectors.base import Collector, Snapshot, Source
 log = logging.getLogger(__name__)
 
 BACKOFF_STEPS = (1.0, 2.0, 4.0, 8.0, 10.0)
+ACTIVATION_DELAY = 0.1  # seconds between a screen's activation and its first readings
 
 
 def backoff_delay(failures: int) -> float:
@@ -55,6 +56,7 @@ class Engine:
         self._lock = threading.Lock()
         self._sources: Dict[str, Source] = {}
         self._collectors: Dict[str, Collector] = {}
+        self._by_source: Dict[str, List[Collector]] = {}  # each source's collectors
         self._history: Dict[str, Deque[Snapshot]] = {}
         self._errors: Dict[str, Tuple[str, float]] = {}
         self._intervals: Dict[str, float] = {}
@@ -86,6 +88,7 @@ class Engine:
             if collector.name in self._collectors:
                 return
             self._collectors[collector.name] = collector
+            self._by_source.setdefault(collector.source, []).append(collector)
             self._history[collector.name] = deque(maxlen=max(2, collector.history))
             self._intervals[collector.name] = max(collector.default_interval, collector.min_interval)
             self._next_due[collector.name] = 0.0
@@ -139,8 +142,11 @@ class Engine:
         with self._lock:
             newly = names - self._active
             self._active = names
+            # A moment's head start for the UI, which draws the new screen first; with
+            # hundreds of sources all polling at once it would wait for the interpreter.
+            start = self._clock() + ACTIVATION_DELAY
             for name in newly:
-                self._next_due[name] = 0.0
+                self._next_due[name] = start
         self._wake_sources_of(newly)
 
     @property
@@ -247,7 +253,7 @@ class Engine:
 
     def _active_of(self, source_name: str) -> List[Collector]:
         active = self._active
-        return [c for c in self._collectors.values() if c.source == source_name and c.name in active]
+        return [c for c in self._by_source.get(source_name, ()) if c.name in active]
 
     def _run(self, source_name: str) -> None:
         source = self._sources[source_name]
@@ -258,7 +264,9 @@ class Engine:
         while not self._stopping:
             collectors = self._active_of(source_name)
             if self._paused or not collectors:
-                wake.wait(0.5)
+                # Idle until woken (activation, resume, a task, stop): hundreds of servers'
+                # threads may be waiting here while their screen is hidden.
+                wake.wait(5.0)
                 wake.clear()
                 continue
             if not connected:
@@ -296,12 +304,12 @@ class Engine:
             source.close(handle)
 
     def _retry_delay(self, source_name: str, failures: int) -> float:
-        """The backoff, but never longer than the shortest interval the source is polled at
-        (own-pace collectors aside): a server that comes back is seen again within two
-        intervals, and a dead one is tried no more often than it would be polled."""
+        """The backoff, but never longer than two of the shortest interval the source is
+        polled at (own-pace collectors aside): a server that comes back is seen again within
+        two intervals, and a dead one is tried at most every other interval."""
         delay = backoff_delay(failures)
         intervals = [self._intervals[c.name] for c in self._active_of(source_name) if not c.own_pace]
-        return min([delay] + intervals)
+        return min([delay] + [2 * interval for interval in intervals])
 
     def _sleep_until(self, wake: threading.Event, deadline: float) -> None:
         """Wait for a retry deadline; a wake-up (e.g. on quit) only ends it early when stopping."""

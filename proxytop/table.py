@@ -36,7 +36,7 @@ class Column:
             return ""
         try:
             return self.fmt(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, ArithmeticError):  # e.g. an infinite number: shown as it is
             return str(value)
 
 

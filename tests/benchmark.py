@@ -39,6 +39,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -456,6 +457,479 @@ def print_cpu(results: List[dict], cycles: int, out) -> bool:
     return all_ok
 
 
+# ----- the real program in a terminal ------------------------------------------------------------
+
+HEADERS = {  # a screen is on the terminal when its column titles are (sort arrows removed)
+    "connpool": r"Server\s+Status\s+Used",
+    "queryrules": r"Rule\s+Hits/s",
+    "glostat": r"Variable\s+Value",
+    "proclist": r"Session\s+User",
+    "comcount": r"Command\s+Total\s+Count/s",
+    "innodb": r"Server\s+HG/Status",
+    "iostat": r"Device\s.*\br/s",
+}
+FILTERS = {"connpool": "status:SHUN", "queryrules": "hg=7", "proclist": "user:app3"}
+_SORTED = re.compile(r"^sort (.+?) [\u2191\u2193]", re.MULTILINE)
+_ROWS = re.compile(r"^sort .*?(?:(\d+)/)?(\d+) rows", re.MULTILINE)
+
+
+def plain(screen: str) -> str:
+    return screen.replace("\u2191", "").replace("\u2193", "")
+
+
+def showing(screen: str, key: str) -> bool:
+    return re.search(HEADERS[key], plain(screen)) is not None
+
+
+def sorted_by(screen: str) -> Optional[str]:
+    match = _SORTED.search(screen)
+    return match.group(1) if match else None
+
+
+def row_count(screen: str) -> Optional[int]:
+    match = _ROWS.search(screen)
+    return int(match.group(2)) if match else None
+
+
+def timed_terminal(*args, **kwargs):
+    """tests/terminal.py's Terminal whose output is read on one thread, stamped with the time
+    it arrived, and fed to the terminal emulator on another: the time a change reached the
+    terminal does not include the emulator's own (slow, pure Python) parsing of it."""
+    import queue
+    import select
+
+    from tests.terminal import Terminal
+
+    class TimedTerminal(Terminal):
+        watch: Optional[Callable[[str], bool]] = None
+        seen_at: Optional[float] = None
+
+        def _read_loop(self) -> None:
+            chunks: "queue.Queue" = queue.Queue()
+            threading.Thread(target=self._feed_loop, args=(chunks,), daemon=True).start()
+            while True:
+                try:
+                    ready, _, _ = select.select([self.fd], [], [], 0.2)
+                except (OSError, ValueError):
+                    break
+                if not ready:
+                    if self.exit_status is not None:
+                        break
+                    continue
+                try:
+                    data = os.read(self.fd, 65536)
+                except OSError:
+                    break
+                if not data:
+                    break
+                arrived = time.perf_counter()
+                with self._lock:
+                    self.raw.extend(data)
+                chunks.put((arrived, data))
+            chunks.put(None)
+
+        def _feed_loop(self, chunks) -> None:
+            while True:
+                item = chunks.get()
+                if item is None:
+                    return
+                arrived, data = item
+                with self._lock:
+                    self.stream.feed(data)
+                watch = self.watch
+                if watch is not None and self.seen_at is None and watch(self.text()):
+                    self.seen_at = arrived
+
+    return TimedTerminal(*args, **kwargs)
+
+
+class Driver:
+    """Keys into the real proxytop and the time until the terminal received the output that
+    shows their effect."""
+
+    def __init__(self, term):
+        self.term = term
+
+    def press(self, keys: str, done: Callable[[str], bool], timeout: float = 10.0) -> float:
+        term = self.term
+        term.seen_at = None
+        term.watch = done
+        started = time.perf_counter()
+        os.write(term.fd, keys.encode())
+        deadline = started + timeout
+        try:
+            while term.seen_at is None:
+                if time.perf_counter() > deadline:
+                    raise AssertionError(f"no change after {keys!r} within {timeout}s; screen:\n{term.text()}")
+                time.sleep(0.002)
+            return term.seen_at - started
+        finally:
+            term.watch = None
+
+    def type(self, keys: str, done: Callable[[str], bool], timeout: float = 10.0) -> None:
+        self.press(keys, done, timeout)
+
+
+class RSSSampler(threading.Thread):
+    """The largest resident memory (and thread count) of a process, overall and per phase."""
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.process = psutil.Process(pid)
+        self.phase = "start"
+        self.peak: Dict[str, float] = {}
+        self.threads: Dict[str, int] = {}
+        self.stopping = False
+
+    def run(self) -> None:
+        while not self.stopping:
+            try:
+                with self.process.oneshot():
+                    rss = self.process.memory_info().rss / 2 ** 20
+                    threads = self.process.num_threads()
+            except psutil.Error:
+                return
+            phase = self.phase
+            self.peak[phase] = max(self.peak.get(phase, 0.0), rss)
+            self.threads[phase] = max(self.threads.get(phase, 0), threads)
+            time.sleep(0.1)
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, int(round(fraction * (len(ordered) - 1)))))
+    return ordered[index]
+
+
+def bench_terminal_at_scale(fleet: Optional[MySQLFleet], rounds: int) -> Tuple[Dict[str, List[float]], RSSSampler, List[str]]:
+    """Sort, filter and tab-switch latencies of the real program at scale, and its memory."""
+    from tests.terminal import Terminal
+
+    latencies: Dict[str, List[float]] = {"sort": [], "filter": [], "tab switch": [], "tab from InnoDB": []}
+    notes: List[str] = []
+    state = tempfile.mkdtemp(prefix="proxytop-bench-state-")
+    with double_process(SCALE) as port:
+        args = ["-P", str(port), "-d", "1"]
+        if fleet is not None and fleet.server is not None:
+            args += fleet.args(SCALE["servers"])
+        else:
+            args += ["--no-discover"]
+            notes.append("InnoDB: no MariaDB here, so no servers (the screen is empty)")
+        term = timed_terminal(args, cols=WIDTH, rows=HEIGHT, env={"XDG_STATE_HOME": state})
+        term.wait_for(r"^proxytop ", timeout=30)  # exec'd: no longer the fork of this process
+        sampler = RSSSampler(term.pid)
+        sampler.start()
+        driver = Driver(term)
+        try:
+            term.wait_until(lambda s: row_count(s) == SCALE["backends"], timeout=60, what="500 backends")
+            for index, key in enumerate(SCREENS, start=1):
+                sampler.phase = key
+                took = driver.press(str(index), lambda s, k=key: showing(s, k))
+                latencies["tab from InnoDB" if index > 1 and SCREENS[index - 2] == "innodb" else "tab switch"].append(took)
+                expected = {"connpool": SCALE["backends"], "queryrules": SCALE["rules"],
+                            "proclist": SCALE["sessions"] * 4 // 5,
+                            "innodb": SCALE["servers"] if fleet is not None and fleet.server is not None else None
+                            }.get(key)
+                if expected:
+                    term.wait_until(lambda s, n=expected: row_count(s) == n, timeout=120, what=f"{expected} rows")
+                    time.sleep(2.5)  # a few refreshes: rates, and the slow collectors' first reading
+                else:
+                    time.sleep(2.5)
+                if key not in FILTERS:
+                    continue
+                for _ in range(rounds):
+                    before = sorted_by(term.text())
+                    latencies["sort"].append(driver.press("s", lambda s, b=before: sorted_by(s) not in (None, b)))
+                text = FILTERS[key]
+                for _ in range(max(1, rounds // 2)):
+                    driver.type("/" + text, lambda s, t=text: f"filter: {t}" in s)
+                    pattern = re.compile(rf"^sort .*filter {re.escape(text)}\s+\d+/\d+ rows", re.MULTILINE)
+                    latencies["filter"].append(driver.press("\r", lambda s, p=pattern: p.search(s) is not None))
+                    latencies["filter"].append(driver.press(
+                        "\\", lambda s: re.search(r"^sort .* \d+ rows", s, re.MULTILINE) is not None
+                        and not re.search(r"^sort .*filter ", s, re.MULTILINE)))
+            shown = SCREENS[-1]
+            for _ in range(max(1, rounds // 3)):
+                for index, key in enumerate(SCREENS, start=1):
+                    sampler.phase = key
+                    took = driver.press(str(index), lambda s, k=key: showing(s, k))
+                    latencies["tab from InnoDB" if shown == "innodb" else "tab switch"].append(took)
+                    print(f"  tab {shown} -> {key}: {ms(took):.1f} ms", file=sys.stderr, flush=True)
+                    shown = key
+                    time.sleep(1.0 if key == "innodb" else 0.3)
+            term.send("q")
+            term.wait_exit(15)
+        finally:
+            sampler.stopping = True
+            term.close()
+            shutil.rmtree(state, ignore_errors=True)
+    return latencies, sampler, notes
+
+
+def bench_in_process_keys(rounds: int) -> Dict[str, List[float]]:
+    """The same keys handled in this process: controller.handle_key + view.render, at scale."""
+    from proxytop import view
+
+    measured: Dict[str, List[float]] = {"sort": [], "filter": [], "tab switch": []}
+    generated = Generated(SCALE["sessions"], SCALE["rules"], SCALE["backends"])
+    double = ProxySQLDouble()
+    double.transforms.update(generated.transforms())
+    double.start()
+    disks = FakeDisks(SCALE["devices"])
+    stepper = Stepper(["-P", str(double.port), "-d", "1", "--no-discover"], disks)
+    ctl = stepper.controller
+
+    def timed(key: str) -> float:
+        started = time.perf_counter()
+        ctl.handle_key(key)
+        view.render(ctl, WIDTH, HEIGHT)
+        return time.perf_counter() - started
+
+    try:
+        for index in range(len(SCREENS)):  # every screen gets its data
+            ctl.switch(index)
+            stepper.connect()
+            for _ in range(2):
+                stepper.cycle()
+        for _ in range(max(1, rounds // 3)):
+            for index in range(len(SCREENS)):
+                measured["tab switch"].append(timed(str(index + 1)))
+        for key in FILTERS:
+            ctl.switch(SCREENS.index(key))
+            view.render(ctl, WIDTH, HEIGHT)
+            for _ in range(rounds):
+                measured["sort"].append(timed("s"))
+            for _ in range(max(1, rounds // 2)):
+                for ch in "/" + FILTERS[key]:
+                    ctl.handle_key(ch)
+                measured["filter"].append(timed("\r"))
+                measured["filter"].append(timed("\\"))
+    finally:
+        stepper.close()
+        disks.close()
+        double.stop()
+    return measured
+
+
+def print_latency(real: Dict[str, List[float]], local: Dict[str, List[float]], out) -> bool:
+    print(f"Key-to-screen latency at scale (ms; {SCALE['sessions']} sessions, {SCALE['rules']} rules, "
+          f"{SCALE['backends']} backends, {SCALE['servers']} MySQL servers)", file=out)
+    print("  end to end: key bytes into the terminal -> the changed screen in the terminal emulator;", file=out)
+    print("  in process: controller.handle_key + view.render only", file=out)
+    header = (f"{'key':<16}{'samples':>8}{'p50':>8}{'p95':>8}{'max':>8}   {'in process p50':>14}{'p95':>8}"
+              f"{'target p95':>11}  ok")
+    print(header, file=out)
+    print("-" * len(header), file=out)
+    ok_all = True
+    for action in ("sort", "filter", "tab switch", "tab from InnoDB"):
+        values, inside = real.get(action) or [], local.get(action if action != "tab from InnoDB" else "") or []
+        if not values:
+            continue
+        p95 = ms(percentile(values, 0.95))
+        ok = p95 <= TARGET_LATENCY_P95_MS
+        ok_all &= ok
+        print(f"{action:<16}{len(values):>8}{ms(percentile(values, 0.5)):>8.1f}{p95:>8.1f}{ms(max(values)):>8.1f}   "
+              f"{(f'{ms(percentile(inside, 0.5)):.1f}' if inside else '-'):>14}"
+              f"{(f'{ms(percentile(inside, 0.95)):.1f}' if inside else '-'):>8}{TARGET_LATENCY_P95_MS:>11g}  "
+              f"{'yes' if ok else 'NO'}", file=out)
+    return ok_all
+
+
+EXPECTED_ROWS = {"connpool": SCALE["backends"], "queryrules": SCALE["rules"], "proclist": SCALE["sessions"] * 4 // 5}
+
+
+def bench_memory(fleet: Optional[MySQLFleet], seconds: float) -> List[dict]:
+    """Each screen at scale in a fresh proxytop: the largest resident memory while it runs
+    (QueryRules until its sparkline history is full: 61 readings)."""
+    from tests.terminal import Terminal
+
+    results = []
+    state = tempfile.mkdtemp(prefix="proxytop-bench-state-")
+    with double_process(SCALE) as port:
+        for key in SCREENS:
+            args = ["-P", str(port), "-d", "1", "--screen", key]
+            servers = 0
+            if key == "innodb" and fleet is not None and fleet.server is not None:
+                args += fleet.args(SCALE["servers"])
+                servers = SCALE["servers"]
+            else:
+                args += ["--no-discover"]
+            term = Terminal(args, cols=WIDTH, rows=HEIGHT, env={"XDG_STATE_HOME": state})
+            # Until it has drawn, the child may still be the fork of this process (its memory).
+            term.wait_for(r"^proxytop ", timeout=30)
+            sampler = RSSSampler(term.pid)
+            sampler.phase = key
+            sampler.start()
+            try:
+                expected = EXPECTED_ROWS.get(key) or servers
+                if expected:
+                    term.wait_until(lambda s, n=expected: row_count(s) == n, timeout=120, what=f"{expected} rows")
+                run = max(seconds, 65.0) if key == "queryrules" else seconds
+                time.sleep(run)
+            finally:
+                sampler.stopping = True
+                term.close()
+            results.append(dict(screen=key, peak=sampler.peak.get(key, 0.0), threads=sampler.threads.get(key, 0),
+                                seconds=run, label=size_label(key, SCALE, fleet)))
+            print(f"  memory {key:<10} {results[-1]['peak']:8.1f} MB", file=sys.stderr, flush=True)
+    shutil.rmtree(state, ignore_errors=True)
+    return results
+
+
+def print_memory(results: List[dict], session: Optional[RSSSampler], out) -> bool:
+    print("Resident memory of the real proxytop at scale (MB; psutil RSS, largest value seen)", file=out)
+    header = f"{'screen':<11}{'data':<17}{'seconds':>8}{'threads':>8}{'peak MB':>9}{'target':>8}  ok"
+    print(header, file=out)
+    print("-" * len(header), file=out)
+    ok_all = True
+    for r in results:
+        ok = r["peak"] <= TARGET_RSS_MB
+        ok_all &= ok
+        print(f"{TITLES[r['screen']]:<11}{r['label']:<17}{r['seconds']:>8.0f}{r['threads']:>8}{r['peak']:>9.1f}"
+              f"{TARGET_RSS_MB:>8g}  {'yes' if ok else 'NO'}", file=out)
+    if session is not None and session.peak:
+        peak = max(session.peak.values())
+        threads = max(session.threads.values())
+        ok = peak <= TARGET_RSS_MB
+        ok_all &= ok
+        print(f"{'all seven':<11}{'one session':<17}{'':>8}{threads:>8}{peak:>9.1f}{TARGET_RSS_MB:>8g}  "
+              f"{'yes' if ok else 'NO'}", file=out)
+        print("  all seven: the latency session above, every screen at scale shown in turn in one process", file=out)
+    return ok_all
+
+
+def bench_idle(seconds: float, recording: Recording) -> Tuple[float, Dict[str, float]]:
+    """CPU of a real proxytop on ConnPool, typical data, 1 s interval: % of one core."""
+    from tests.terminal import Terminal
+
+    double = ProxySQLDouble(recording=recording).start()
+    state = tempfile.mkdtemp(prefix="proxytop-bench-state-")
+    term = Terminal(["-P", str(double.port), "-d", "1"], cols=120, rows=40, env={"XDG_STATE_HOME": state})
+    try:
+        term.wait_until(lambda s: row_count(s) == 3 and "Q/s " in s and "Q/s \u2014" not in s, timeout=20,
+                        what="rates on ConnPool")
+        time.sleep(3)
+        process = psutil.Process(term.pid)
+        before_threads = {t.id: t for t in process.threads()}
+        before = process.cpu_times()
+        started = time.monotonic()
+        time.sleep(seconds)
+        after = process.cpu_times()
+        elapsed = time.monotonic() - started
+        after_threads = {t.id: t for t in process.threads()}
+        used = (after.user + after.system) - (before.user + before.system)
+        split = {}
+        for tid, thread in after_threads.items():
+            if tid in before_threads:
+                old = before_threads[tid]
+                label = "UI" if tid == term.pid else f"thread {tid}"
+                split[label] = 100.0 * ((thread.user_time + thread.system_time) - (old.user_time + old.system_time)) / elapsed
+        return 100.0 * used / elapsed, split
+    finally:
+        term.close()
+        double.stop()
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def print_idle(percent: float, split: Dict[str, float], seconds: float, out) -> bool:
+    ok = percent < TARGET_IDLE_PCT
+    parts = ", ".join(f"{label} {value:.2f}%" for label, value in sorted(split.items(), key=lambda kv: -kv[1]) if value)
+    print(f"Idle CPU of the real proxytop on ConnPool, typical data, 1 s interval, over {seconds:g} s", file=out)
+    print(f"  {percent:.2f}% of one core ({parts or 'no thread above the clock tick'}); "
+          f"target < {TARGET_IDLE_PCT:g}%: {'yes' if ok else 'NO'}", file=out)
+    return ok
+
+
+# ----- load on ProxySQL ---------------------------------------------------------------------------
+
+NEEDS = {  # the tables each screen reads, besides the header's stats_mysql_global
+    "connpool": {"stats_mysql_connection_pool", "runtime_mysql_servers"},
+    "queryrules": {"stats_mysql_query_rules", "runtime_mysql_query_rules", "mysql_query_rules"},
+    "glostat": {"stats_memory_metrics", "global_variables"},
+    "proclist": {"stats_mysql_processlist"},
+    "comcount": {"stats_mysql_commands_counters"},
+    "innodb": {"runtime_mysql_servers", "global_variables"},
+    "iostat": set(),
+}
+HEADER_TABLES = {"stats_mysql_global"}
+SETUP = re.compile(r"^(select @@version(_comment)?( limit 1)?|show tables( from stats)?)$", re.IGNORECASE)
+_TABLE = re.compile(r"\bfrom\s+([\w.]+)", re.IGNORECASE)
+
+
+def tables_of(sql: str) -> List[str]:
+    return [name.split(".")[-1].lower() for name in _TABLE.findall(sql)]
+
+
+def bench_load(window: float, recording: Recording) -> List[dict]:
+    """Per screen: the admin queries a real proxytop sends while it is shown, by table."""
+    from tests.terminal import Terminal
+
+    double = ProxySQLDouble(recording=recording).start()
+    state = tempfile.mkdtemp(prefix="proxytop-bench-state-")
+    term = Terminal(["-P", str(double.port), "-d", "1"], cols=WIDTH, rows=HEIGHT, env={"XDG_STATE_HOME": state})
+    results = []
+    try:
+        term.wait_until(lambda s: row_count(s) == 3, timeout=20, what="ConnPool")
+        setup_seen = [sql for sql in double.queries() if SETUP.match(sql.strip())]
+        for index, key in enumerate(SCREENS, start=1):
+            term.send(str(index))
+            term.wait_until(lambda s, k=key: showing(s, k), timeout=10, what=TITLES[key])
+            time.sleep(2.0)  # the previous screen's last reading is over
+            start = len(double.query_log)
+            started = time.monotonic()
+            time.sleep(window)
+            with double._lock:
+                log = [sql for _, _, sql in double.query_log[start:]]
+            elapsed = time.monotonic() - started
+            interval = 2.0 if key == "proclist" else 1.0
+            refreshes = elapsed / interval
+            per_table: Dict[str, int] = {}
+            other = []
+            for sql in log:
+                if SETUP.match(sql.strip()):
+                    continue
+                for table in tables_of(sql) or ["(no table)"]:
+                    per_table[table] = per_table.get(table, 0) + 1
+                    if table not in NEEDS[key] | HEADER_TABLES:
+                        other.append(table)
+            results.append(dict(
+                screen=key, refreshes=refreshes, per_table=per_table, other=sorted(set(other)),
+                reset=[sql for sql in log if re.search(r"_reset\b", sql, re.IGNORECASE)],
+                digest=[sql for sql in log if "stats_mysql_query_digest" in sql.lower()],
+                writes=[sql for sql in log if not re.match(r"^\s*(select|show)\b", sql, re.IGNORECASE)],
+                most=max((count / refreshes for count in per_table.values()), default=0.0),
+                setup=len(setup_seen),
+            ))
+        term.send("q")
+        term.wait_exit(10)
+    finally:
+        term.close()
+        double.stop()
+        shutil.rmtree(state, ignore_errors=True)
+    return results
+
+
+def print_load(results: List[dict], window: float, out) -> bool:
+    print(f"Load on ProxySQL per screen: admin queries per refresh by table, from the double's query log "
+          f"({window:g} s per screen, 1 s interval, ProcList 2 s)", file=out)
+    header = f"{'screen':<11}{'tables read (queries per refresh)':<92}{'hidden':>7}{'reset':>6}{'digest':>7}  ok"
+    print(header, file=out)
+    print("-" * len(header), file=out)
+    ok_all = True
+    for r in results:
+        parts = ", ".join(f"{table} {count / r['refreshes']:.2f}" for table, count in sorted(r["per_table"].items()))
+        ok = (not r["other"] and not r["reset"] and not r["digest"] and not r["writes"] and r["most"] <= 1.05)
+        ok_all &= ok
+        print(f"{TITLES[r['screen']]:<11}{parts or '(none)':<92}{len(r['other']):>7}{len(r['reset']):>6}"
+              f"{len(r['digest']):>7}  {'yes' if ok else 'NO'}", file=out)
+        if r["other"]:
+            print(f"{'':<11}read for another screen: {', '.join(r['other'])}", file=out)
+    if results:
+        print(f"  hidden = tables of screens not shown; connection set-up (once per connection, not counted): "
+              f"select @@version_comment, select @@version, SHOW TABLES, SHOW TABLES FROM stats", file=out)
+    return ok_all
+
+
 # ----- machine -----------------------------------------------------------------------------------
 
 def machine() -> str:
@@ -480,6 +954,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="comma-separated parts: cpu, latency, memory, idle, load")
     parser.add_argument("--cycles", type=int, default=20, help="measured refresh cycles per screen and size")
     parser.add_argument("--screens", default=",".join(SCREENS), help="comma-separated screens for cpu")
+    parser.add_argument("--keys", type=int, default=12, help="sort presses per screen (filters: half as many)")
+    parser.add_argument("--idle-seconds", type=float, default=20.0, help="how long idle CPU is measured")
+    parser.add_argument("--memory-seconds", type=float, default=20.0, help="how long each screen runs for memory")
+    parser.add_argument("--load-window", type=float, default=10.0, help="seconds of query log per screen")
     parser.add_argument("--serve-double", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_double:
@@ -488,19 +966,42 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     parts = set(args.only.split(","))
     out = sys.stdout
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean up (MariaDB, temporary files) on kill
     print(f"proxytop benchmark on {machine()}", file=out)
     print(file=out)
     recording = Recording.load()
     fleet = MySQLFleet().start() if (parts & {"cpu", "latency", "memory"}) and "innodb" in args.screens else None
-    verdicts = {}
+    verdicts: Dict[str, bool] = {}
     try:
         if "cpu" in parts:
             results = bench_cpu(args.cycles, fleet, recording, args.screens.split(","))
-            verdicts["cpu"] = print_cpu(results, args.cycles, out)
-            print(file=out)
+            verdicts["CPU per refresh"] = print_cpu(results, args.cycles, out)
+            print(file=out, flush=True)
+        sampler = None
+        if "latency" in parts:
+            real, sampler, notes = bench_terminal_at_scale(fleet, args.keys)
+            local = bench_in_process_keys(args.keys)
+            verdicts["key latency"] = print_latency(real, local, out)
+            for note in notes:
+                print(f"  note: {note}", file=out)
+            print(file=out, flush=True)
+        if "memory" in parts:
+            results = bench_memory(fleet, args.memory_seconds)
+            verdicts["memory"] = print_memory(results, sampler, out)
+            print(file=out, flush=True)
     finally:
         if fleet is not None:
             fleet.stop()
+    if "idle" in parts:
+        percent, split = bench_idle(args.idle_seconds, recording)
+        verdicts["idle CPU"] = print_idle(percent, split, args.idle_seconds, out)
+        print(file=out, flush=True)
+    if "load" in parts:
+        results = bench_load(args.load_window, recording)
+        verdicts["load on ProxySQL"] = print_load(results, args.load_window, out)
+        print(file=out, flush=True)
+    missed = [name for name, ok in verdicts.items() if not ok]
+    print("Targets: " + ("all met" if not missed else "missed: " + ", ".join(missed)), file=out)
     return 0
 
 

@@ -1,0 +1,263 @@
+"""Property-based tests: the parsers proxytop feeds with text it does not control.
+
+SHOW ENGINE INNODB STATUS (any server, any version, truncated or odd), /proc/diskstats (any
+kernel, any line) and the filter typed after ``/`` (anything a person can type): thousands of
+generated inputs, and never an exception other than the one meant for the user.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from proxytop import filters, table
+from proxytop.collectors.diskstats import parse_diskstats, parse_line
+from proxytop.innodb import StatusText, parse_status_text
+from proxytop.iostat import DiskCounters, device_stats
+from proxytop.screens.connpool import ConnPoolScreen
+from proxytop.screens.proclist import ProcListScreen, filter_sessions
+
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+DATA = os.path.join(os.path.dirname(__file__), "data")
+
+# ----- SHOW ENGINE INNODB STATUS ------------------------------------------------------------------
+
+SECTIONS = ("LOG", "BUFFER POOL AND MEMORY", "TRANSACTIONS", "FILE I/O", "SEMAPHORES", "ROW OPERATIONS",
+            "INSERT BUFFER AND ADAPTIVE HASH INDEX", "BACKGROUND THREAD", "INDIVIDUAL BUFFER POOL INFO")
+LINES = (  # what the parser looks for, and near misses
+    "Log sequence number {a}", "Log sequence number {a} {b}", "Log flushed up to   {a}", "Pages flushed up to {a}",
+    "Last checkpoint at  {a}", "Max checkpoint age    {a}", "Checkpoint age target {a}", "Modified age          {a}",
+    "Checkpoint age        {a}", "{a} pending log flushes, {b} pending chkp writes",
+    "{a} pending log writes, {b} pending chkp writes", "{a} log i/o's done, {b}.00 log i/o's/second",
+    "Buffer pool size   {a}", "Free buffers       {a}", "Database pages     {a}", "Modified db pages  {a}",
+    "Pending reads      {a}", "Pending writes: LRU {a}, flush list {b}, single page {c}",
+    "Pending writes: LRU {a}, flush list {b}", "History list length {a}",
+    "Pending flushes (fsync) log: {a}; buffer pool: {b}", "Pending flushes (fsync): {a}", "Pending flushes (fsync) {a}",
+    "---BUFFER POOL {a}", "Log sequence number", "Log sequence number -{a}", "Buffer pool size {a} {b}",
+    "Total large memory allocated {a}", "Trx id counter {a}",
+)
+
+numbers = st.one_of(st.integers(0, 2 ** 64), st.integers(0, 999), st.text("0123456789", min_size=1, max_size=30))
+line_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)
+
+
+@st.composite
+def status_line(draw):
+    if draw(st.integers(0, 4)) == 0:
+        return draw(line_text)
+    template = draw(st.sampled_from(LINES))
+    text = template.format(a=draw(numbers), b=draw(numbers), c=draw(numbers))
+    return draw(st.sampled_from(("", "  ", "\t"))) + text + draw(st.sampled_from(("", " ", "\r")))
+
+
+@st.composite
+def status_document(draw):
+    parts = ["", "=====================================", f"{draw(line_text)} INNODB MONITOR OUTPUT",
+             "====================================="]
+    for _ in range(draw(st.integers(0, 6))):
+        title = draw(st.one_of(st.sampled_from(SECTIONS), line_text))
+        rule = draw(st.sampled_from(("---", "--------", "===", "-", "")))
+        parts += [rule, title, rule]
+        parts += draw(st.lists(status_line(), max_size=12))
+    if draw(st.booleans()):
+        parts.append("END OF INNODB MONITOR OUTPUT")
+    text = "\n".join(parts)
+    cut = draw(st.integers(0, len(text)))
+    return text if draw(st.booleans()) else text[:cut]  # servers truncate long outputs
+
+
+def real_status_texts():
+    texts = []
+    for name in sorted(os.listdir(os.path.join(DATA, "innodb"))):
+        with open(os.path.join(DATA, "innodb", name), encoding="utf-8", errors="replace") as handle:
+            texts.append(handle.read())
+    return texts
+
+
+REAL_STATUS = real_status_texts()
+
+
+def check_status(result: StatusText) -> None:
+    assert isinstance(result, StatusText)
+    for name in ("lsn", "flushed_lsn", "pages_flushed_lsn", "checkpoint_lsn", "pool_pages", "free_pages",
+                 "database_pages", "modified_pages", "pending_reads", "pending_lru", "pending_flush_list",
+                 "history_list_length", "pending_fsyncs"):
+        value = getattr(result, name)
+        assert value is None or (isinstance(value, int) and value >= 0), (name, value)
+    assert result.age is None or result.age >= 0
+    assert result.modified_age_computed is None or result.modified_age_computed >= 0
+
+
+@settings(max_examples=900, **SETTINGS)
+@given(status_document())
+def test_innodb_status_parser_never_raises_on_generated_documents(text):
+    check_status(parse_status_text(text))
+
+
+@settings(max_examples=600, **SETTINGS)
+@given(st.sampled_from(REAL_STATUS), st.lists(st.tuples(st.floats(0, 1), st.integers(0, 40), line_text), max_size=8))
+def test_innodb_status_parser_never_raises_on_damaged_real_outputs(text, edits):
+    for where, cut, insert in edits:  # delete a stretch and insert something else, at random places
+        at = int(where * len(text))
+        text = text[:at] + insert + text[at + cut:]
+    check_status(parse_status_text(text))
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(st.integers(0, 2 ** 62), st.integers(0, 2 ** 62), st.sampled_from(("\n", "\r\n")))
+def test_innodb_checkpoint_age_is_lsn_minus_checkpoint(lsn, checkpoint, newline):
+    text = newline.join(["---", "LOG", "---", f"Log sequence number {lsn}", f"Last checkpoint at  {checkpoint}", ""])
+    result = parse_status_text(text)
+    assert (result.lsn, result.checkpoint_lsn) == (lsn, checkpoint)
+    assert result.age == max(0, lsn - checkpoint)
+
+
+# ----- /proc/diskstats -----------------------------------------------------------------------------
+
+counter = st.integers(0, 2 ** 64 - 1)
+
+
+@st.composite
+def diskstats_line(draw):
+    """A line as some kernel might print it, or something that only looks like one."""
+    kind = draw(st.integers(0, 5))
+    if kind == 0:
+        return draw(line_text), None
+    count = draw(st.sampled_from((0, 1, 3, 4, 7, 10, 11, 12, 14, 15, 16, 17, 18, 20, 25)))
+    values = draw(st.lists(counter, min_size=count, max_size=count))
+    name = draw(st.from_regex(r"\A(sd[a-z]{1,2}\d{0,2}|nvme\dn\d(p\d)?|dm-\d{1,3}|loop\d{1,2}|md\d|zram\d)\Z"))
+    major, minor = draw(st.integers(0, 300)), draw(st.integers(0, 2 ** 20))
+    space = draw(st.sampled_from((" ", "  ", "\t", "   ")))
+    fields = [str(major), str(minor), name] + [str(v) for v in values]
+    if kind == 1 and fields:  # one field spoiled
+        at = draw(st.integers(0, len(fields) - 1))
+        fields[at] = draw(st.text("x-.,0123456789abc", min_size=1, max_size=6))
+        return space + space.join(fields), None
+    return space + space.join(fields), (name, major, minor, values)
+
+
+@settings(max_examples=1500, **SETTINGS)
+@given(diskstats_line())
+def test_diskstats_line_parser_reads_what_is_there_and_never_raises(case):
+    line, expected = case
+    parsed = parse_line(line)
+    if expected is None:
+        if parsed is not None:  # a spoiled field that still reads as a number is fine
+            assert isinstance(parsed, DiskCounters)
+        return
+    name, major, minor, values = expected
+    if len(values) == 4:
+        assert (parsed.rd_ios, parsed.rd_sectors, parsed.wr_ios, parsed.wr_sectors) == tuple(values)
+        assert parsed.fields == 4
+    elif len(values) < 11:
+        assert parsed is None
+    else:
+        assert (parsed.name, parsed.major, parsed.minor) == (name, major, minor)
+        assert parsed.fields == (17 if len(values) >= 17 else 15 if len(values) >= 15 else 11)
+        assert (parsed.rd_ios, parsed.rd_merges, parsed.rd_sectors, parsed.rd_ticks) == tuple(values[:4])
+        assert (parsed.wr_ios, parsed.io_ticks, parsed.rq_ticks) == (values[4], values[9], values[10])
+        assert parsed.fl_ticks == (values[16] if len(values) >= 17 else None)
+
+
+@settings(max_examples=400, **SETTINGS)
+@given(st.lists(diskstats_line(), max_size=40))
+def test_diskstats_file_parser_keeps_every_good_device(cases):
+    text = "\n".join(line for line, _ in cases)
+    devices = parse_diskstats(text)
+    for line, expected in cases:
+        if expected is not None and (len(expected[3]) == 4 or len(expected[3]) >= 11):
+            assert expected[0] in devices
+
+
+def counters(draw, name="sda"):
+    def value():
+        return draw(st.one_of(counter, st.integers(0, 10 ** 6)))
+
+    fields = draw(st.sampled_from((4, 11, 15, 17)))
+    optional = fields >= 11
+    return DiskCounters(
+        name, 8, 0, fields, rd_ios=value(), rd_merges=value() if optional else None, rd_sectors=value(),
+        rd_ticks=value() if optional else None, wr_ios=value(), wr_merges=value() if optional else None,
+        wr_sectors=value(), wr_ticks=value() if optional else None, in_flight=value() if optional else None,
+        io_ticks=value() if optional else None, rq_ticks=value() if optional else None,
+        dc_ios=value() if fields >= 15 else None, dc_merges=value() if fields >= 15 else None,
+        dc_sectors=value() if fields >= 15 else None, dc_ticks=value() if fields >= 15 else None,
+        fl_ios=value() if fields >= 17 else None, fl_ticks=value() if fields >= 17 else None)
+
+
+@settings(max_examples=800, **SETTINGS)
+@given(st.data(), st.one_of(st.none(), st.just(0.0), st.floats(-5, 3600)))  # monotonic stamps: never NaN
+def test_iostat_arithmetic_on_any_two_readings_is_finite_or_absent(data, seconds):
+    before, after = counters(data.draw), counters(data.draw)
+    stats = device_stats(before, after, seconds)
+    if stats is None:
+        return
+    for name, value in vars(stats).items():
+        if isinstance(value, float):
+            assert math.isfinite(value) and value >= 0, (name, value)
+
+
+# ----- the filter language -------------------------------------------------------------------------
+
+FILTER_ALPHABET = st.sampled_from(list("abcdefghijklmnopqrstuvwxyzHGST0123456789 :<>=!.-_/%'\"\\()[]{}*+?^$|k")
+                                  + ["é", "\u00a0", "\t", "\x00", "ß", "\u2192"])
+filter_text = st.one_of(
+    st.text(FILTER_ALPHABET, max_size=40),
+    st.builds(lambda col, op, num: f"{col}{op}{num}",
+              st.sampled_from(("hg", "HG", "status", "queries/s", "Used%", "server", "nosuch", "conn", "time", "")),
+              st.sampled_from((">", "<", ">=", "<=", "=", "!=", ":", "")),
+              st.one_of(st.text("0123456789.-kKmMgG", max_size=12), st.text(FILTER_ALPHABET, max_size=10))),
+)
+cell = st.one_of(st.none(), st.integers(-10 ** 12, 10 ** 12), st.floats(allow_nan=True, allow_infinity=True),
+                 st.text(max_size=20), st.sampled_from(("ONLINE", "SHUNNED", "12.5", "NaN", "inf", "-0", "1e400")))
+
+
+@settings(max_examples=1500, **SETTINGS)
+@given(filter_text, st.lists(st.fixed_dictionaries({c.key: cell for c in ConnPoolScreen.columns}), max_size=5))
+def test_filter_parser_accepts_or_explains_and_matching_never_raises(text, rows):
+    columns = ConnPoolScreen.columns
+    try:
+        parsed = filters.parse(text, columns)
+    except filters.FilterError as exc:
+        assert str(exc) and "\n" not in str(exc)  # one line for the footer
+        return
+    assert parsed.text == text.strip()
+    kept = table.filter_rows(rows, columns, parsed)
+    assert all(row in rows for row in kept)
+    arranged = table.arrange(rows, columns, table.TableState("hostgroup", filter=parsed), group_key="hostgroup",
+                             subtotal_label=lambda g: ("server", f"{g} total"))
+    assert len([r for r in arranged if r.get("_kind") != "subtotal"]) == len(kept)
+
+
+@settings(max_examples=500, **SETTINGS)
+@given(filter_text.filter(str.isprintable), st.lists(st.fixed_dictionaries({
+    "_id": st.integers(), "id": st.one_of(st.integers(0, 10 ** 6), st.none()), "user": cell, "db": cell,
+    "client": cell, "hostgroup": cell, "backend": cell, "command": cell,
+    "time_ms": st.one_of(st.none(), st.integers(0, 10 ** 9)), "info": st.one_of(st.none(), st.text(max_size=60))}),
+    max_size=4))
+def test_session_filter_keeps_the_rows_the_generic_filter_keeps(text, rows):
+    # Printable text only, as the filter input takes (a NUL could match across ProcList's cells).
+    columns = ProcListScreen.columns
+    try:
+        parsed = filters.parse(text, columns)
+    except filters.FilterError:
+        return
+    assume(not any(isinstance(r["user"], float) and math.isnan(r["user"]) for r in rows))
+    fast = filter_sessions(rows, columns, parsed)
+    generic = table.filter_rows(rows, columns, parsed)
+    assert [r["_id"] for r in fast] == [r["_id"] for r in generic]
+
+
+def test_filter_examples_that_once_needed_care():
+    columns = ConnPoolScreen.columns
+    for text in ("hg>1e400", "hg>--1", "status:(", "status:[", "'unterminated", "hg>=1.2.3", "Used%>5", "x:y:z",
+                 "\\", "hg=", ":", "queries/s>1k", "a b  c"):
+        try:
+            parsed = filters.parse(text, columns)
+        except filters.FilterError as exc:
+            assert re.match(r"^\S", str(exc))
+        else:
+            table.filter_rows([{"hostgroup": 1, "status": "ONLINE", "queries_s": 1500.0}], columns, parsed)
