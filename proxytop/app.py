@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import curses
 import curses.ascii
+import os
+import sys
+from typing import Optional
 
 import npyscreen
 
 from proxytop import view
 
 KEYPRESS_TIMEOUT = 1  # tenths of a second between idle wake-ups
+ESCAPE_DELAY_MS = 100  # how long after Esc a key still belongs to an escape sequence (ncurses: 1000)
 
 # style name -> (theme colour name, extra attributes)
 STYLES = {
@@ -38,6 +42,22 @@ STYLES = {
     "message": ("STANDOUT", 0),
     "error": ("DANGER", curses.A_BOLD),
 }
+
+
+def terminal_problem() -> Optional[str]:
+    """Why this terminal can't show the live view (one line), or None. Checked before curses
+    starts: an unknown TERM made curses fail with "setupterm: could not find terminal", and a
+    terminal that can't move the cursor (TERM=dumb: an editor's shell) showed garbage."""
+    term = os.environ.get("TERM", "")
+    try:
+        curses.setupterm(term or None, sys.stdout.fileno())
+    except (curses.error, OSError, ValueError):
+        return (f"the terminal type {term!r} is not known here: set TERM (e.g. TERM=xterm-256color), "
+                "or use --batch for plain text")
+    if not curses.tigetstr("cup"):
+        return (f"the terminal type {term!r} cannot move the cursor: run proxytop in a full-screen terminal "
+                "(xterm, screen, tmux), or use --batch for plain text")
+    return None
 
 
 class Canvas(npyscreen.widget.Widget):
@@ -236,6 +256,10 @@ class MonitorApp(npyscreen.NPSAppManaged):
 
     def onStart(self):
         curses.mousemask(0)  # leave the mouse to the terminal: copy and paste keep working
+        if "ESCDELAY" not in os.environ and hasattr(curses, "set_escdelay"):
+            # ncurses waits a whole second after Esc for the rest of an escape sequence: a key
+            # pressed within it (Esc to close the help, then 2) was taken as Alt-2 and lost.
+            curses.set_escdelay(ESCAPE_DELAY_MS)
         try:
             curses.curs_set(0)
         except curses.error:

@@ -153,8 +153,12 @@ def run_batch(config, engine, controller) -> int:
 
 
 def run_interactive(config, engine, controller) -> int:
-    from proxytop.app import MonitorApp
+    from proxytop.app import MonitorApp, terminal_problem
 
+    problem = terminal_problem()
+    if problem:
+        print(f"proxytop: error: {problem}", file=sys.stderr)
+        return 1
     if getattr(engine, "replaying", False):
         from proxytop.replay import ReplayControls
 

@@ -19,6 +19,7 @@ from proxytop.collectors.base import Collector, Snapshot, Source
 log = logging.getLogger(__name__)
 
 BACKOFF_STEPS = (1.0, 2.0, 4.0, 8.0, 10.0)
+RETRY_INTERVALS = 1.5  # a lost server is tried again after at most this many intervals
 ACTIVATION_DELAY = 0.1  # seconds between a screen's activation and its first readings
 
 
@@ -304,12 +305,12 @@ class Engine:
             source.close(handle)
 
     def _retry_delay(self, source_name: str, failures: int) -> float:
-        """The backoff, but never longer than two of the shortest interval the source is
-        polled at (own-pace collectors aside): a server that comes back is seen again within
-        two intervals, and a dead one is tried at most every other interval."""
+        """The backoff, but never longer than one and a half of the shortest interval the
+        source is polled at (own-pace collectors aside): a server that comes back is seen
+        again within two intervals, and a dead one is tried less often than it was polled."""
         delay = backoff_delay(failures)
         intervals = [self._intervals[c.name] for c in self._active_of(source_name) if not c.own_pace]
-        return min([delay] + [2 * interval for interval in intervals])
+        return min([delay] + [RETRY_INTERVALS * interval for interval in intervals])
 
     def _sleep_until(self, wake: threading.Event, deadline: float) -> None:
         """Wait for a retry deadline; a wake-up (e.g. on quit) only ends it early when stopping."""

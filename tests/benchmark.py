@@ -225,7 +225,11 @@ class FakeDisks:
 
 
 def serve_double(sessions: int, rules: int, backends: int, port: int = 0) -> None:
-    """``python -m tests.benchmark --serve-double N,N,N``: a scaled double in its own process."""
+    """``python -m tests.benchmark --serve-double N,N,N``: a scaled double in its own process.
+    Prints its port, serves until its stdin closes, then prints the statements it received
+    (one JSON list of [user, statement] pairs, each distinct pair once)."""
+    import json
+
     double = ProxySQLDouble(port=port)
     double.transforms.update(Generated(sessions, rules, backends).transforms())
     double.start()
@@ -234,24 +238,57 @@ def serve_double(sessions: int, rules: int, backends: int, port: int = 0) -> Non
         sys.stdin.read()  # until the parent closes our stdin
     finally:
         double.stop()
+        seen = sorted({(user, sql) for _, user, sql in double.query_log})
+        print(json.dumps(seen + [["(kills)", json.dumps(double.kills)]]), flush=True)
+
+
+class DoubleProcess:
+    """A scaled double in a child process (its work does not slow this one): ``port``, and
+    after it stopped, ``statements`` ([(user, sql)]) and ``kills``."""
+
+    def __init__(self, sizes: Dict[str, int]):
+        self.sizes = sizes
+        self.port = 0
+        self.statements: List[Tuple[str, str]] = []
+        self.kills: List[int] = []
+        self.process: Optional[subprocess.Popen] = None
+
+    def start(self) -> "DoubleProcess":
+        sizes = self.sizes
+        self.process = subprocess.Popen([sys.executable, "-m", "tests.benchmark", "--serve-double",
+                                         f"{sizes['sessions']},{sizes['rules']},{sizes['backends']}"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        self.port = int(self.process.stdout.readline())
+        return self
+
+    def stop(self) -> None:
+        import json
+
+        process = self.process
+        if process is None:
+            return
+        self.process = None
+        process.stdin.close()
+        try:
+            report = process.stdout.readline()
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+            return
+        pairs = json.loads(report) if report.strip() else []
+        self.statements = [(user, sql) for user, sql in pairs if user != "(kills)"]
+        self.kills = [kill for user, sql in pairs if user == "(kills)" for kill in json.loads(sql)]
 
 
 @contextmanager
 def double_process(sizes: Dict[str, int]) -> Iterator[int]:
-    process = subprocess.Popen([sys.executable, "-m", "tests.benchmark", "--serve-double",
-                                f"{sizes['sessions']},{sizes['rules']},{sizes['backends']}"],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                               cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    double = DoubleProcess(sizes).start()
     try:
-        port = int(process.stdout.readline())
-        yield port
+        yield double.port
     finally:
-        process.stdin.close()
-        try:
-            process.wait(5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(5)
+        double.stop()
 
 
 # ----- MariaDB for the InnoDB screen ------------------------------------------------------------

@@ -9,6 +9,15 @@ from tests.proxysql_double import ProxySQLDouble, Recording
 from tests.terminal import Terminal
 from tests.mariadb import mariadb  # noqa: F401
 
+pytest.register_assert_rewrite("tests.test_safety")
+from tests.test_safety import install_statement_audit, move_suite_checks_last  # noqa: E402
+
+install_statement_audit()  # every double's and MariaDB's statements of the run are checked (test_safety)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    move_suite_checks_last(items)  # the suite-wide statement checks run after every other test
+
 
 @pytest.fixture(scope="session")
 def recording():

@@ -54,7 +54,8 @@ def test_resize_while_running(proxytop_term, proxysql_double):
     term.wait_for("127.0.0.1:3313")
     term.resize(40, 10)
     # the program's own 40-column rendering: the tab bar cut at the 40th column
-    screen = term.wait_until(lambda s: "1:ConnPool 2:QueryRules 3:GloStat 4:Proc\n" in s, what="small screen")
+    screen = term.wait_until(lambda s: "1:ConnPool 2:QueryRules 3:GloStat 4:Proc\n" in s
+                             and "q quit" in s.splitlines()[-1], what="small screen")  # the whole frame drawn
     assert len(screen.splitlines()) == 10 and "q quit" in screen.splitlines()[-1]
     term.resize(200, 50)
     # the wide terminal shows every column again

@@ -10,7 +10,7 @@ import math
 import os
 import re
 
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxytop import filters, table
@@ -20,7 +20,10 @@ from proxytop.iostat import DiskCounters, device_stats
 from proxytop.screens.connpool import ConnPoolScreen
 from proxytop.screens.proclist import ProcListScreen, filter_sessions
 
-SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+# The same inputs on every run (a CI run never fails on an input no earlier run saw); run with
+# HYPOTHESIS_RANDOM=1 to explore new ones.
+SETTINGS = dict(deadline=None, derandomize=not os.environ.get("HYPOTHESIS_RANDOM"),
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 DATA = os.path.join(os.path.dirname(__file__), "data")
 
 # ----- SHOW ENGINE INNODB STATUS ------------------------------------------------------------------
@@ -189,7 +192,8 @@ def counters(draw, name="sda"):
 
 
 @settings(max_examples=800, **SETTINGS)
-@given(st.data(), st.one_of(st.none(), st.just(0.0), st.floats(-5, 3600)))  # monotonic stamps: never NaN
+# Intervals come from monotonic stamps a poll apart: never NaN, never a microsecond.
+@given(st.data(), st.one_of(st.none(), st.just(0.0), st.floats(-5, 0), st.floats(0.001, 3600)))
 def test_iostat_arithmetic_on_any_two_readings_is_finite_or_absent(data, seconds):
     before, after = counters(data.draw), counters(data.draw)
     stats = device_stats(before, after, seconds)
@@ -211,6 +215,7 @@ filter_text = st.one_of(
               st.sampled_from((">", "<", ">=", "<=", "=", "!=", ":", "")),
               st.one_of(st.text("0123456789.-kKmMgG", max_size=12), st.text(FILTER_ALPHABET, max_size=10))),
 )
+text_cell = st.one_of(st.none(), st.text(max_size=20), st.sampled_from(("Query", "Sleep", "app", "10.0.0.5:40001")))
 cell = st.one_of(st.none(), st.integers(-10 ** 12, 10 ** 12), st.floats(allow_nan=True, allow_infinity=True),
                  st.text(max_size=20), st.sampled_from(("ONLINE", "SHUNNED", "12.5", "NaN", "inf", "-0", "1e400")))
 
@@ -233,11 +238,11 @@ def test_filter_parser_accepts_or_explains_and_matching_never_raises(text, rows)
 
 
 @settings(max_examples=500, **SETTINGS)
-@given(filter_text.filter(str.isprintable), st.lists(st.fixed_dictionaries({
-    "_id": st.integers(), "id": st.one_of(st.integers(0, 10 ** 6), st.none()), "user": cell, "db": cell,
-    "client": cell, "hostgroup": cell, "backend": cell, "command": cell,
-    "time_ms": st.one_of(st.none(), st.integers(0, 10 ** 9)), "info": st.one_of(st.none(), st.text(max_size=60))}),
-    max_size=4))
+@given(filter_text.filter(str.isprintable), st.lists(st.fixed_dictionaries({  # the types session_rows makes
+    "_id": st.integers(), "id": st.one_of(st.integers(0, 10 ** 6), st.text(max_size=6)), "user": text_cell,
+    "db": text_cell, "client": text_cell, "hostgroup": st.one_of(st.none(), st.integers(-1, 999), st.text(max_size=4)),
+    "backend": text_cell, "command": text_cell, "time_ms": st.one_of(st.none(), st.integers(0, 10 ** 9), st.text(max_size=4)),
+    "info": st.one_of(st.none(), st.text(max_size=60))}), max_size=4))
 def test_session_filter_keeps_the_rows_the_generic_filter_keeps(text, rows):
     # Printable text only, as the filter input takes (a NUL could match across ProcList's cells).
     columns = ProcListScreen.columns
@@ -245,7 +250,6 @@ def test_session_filter_keeps_the_rows_the_generic_filter_keeps(text, rows):
         parsed = filters.parse(text, columns)
     except filters.FilterError:
         return
-    assume(not any(isinstance(r["user"], float) and math.isnan(r["user"]) for r in rows))
     fast = filter_sessions(rows, columns, parsed)
     generic = table.filter_rows(rows, columns, parsed)
     assert [r["_id"] for r in fast] == [r["_id"] for r in generic]

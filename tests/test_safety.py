@@ -1,0 +1,418 @@
+"""Safety: proxytop only reads, and never shows, records or logs a password.
+
+Across the whole test suite (tests/conftest.py installs the audit below at start-up and runs
+the suite-wide checks last):
+
+- every ProxySQL test double records the statements it received: only SELECT / SHOW (and
+  PyMySQL's connection set-up), never a ``*_reset`` table, never stats_mysql_query_digest, and
+  no KILL other than the ``KILL CONNECTION n`` the double carried out (a confirmed kill);
+- every MariaDB the tests start writes a general query log: every statement of a connection
+  that is not a test helper's (tests/mariadb.py ``connect``) — that is, proxytop's, in this
+  process or in a real proxytop in a terminal — is a SELECT / SHOW or set-up.
+
+And one session with distinctive passwords everywhere (the admin password, a wrong one, the
+MySQL password, ProxySQL's monitor password) checks the screen, the recording, the log file,
+the batch output and the error lines.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import subprocess
+import threading
+import time
+import zlib
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Set, Tuple
+
+import pytest
+
+from tests.proxysql_double import ProxySQLDouble
+from tests.terminal import ESC, ENTER, proxytop_command
+
+ALLOWED = re.compile(r"^\s*(select|show)\b", re.IGNORECASE)
+SETUP = re.compile(r"^\s*set\s+(names|autocommit)\b", re.IGNORECASE)
+CONFIRMED_KILL = re.compile(r"^\s*kill\s+connection\s+(\d+)\s*;?\s*$", re.IGNORECASE)
+GENERAL_LOG = "proxytop-general.log"
+SUITE_CHECK = "test_suite_"  # tests whose name starts so run after every other test
+
+
+# ----- the audit ---------------------------------------------------------------------------------
+
+@dataclass
+class ServerLog:
+    """One MariaDB's general log, cut into runs (connection ids start again after a restart)."""
+
+    server: object
+    runs: List[int] = field(default_factory=list)  # log offset where each run's statements begin
+    helpers: Set[Tuple[int, int]] = field(default_factory=set)  # (run, connection id) of test helpers
+    findings: Optional[Tuple[int, List[str]]] = None  # (statements checked, violations) once read
+
+
+class StatementAudit:
+    def __init__(self):
+        self.doubles: List[ProxySQLDouble] = []
+        self.servers: List[ServerLog] = []
+        self._lock = threading.Lock()
+        self.installed = False
+
+    def log_of(self, server) -> Optional[ServerLog]:
+        for entry in self.servers:
+            if entry.server is server:
+                return entry
+        return None
+
+    @staticmethod
+    def path(server) -> str:
+        return os.path.join(server.datadir, GENERAL_LOG)
+
+    def install(self) -> None:
+        """Wrap the double and the MariaDB helper (additively: their behaviour is unchanged)."""
+        if self.installed:
+            return
+        self.installed = True
+        from tests import mariadb
+
+        audit = self
+        double_init = ProxySQLDouble.__init__
+
+        def init(double, *args, **kwargs):
+            double_init(double, *args, **kwargs)
+            with audit._lock:
+                audit.doubles.append(double)
+
+        ProxySQLDouble.__init__ = init
+
+        server_class = mariadb.MariaDBServer
+        start, restart, stop, connect = (server_class.start, server_class.restart, server_class.stop,
+                                         server_class.connect)
+
+        def size(server) -> int:
+            try:
+                return os.path.getsize(audit.path(server))
+            except OSError:
+                return 0
+
+        def audited_start(server, *args, **kwargs):
+            server.options.setdefault("general_log", "ON")
+            server.options.setdefault("general_log_file", GENERAL_LOG)  # in the data directory
+            result = start(server, *args, **kwargs)
+            with audit._lock:
+                entry = audit.log_of(server)
+                if entry is None:
+                    entry = ServerLog(server)
+                    audit.servers.append(entry)
+                entry.runs.append(size(server))  # set-up by the helper itself (root password) is before
+            return result
+
+        def audited_restart(server, *args, **kwargs):
+            result = restart(server, *args, **kwargs)
+            entry = audit.log_of(server)
+            if entry is not None:
+                entry.runs.append(size(server))
+            return result
+
+        def audited_connect(server, *args, **kwargs):
+            conn = connect(server, *args, **kwargs)
+            entry = audit.log_of(server)
+            if entry is not None and entry.runs:
+                entry.helpers.add((len(entry.runs) - 1, conn.thread_id()))
+            return conn
+
+        def audited_stop(server, *args, **kwargs):
+            entry = audit.log_of(server)
+            if entry is not None and entry.findings is None and server.basedir:
+                entry.findings = audit.read_server(entry)
+            return stop(server, *args, **kwargs)
+
+        server_class.start, server_class.restart = audited_start, audited_restart
+        server_class.connect, server_class.stop = audited_connect, audited_stop
+
+    # --- reading ---
+    def read_server(self, entry: ServerLog) -> Tuple[int, List[str]]:
+        try:
+            with open(self.path(entry.server), "rb") as handle:
+                data = handle.read()
+        except OSError:
+            return 0, []
+        checked, violations = 0, []
+        bounds = entry.runs + [len(data)]
+        for run, (begin, end) in enumerate(zip(bounds, bounds[1:])):
+            for conn_id, command, argument in parse_general_log(data[begin:end].decode("utf-8", "replace")):
+                if (run, conn_id) in entry.helpers:
+                    continue
+                if command in ("Query", "Prepare", "Execute"):
+                    checked += 1
+                    if not (ALLOWED.match(argument) or SETUP.match(argument)):
+                        violations.append(f"{entry.server!r} connection {conn_id}: {command} {argument[:200]}")
+                elif command in ("Kill", "Shutdown", "Refresh", "Change user", "Set option"):
+                    violations.append(f"{entry.server!r} connection {conn_id}: {command} {argument[:200]}")
+        return checked, violations
+
+    def mysql_findings(self) -> Tuple[int, List[str]]:
+        checked, violations = 0, []
+        for entry in list(self.servers):
+            findings = entry.findings
+            if findings is None:
+                findings = self.read_server(entry)  # still running (the session's server)
+            checked += findings[0]
+            violations += findings[1]
+        return checked, violations
+
+    def proxysql_findings(self) -> Tuple[int, List[str]]:
+        checked, violations = 0, []
+        for double in list(self.doubles):
+            with double._lock:
+                log = list(double.query_log)
+                kills = list(double.kills)
+            sent_kills = []
+            for _, user, sql in log:
+                checked += 1
+                kill = CONFIRMED_KILL.match(sql)
+                if kill:
+                    sent_kills.append(int(kill.group(1)))
+                    if user not in ("admin", "radmin"):
+                        violations.append(f"KILL by the {user} user: {sql}")
+                    continue
+                if not (ALLOWED.match(sql) or SETUP.match(sql)):
+                    violations.append(f"not a read: {sql[:200]}")
+                if re.search(r"_reset\b", sql, re.IGNORECASE):
+                    violations.append(f"a *_reset table: {sql[:200]}")
+                if "stats_mysql_query_digest" in sql.lower():
+                    violations.append(f"the query digest: {sql[:200]}")
+            if sorted(sent_kills) != sorted(kills):
+                violations.append(f"KILL statements {sent_kills} but kills carried out {kills}")
+        return checked, violations
+
+
+_LINE = re.compile(r"^(?:\d{6}\s+\d{1,2}:\d{2}:\d{2}|\d{4}-\d{2}-\d{2}T[\d:.]+Z?)?\s+(\d+)\s+"
+                   r"(Connect|Query|Quit|Init DB|Field List|Prepare|Execute|Close stmt|Reset stmt|Ping|Change user"
+                   r"|Refresh|Shutdown|Kill|Statistics|Processlist|Debug|Set option|Long Data|Binlog Dump"
+                   r"|Register Slave|Daemon|Delayed insert|Error|Sleep|Time|Connect Out|Fetch|Daemon)\t?(.*)$")
+
+
+def parse_general_log(text: str) -> List[Tuple[int, str, str]]:
+    """(connection id, command, argument) of a MariaDB/MySQL general log; a statement on
+    several lines is joined.
+
+    >>> parse_general_log("231120 22:05:01\\t    3 Connect\\troot@localhost on  using Socket\\n"
+    ...                   "\\t\\t    3 Query\\tSELECT 1\\n\\t\\t    3 Query\\tSELECT\\n  2\\n")
+    [(3, 'Connect', 'root@localhost on  using Socket'), (3, 'Query', 'SELECT 1'), (3, 'Query', 'SELECT\\n  2')]
+    """
+    entries: List[Tuple[int, str, str]] = []
+    for line in text.split("\n"):
+        match = _LINE.match(line)
+        if match:
+            entries.append((int(match.group(1)), match.group(2), match.group(3)))
+        elif entries and line and not line.startswith(("Time ", "Tcp port:", "/")) and "started with:" not in line:
+            conn_id, command, argument = entries[-1]
+            entries[-1] = (conn_id, command, argument + "\n" + line)
+    return entries
+
+
+AUDIT = StatementAudit()
+
+
+def install_statement_audit() -> None:
+    """Called by tests/conftest.py before any test runs."""
+    AUDIT.install()
+
+
+def move_suite_checks_last(items) -> None:
+    """Called by tests/conftest.py: the suite-wide checks run after every other test."""
+    last = [item for item in items if item.name.startswith(SUITE_CHECK) and item.module.__name__.endswith("test_safety")]
+    for item in last:
+        items.remove(item)
+    items.extend(last)
+
+
+# ----- the suite-wide checks (run last) -----------------------------------------------------------
+
+def test_suite_proxysql_received_only_reads_and_confirmed_kills():
+    assert AUDIT.installed
+    checked, violations = AUDIT.proxysql_findings()
+    if not checked:
+        pytest.skip("no ProxySQL double ran in this selection of tests")
+    assert not violations, "\n".join(violations[:30])
+
+
+def test_suite_mariadb_received_only_reads_from_proxytop(mariadb):
+    assert AUDIT.installed and AUDIT.log_of(mariadb) is not None
+    checked, violations = AUDIT.mysql_findings()
+    if not checked:
+        pytest.skip("proxytop read no MariaDB in this selection of tests")
+    assert not violations, "\n".join(violations[:30])
+
+
+# ----- the audit itself works ----------------------------------------------------------------------
+
+def test_the_audit_sees_a_write_on_mariadb(mariadb):
+    """A statement of a connection that is not a helper's is checked: a write is caught."""
+    import pymysql
+
+    entry = AUDIT.log_of(mariadb)
+    assert entry is not None and os.path.exists(AUDIT.path(mariadb))
+    conn = pymysql.connect(host=mariadb.host, port=mariadb.port, user=mariadb.user, password=mariadb.password)
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT 1 /* safety-audit-probe */")
+            cursor.execute("DO 1 /* safety-audit-probe */")
+        probe = conn.thread_id()
+    finally:
+        conn.close()
+    deadline = time.monotonic() + 5
+    while True:
+        _, violations = AUDIT.read_server(entry)
+        mine = [v for v in violations if "safety-audit-probe" in v]
+        if mine or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert len(mine) == 1 and "DO 1" in mine[0] and f"connection {probe}" in mine[0]
+    entry.helpers.add((len(entry.runs) - 1, probe))  # the probe is the test's, not proxytop's
+
+
+def test_the_audit_sees_a_write_on_the_double(proxysql_double):
+    import pymysql
+
+    conn = pymysql.connect(host="127.0.0.1", port=proxysql_double.port, user="admin", password="admin")
+    try:
+        with conn.cursor() as cursor:
+            with pytest.raises(pymysql.err.MySQLError):
+                cursor.execute("KILL QUERY 5")
+    finally:
+        conn.close()
+    double = proxysql_double
+    _, violations = StatementAudit.proxysql_findings(type("One", (), {"doubles": [double]})())
+    assert any("KILL QUERY 5" in v for v in violations)
+    with double._lock:  # the probe is the test's: take it out of the suite's log
+        double.query_log[:] = [entry for entry in double.query_log if "KILL QUERY 5" not in entry[2]]
+
+
+# ----- passwords ---------------------------------------------------------------------------------
+
+ADMIN_SECRET = "Adm1n-s3cret-PW"
+WRONG_SECRET = "Wr0ng-s3cret-PW"
+MYSQL_SECRET = "My5ql-s3cret-PW"
+MONITOR_SECRET = "M0nitor-s3cret-PW"
+SECRETS = (ADMIN_SECRET, WRONG_SECRET, MYSQL_SECRET, MONITOR_SECRET)
+
+
+def leaked(text) -> List[str]:
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return [secret for secret in SECRETS if secret in text]
+
+
+def secret_double(recording) -> ProxySQLDouble:
+    """The double with an admin user whose password is ADMIN_SECRET, and MONITOR_SECRET as
+    ProxySQL's mysql-monitor_password."""
+    from tests import proxysql_double
+
+    double = ProxySQLDouble(recording=recording)
+
+    def monitor(columns, rows):
+        fixed = []
+        for row in rows:
+            row = list(row)
+            if row[0] == "mysql-monitor_password":
+                row[1] = MONITOR_SECRET
+            fixed.append(row)
+        return columns, fixed
+
+    double.transforms["global_variables"] = monitor
+    proxysql_double.USERS.setdefault("secretadmin", (ADMIN_SECRET, "admin"))
+    return double.start()
+
+
+def read_recording(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        data = handle.read()
+    out = b""
+    while data:  # concatenated gzip members, the last possibly unfinished
+        decompressor = zlib.decompressobj(31)
+        try:
+            out += decompressor.decompress(data)
+        except zlib.error:
+            break
+        data = decompressor.unused_data
+    return out
+
+
+def test_passwords_appear_nowhere(proxytop_term, recording, mariadb, tmp_path):
+    double = secret_double(recording)
+    record, log = str(tmp_path / "session.rec"), str(tmp_path / "debug.log")
+    try:
+        # 1. A wrong admin password: one line, no password.
+        term = proxytop_term("-P", str(double.port), "-u", "secretadmin", "-p", WRONG_SECRET, "--log-file", log)
+        screen = term.wait_for("access denied", timeout=15)
+        assert not leaked(screen)
+        term.send("q")
+        assert term.wait_exit(10) == 0
+        assert not leaked(term.output())
+
+        # 2. The right ones, from the environment and the command line, recorded and logged,
+        # with a MySQL server whose password is given and ProxySQL's monitor password read.
+        term = proxytop_term("-P", str(double.port), "-u", "secretadmin", "--record", record, "--log-file", log,
+                             "--mysql", f"{mariadb.host}:{mariadb.port}", "--mysql-user", "secretuser",
+                             "--mysql-password", MYSQL_SECRET, cols=160, rows=45,
+                             env={"PROXYTOP_ADMIN_PASSWORD": ADMIN_SECRET})
+        term.wait_for("127.0.0.1:3313", timeout=15)
+        screens = [term.text()]
+        for key in "1234567":
+            term.send(key, pause=0.8)
+            screens.append(term.text())
+            term.send(ENTER, pause=0.6)  # a detail where there is one
+            screens.append(term.text())
+            term.send(ESC, pause=0.4)
+        term.send("6", pause=0.3)
+        port = re.escape(str(mariadb.port))
+        screens.append(term.wait_for(rf"127\.0\.0\.1:{port}.*DOWN.*retrying in \d+s: ac", timeout=15))  # no such user
+        term.send(ENTER, pause=0.6)  # its detail: the whole error line
+        screens.append(term.text())
+        term.send(ESC, pause=0.4)
+        term.send("?", pause=0.5)
+        screens.append(term.text())
+        term.send(ESC, pause=0.4)
+        term.send("q")
+        assert term.wait_exit(10) == 0
+        for screen in screens:
+            assert not leaked(screen), screen
+        assert not leaked(term.output())
+        recorded = read_recording(record)
+        assert b"stats_mysql_connection_pool" in recorded or b"proxysql.connection_pool" in recorded
+        assert b"mysql-monitor_username" in recorded or b"innodb.discovery" in recorded
+        assert not leaked(recorded)
+        with open(log, "rb") as handle:
+            logged = handle.read()
+        assert b"connected to" in logged and b"access denied" in logged.lower()
+        assert not leaked(logged)
+
+        # 3. The replay of that recording, and batch output with a failing connection.
+        term = proxytop_term("--replay", record)
+        assert not leaked(term.wait_for("REPLAY", timeout=15))
+        term.send("q")
+        term.wait_exit(10)
+        result = subprocess.run(list(proxytop_command()) + ["--batch", "--count", "1", "-P", str(double.port),
+                                                             "-u", "secretadmin", "-p", WRONG_SECRET,
+                                                             "--connect-timeout", "1"],
+                                capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert result.returncode == 1 and "access denied" in result.stderr
+        assert not leaked(result.stdout + result.stderr)
+        assert "Traceback" not in result.stderr
+    finally:
+        double.stop()
+
+
+def test_error_lines_never_carry_the_password():
+    import pymysql
+
+    from proxytop import errors
+    from proxytop.collectors.innodb import describe_mysql_error
+
+    for exc in (pymysql.err.OperationalError(1045, f"Access denied for user 'x' (using password: {ADMIN_SECRET})"),
+                pymysql.err.OperationalError(2003, f"Can't connect ({ADMIN_SECRET})"),
+                ValueError(f"odd {ADMIN_SECRET} value"), TimeoutError(ADMIN_SECRET)):
+        line = errors.describe(exc, password=ADMIN_SECRET)
+        assert ADMIN_SECRET not in line and "\n" not in line and line
+        assert ADMIN_SECRET not in describe_mysql_error(exc, ADMIN_SECRET)
