@@ -17,7 +17,7 @@ import npyscreen
 
 from proxytop import view
 
-KEYPRESS_TIMEOUT = 1  # tenths of a second between idle wake-ups
+KEYPRESS_TIMEOUT = 2  # tenths of a second between idle wake-ups (redraws while no key is pressed)
 ESCAPE_DELAY_MS = 100  # how long after Esc a key still belongs to an escape sequence (ncurses: 1000)
 
 # style name -> (theme colour name, extra attributes)

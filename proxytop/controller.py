@@ -41,6 +41,8 @@ class Controller:
         self.total_rows = 0
         self.visible_keys: List[str] = []  # set by the renderer: the columns that fit
         self._rows_token = None
+        self._rows_held: tuple = ()
+        self._parked: Dict[str, tuple] = {}  # screen -> its rows when it was left
         self._activated: Tuple[str, ...] = ()
         self.detail_row: Optional[dict] = None  # the row a live detail panel follows
         # Extra keys of a mode (a replay): an object with ``title``, ``bindings`` and
@@ -69,8 +71,8 @@ class Controller:
         return self.tables[self.screen.key]
 
     def minimum_interval(self, screen: Screen) -> float:
-        minimums = [self.engine.collector(n).min_interval for n in screen.active_collectors()
-                    if self.engine.collector(n) is not None and not self.engine.collector(n).own_pace]
+        collectors = [self.engine.collector(n) for n in screen.active_collectors()]
+        minimums = [c.min_interval for c in collectors if c is not None and not c.own_pace]
         return max(minimums, default=0.5)
 
     def screen_uses_proxysql(self) -> bool:
@@ -88,14 +90,13 @@ class Controller:
         # A screen's minimum may have grown (e.g. a large fleet found at runtime).
         self.intervals[screen.key] = max(self.intervals[screen.key], self.minimum_interval(screen))
         interval = self.interval()
-        for name in names:
+        for name in names:  # (a fleet of 500 servers has 1,500: only changes are sent)
             collector = self.engine.collector(name)
             if collector is None:
                 continue
-            if collector.own_pace:
-                self.engine.set_interval(name, max(collector.default_interval, interval))
-            else:
-                self.engine.set_interval(name, interval)
+            wanted = max(collector.default_interval, interval) if collector.own_pace else interval
+            if self.engine.interval(name) != max(wanted, collector.min_interval):
+                self.engine.set_interval(name, wanted)
         if self.engine.collector(HEADER_COLLECTOR) is not None:
             self.engine.set_interval(HEADER_COLLECTOR, interval)
             names.append(HEADER_COLLECTOR)
@@ -113,10 +114,18 @@ class Controller:
         token = (screen.key, self.state, tuple(sorted(screen.options.items())),
                  tuple(id(self.engine.latest(n)) for n in names), screen.rows_token(self.view))
         if token != self._rows_token:
-            raw = screen.rows(self.view)
-            self.total_rows = len(raw)
-            self._rows = screen.arrange(raw, self.state)
+            parked = self._parked.pop(screen.key, None)
+            if parked is not None and parked[0] == token:
+                # Back on a screen whose data did not change while hidden (hidden screens
+                # don't poll): its rows as they were, at once (5,000 rules take a while).
+                _token, self.total_rows, self._rows, _held = parked
+            else:
+                raw = screen.rows(self.view)
+                self.total_rows = len(raw)
+                self._rows = screen.arrange(raw, self.state)
             self._rows_token = token
+            # the snapshots are held with the token, so that their ids can't be reused meanwhile
+            self._rows_held = tuple(self.engine.latest(n) for n in names)
             self._follow_cursor()
         return self._rows
 
@@ -216,6 +225,8 @@ class Controller:
 
     def switch(self, index: int) -> None:
         if index != self.index:
+            if self._rows_token is not None and self._rows_token[0] == self.screen.key:
+                self._parked[self.screen.key] = (self._rows_token, self.total_rows, self._rows, self._rows_held)
             self.index = index
             self.visible_keys = []
             self.mode = "table"

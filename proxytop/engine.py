@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 BACKOFF_STEPS = (1.0, 2.0, 4.0, 8.0, 10.0)
 RETRY_INTERVALS = 1.5  # a lost server is tried again after at most this many intervals
 ACTIVATION_DELAY = 0.1  # seconds between a screen's activation and its first readings
+STAGGER_PER_SOURCE = 0.005  # seconds between the first readings of sources activated together
+WAKE_AT_ONCE = 8  # more sources than this activated together are woken in turn, not at once
 
 
 def backoff_delay(failures: int) -> float:
@@ -143,12 +145,41 @@ class Engine:
         with self._lock:
             newly = names - self._active
             self._active = names
-            # A moment's head start for the UI, which draws the new screen first; with
-            # hundreds of sources all polling at once it would wait for the interpreter.
-            start = self._clock() + ACTIVATION_DELAY
-            for name in newly:
-                self._next_due[name] = start
-        self._wake_sources_of(newly)
+            plan = self._stagger(newly)
+        if len(plan) <= WAKE_AT_ONCE:
+            self._wake_sources_of(newly)
+        else:  # hundreds of workers woken at once would hold up the UI's first frame
+            threading.Thread(target=self._wake_in_turn, args=(plan,), name="wake-sources", daemon=True).start()
+
+    def _stagger(self, newly: frozenset) -> List[Tuple[float, str]]:
+        """When newly shown collectors read first (the lock is held): a moment after the UI's
+        first frame of the new screen, and with many sources starting at once, spread over up
+        to STAGGER_PER_SOURCE each (one interval at most), so hundreds of servers don't all
+        compete with the UI for the interpreter at the same instant. Returns (first reading
+        time, source) for each source concerned."""
+        if not newly:
+            return []
+        start = self._clock() + ACTIVATION_DELAY
+        sources = sorted({self._collectors[name].source for name in newly})
+        spread = 0.0
+        if len(sources) > 1:
+            spread = min(min(self._intervals[name] for name in newly), STAGGER_PER_SOURCE * len(sources))
+        offsets = {source: spread * i / len(sources) for i, source in enumerate(sources)}
+        for name in newly:
+            self._next_due[name] = start + offsets[self._collectors[name].source]
+        return [(start + offsets[source], source) for source in sources]
+
+    def _wake_in_turn(self, plan: List[Tuple[float, str]]) -> None:
+        """Wake each source's worker when its first reading is due, one after the other."""
+        for due, source in plan:
+            delay = due - self._clock()
+            if delay > 0:
+                time.sleep(delay)
+            if self._stopping:
+                return
+            event = self._wake.get(source)
+            if event is not None:
+                event.set()
 
     @property
     def active(self) -> frozenset:
@@ -271,6 +302,12 @@ class Engine:
                 wake.clear()
                 continue
             if not connected:
+                due = min(self._next_due[c.name] for c in collectors) - self._clock()
+                if due > 0.005 and not self._tasks[source_name]:
+                    # A staggered start: connect when the first reading is due.
+                    wake.wait(min(0.5, due))
+                    wake.clear()
+                    continue
                 self._set_state(source_name, connecting=True)
                 try:
                     handle = source.connect()

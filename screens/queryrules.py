@@ -95,6 +95,8 @@ def differences(runtime: Mapping, config: Mapping) -> List[Tuple[str, Any, Any]]
     >>> differences({"rule_id": "1", "cache_ttl": None}, {"rule_id": "1", "cache_ttl": "500"})
     [('cache_ttl', None, '500')]
     """
+    if runtime == config:  # the usual case, decided in one comparison (thousands of rules)
+        return []
     found = []
     for column in list(runtime) + [c for c in config if c not in runtime]:
         old, new = runtime.get(column), config.get(column)
