@@ -95,3 +95,8 @@ class Collector:
 
     def collect(self, handle: Any) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def shrink(self, data: Any) -> Any:
+        """A reading's data once it is older than the last two (the ones rates use): what a
+        long ``history`` keeps of it. Everything, unless a collector says less will do."""
+        return data

@@ -15,6 +15,7 @@ from typing import FrozenSet, Optional, Tuple
 import pymysql
 
 from proxytop import errors
+from proxytop.textrows import TextResult
 from proxytop.collectors.base import Source, Table
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,19 @@ class _Connection(pymysql.connections.Connection):
                 _Connection._shared_context = super()._create_ssl_ctx(sslp)
             return _Connection._shared_context
 
+    def _read_query_result(self, unbuffered=False):
+        # PyMySQL's own, with rows read by proxytop.textrows (one pass, str, shared values).
+        self._result = None
+        result = TextResult(self)
+        if unbuffered:
+            result.init_unbuffered_query()
+        else:
+            result.read()
+        self._result = result
+        if result.server_status is not None:
+            self.server_status = result.server_status
+        return result.affected_rows
+
 
 def open_mysql(endpoint: Endpoint, database: Optional[str] = None) -> pymysql.connections.Connection:
     """A PyMySQL connection with connect/read/write timeouts, returning raw bytes."""
@@ -100,9 +114,11 @@ def run_query(conn, sql: str) -> Table:
     with conn.cursor() as cursor:
         cursor.execute(sql)
         columns = tuple(_decode(d[0]) for d in (cursor.description or ()))
-        # Inline rather than a call per value: a processlist of 10,000 sessions is 160,000 values.
-        rows = tuple([tuple([v.decode("utf-8", "replace") if v.__class__ is bytes else v for v in row])
-                      for row in cursor.fetchall()])
+        if isinstance(conn, _Connection):  # rows already decoded by TextResult
+            rows = tuple(cursor.fetchall())
+        else:
+            rows = tuple([tuple([v.decode("utf-8", "replace") if v.__class__ is bytes else v for v in row])
+                          for row in cursor.fetchall()])
     return Table(columns, rows)
 
 

@@ -115,10 +115,13 @@ class Controller:
                  tuple(id(self.engine.latest(n)) for n in names), screen.rows_token(self.view))
         if token != self._rows_token:
             parked = self._parked.pop(screen.key, None)
-            if parked is not None and parked[0] == token:
-                # Back on a screen whose data did not change while hidden (hidden screens
-                # don't poll): its rows as they were, at once (5,000 rules take a while).
+            if parked is not None and parked[0][:3] == token[:3]:
+                # Back on a screen: its rows as they were when it was left, at once (5,000
+                # rules take a while). If a reading arrived since (just before the switch),
+                # the next frame recomputes them: the new screen shows first.
                 _token, self.total_rows, self._rows, _held = parked
+                if parked[0] != token:
+                    token = None
             else:
                 raw = screen.rows(self.view)
                 self.total_rows = len(raw)

@@ -7,6 +7,7 @@ the latest snapshots and the sources' states and never waits on I/O.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -400,7 +401,13 @@ class Engine:
             finished = self._clock()
             snapshot = Snapshot(collector=name, data=data, taken_at=finished, duration=finished - started)
             with self._lock:
-                self._history[name].append(snapshot)
+                history = self._history[name]
+                history.append(snapshot)
+                if len(history) > 2 and collector.history > 2:
+                    older = history[-3]
+                    kept = collector.shrink(older.data)
+                    if kept is not older.data:
+                        history[-3] = dataclasses.replace(older, data=kept)
                 self._errors.pop(name, None)
                 self._next_due[name] = started + self._intervals[name]
             if self._observers:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop import sparkline, units
-from proxytop.collectors.proxysql_stats import ConfigQueryRules, QueryRuleHits, RuntimeQueryRules
+from proxytop.collectors.proxysql_stats import ConfigQueryRules, QueryRuleHits, RuleHits, RuntimeQueryRules
 from proxytop.rates import rate, to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.table import Column, Row
@@ -43,6 +43,8 @@ def _yes(value: Any) -> Optional[str]:
 def hits_by_rule(snapshot) -> Dict[Any, Any]:
     if snapshot is None or snapshot.data is None:
         return {}
+    if isinstance(snapshot.data, RuleHits):  # an older reading, kept small for the sparkline
+        return {_key(rule_id): hits for rule_id, hits in snapshot.data.items()}
     return {_key(r.get("rule_id")): r.get("hits") for r in snapshot.data.dicts()}
 
 
@@ -181,14 +183,32 @@ def rule_rows(previous, current, runtime: Optional[Dict[Any, Mapping]],
 
 def hits_series(history: Sequence, rule_id: Any) -> List[Optional[float]]:
     """hits/s of one rule between consecutive readings (None across a reset or a gap)."""
+    counts = [_hits_of(snapshot, rule_id) for snapshot in history]
     series: List[Optional[float]] = []
-    for previous, current in zip(history, history[1:]):
-        before, now = hits_by_rule(previous), hits_by_rule(current)
-        if rule_id in before and rule_id in now:
-            series.append(rate(before[rule_id], now[rule_id], seconds_between(previous, current)))
-        else:
+    for n, (previous, current) in enumerate(zip(history, history[1:])):
+        before, now = counts[n], counts[n + 1]
+        if before is _ABSENT or now is _ABSENT:
             series.append(None)
+        else:
+            series.append(rate(before, now, seconds_between(previous, current)))
     return series
+
+
+_ABSENT = object()
+
+
+def _hits_of(snapshot, rule_id: Any) -> Any:
+    """One rule's hits in one reading (_ABSENT when the rule isn't in it)."""
+    data = snapshot.data if snapshot is not None else None
+    if data is None:
+        return _ABSENT
+    if isinstance(data, RuleHits):
+        return data.get(str(rule_id), _ABSENT)
+    id_at, hits_at = data.columns.index("rule_id"), data.columns.index("hits")
+    for row in data.rows:
+        if _key(row[id_at]) == rule_id:
+            return row[hits_at]
+    return _ABSENT
 
 
 def runtime_state(rule_id: Any, runtime: Optional[Dict[Any, Mapping]],

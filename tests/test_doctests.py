@@ -12,6 +12,8 @@ MODULES = [
     "proxytop.engine",
     "proxytop.connection",
     "proxytop.options",
+    "proxytop.textrows",
+    "proxytop.collectors.proxysql_stats",
 ]
 
 

@@ -166,3 +166,36 @@ def test_pause_stops_polling(proxysql_double):
         assert wait(lambda: len(proxysql_double.queries()) > count)
     finally:
         engine.stop()
+
+
+
+def test_long_histories_keep_older_readings_shrunk_and_the_sparkline_unchanged(proxysql_double):
+    from proxytop.collectors.base import Table
+    from proxytop.collectors.proxysql_stats import QueryRuleHits, RuleHits
+    from proxytop.screens.queryrules import hits_series
+
+    engine = Engine()
+    engine.add_source(ProxySQLSource(Endpoint(port=proxysql_double.port, timeout=1)))
+    engine.add_collector(QueryRuleHits())
+    whole = []  # every reading as it arrived, before the engine shrank it
+    engine.add_observer(lambda kind, value: whole.append(value) if kind == "snapshot" else None)
+    engine.set_active(["proxysql.query_rule_hits"])
+    engine.set_interval("proxysql.query_rule_hits", 0.5)
+    engine.start()
+    try:
+        assert wait(lambda: len(engine.history("proxysql.query_rule_hits")) >= 5, timeout=8)
+    finally:
+        engine.stop()
+    history = engine.history("proxysql.query_rule_hits")
+    assert [s.taken_at for s in history] == [s.taken_at for s in whole[-len(history):]]
+    whole = whole[-len(history):]
+    # rates use the last two: whole tables; older readings are kept as RuleHits
+    assert all(isinstance(s.data, Table) for s in history[-2:])
+    assert all(isinstance(s.data, RuleHits) for s in history[:-2])
+    assert history[0].data.position is history[1].data.position  # same rules: one shared index
+    id_at = whole[-1].data.columns.index("rule_id")
+    rule_ids = [int(row[id_at]) for row in whole[-1].data.rows]
+    assert rule_ids
+    for rule_id in rule_ids + [999999]:
+        assert hits_series(history, rule_id) == hits_series(whole, rule_id)
+    assert any(v for rule_id in rule_ids for v in hits_series(history, rule_id))  # not all gaps

@@ -1,0 +1,95 @@
+"""Rows of a text-protocol result read in one pass, as str, with short values shared.
+
+ProxySQL's admin interface sends every value as text. PyMySQL reads each value with three
+method calls and proxytop then decoded it again: at 10,000 processlist sessions (160,000
+values, every 2 s) that was most of a refresh. Here each row packet is walked once, and values
+of up to ``SHARED_UP_TO`` bytes ("0", "ONLINE", host names, user names, NULL-ish flags) come
+from one table of already decoded strings, so that thousands of rows and the readings kept
+for rates and sparklines hold one copy of each instead of one per cell.
+"""
+from __future__ import annotations
+
+from typing import Dict
+
+import pymysql.connections
+
+SHARED_UP_TO = 24  # bytes: longer values (queries, comments) are decoded each time
+SHARED_LIMIT = 50_000  # entries; the table starts again when full (a few MB at most)
+
+_shared: Dict[bytes, str] = {}  # dict get/set are atomic: every connection's thread shares it
+
+
+def text(raw: bytes) -> str:
+    """``raw`` decoded as UTF-8 (undecodable bytes replaced), shared when short.
+
+    >>> text(b"ONLINE") is text(bytes(b"ONLINE"))
+    True
+    >>> text(b"caf\\xc3\\xa9 \\xff")
+    'café \\ufffd'
+    """
+    if len(raw) > SHARED_UP_TO:
+        return raw.decode("utf-8", "replace")
+    value = _shared.get(raw)
+    if value is None:
+        value = raw.decode("utf-8", "replace")
+        if len(_shared) >= SHARED_LIMIT:
+            _shared.clear()
+        _shared[raw] = value
+    return value
+
+
+class TextResult(pymysql.connections.MySQLResult):
+    """PyMySQL's result with rows read by :func:`read_row`: str for text columns (what
+    proxytop decoded them to anyway), PyMySQL's converters for typed columns (MySQL's
+    INFORMATION_SCHEMA has integers)."""
+
+    def _read_row_from_packet(self, packet):
+        try:
+            data, position = packet._data, packet._position
+        except AttributeError:  # a PyMySQL whose packets differ: its own reader, then decode
+            return tuple(v.decode("utf-8", "replace") if v.__class__ is bytes else v
+                         for v in super()._read_row_from_packet(packet))
+        return read_row(data, position, self.converters)
+
+
+def read_row(data: bytes, position: int, converters) -> tuple:
+    """The values of one text-protocol row packet from ``position``: length-encoded strings,
+    0xFB for NULL. ``converters`` holds PyMySQL's (encoding, converter) per column; a row
+    that ends early (as PyMySQL allows) has fewer values.
+
+    >>> read_row(b"\\x01a\\xfb\\x0212", 0, [(None, None), (None, None), (None, int)])
+    ('a', None, 12)
+    """
+    end = len(data)
+    row = []
+    append = row.append
+    shared = _shared.get
+    for encoding, converter in converters:
+        if position >= end:
+            break
+        size = data[position]
+        position += 1
+        if size >= 251:
+            if size == 251:
+                append(None)
+                continue
+            width = 2 if size == 252 else 3 if size == 253 else 8
+            size = int.from_bytes(data[position:position + width], "little")
+            position += width
+        raw = data[position:position + size]
+        position += size
+        if converter is None and encoding is None:
+            if size <= SHARED_UP_TO:
+                value = shared(raw)
+                if value is None:
+                    value = text(raw)
+            else:
+                value = raw.decode("utf-8", "replace")
+        else:
+            value = raw.decode(encoding) if encoding is not None else raw
+            if converter is not None:
+                value = converter(value)
+            if value.__class__ is bytes:
+                value = text(value)
+        append(value)
+    return tuple(row)
