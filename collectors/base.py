@@ -81,7 +81,7 @@ class Collector:
 
     Subclasses set ``name``, ``source`` (a Source name), the intervals, and implement
     ``collect``. ``history`` is how many snapshots the engine keeps (2 are enough for rates;
-    more for sparklines).
+    more for sparklines; 1 for tables only ever shown as they are now).
     """
 
     name = "collector"

@@ -97,6 +97,7 @@ class RuntimeQueryRules(TableCollector):
     default_interval = 10.0
     min_interval = 5.0
     own_pace = True
+    history = 1  # no rates: the latest definitions are all the screen needs (5,000 rules: ~3 MB each)
 
 
 class ConfigQueryRules(TableCollector):
@@ -109,6 +110,7 @@ class ConfigQueryRules(TableCollector):
     default_interval = 10.0
     min_interval = 5.0
     own_pace = True
+    history = 1  # no rates: the latest definitions are all the screen needs (5,000 rules: ~3 MB each)
 
 
 class ProcessList(TableCollector):

@@ -93,7 +93,7 @@ class Engine:
                 return
             self._collectors[collector.name] = collector
             self._by_source.setdefault(collector.source, []).append(collector)
-            self._history[collector.name] = deque(maxlen=max(2, collector.history))
+            self._history[collector.name] = deque(maxlen=max(1, collector.history))
             self._intervals[collector.name] = max(collector.default_interval, collector.min_interval)
             self._next_due[collector.name] = 0.0
 

@@ -15,6 +15,14 @@ def to_number(value: Any) -> Optional[float]:
     >>> to_number("42"), to_number("1.5"), to_number(None), to_number("true")
     (42, 1.5, None, None)
     """
+    kind = value.__class__
+    if kind is str:  # the usual case first (called for every cell that is sorted or rated)
+        try:
+            return int(value)  # int() and float() skip surrounding whitespace themselves
+        except ValueError:
+            return _float(value)
+    if kind is int or kind is float:
+        return value
     if value is None:
         return None
     if isinstance(value, bool):
@@ -27,7 +35,10 @@ def to_number(value: Any) -> Optional[float]:
     try:
         return int(text)
     except ValueError:
-        pass
+        return _float(text)
+
+
+def _float(text: str) -> Optional[float]:
     try:
         number = float(text)
     except ValueError:

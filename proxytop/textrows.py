@@ -3,7 +3,7 @@
 ProxySQL's admin interface sends every value as text. PyMySQL reads each value with three
 method calls and proxytop then decoded it again: at 10,000 processlist sessions (160,000
 values, every 2 s) that was most of a refresh. Here each row packet is walked once, and values
-of up to ``SHARED_UP_TO`` bytes ("0", "ONLINE", host names, user names, NULL-ish flags) come
+of up to ``SHARED_UP_TO`` bytes ("0", "ONLINE", host names, user names, variable names) come
 from one table of already decoded strings, so that thousands of rows and the readings kept
 for rates and sparklines hold one copy of each instead of one per cell.
 """
@@ -14,7 +14,8 @@ from typing import Dict
 import pymysql.connections
 
 SHARED_UP_TO = 24  # bytes: longer values (queries, comments) are decoded each time
-SHARED_LIMIT = 50_000  # entries; the table starts again when full (a few MB at most)
+SHARED_NUMBERS_UP_TO = 4  # digits: 0-9999 (ids, flags, small gauges) are shared, counters not
+SHARED_LIMIT = 20_000  # entries; the table starts again when full (about 2 MB at most)
 
 _shared: Dict[bytes, str] = {}  # dict get/set are atomic: every connection's thread shares it
 
@@ -32,9 +33,11 @@ def text(raw: bytes) -> str:
     value = _shared.get(raw)
     if value is None:
         value = raw.decode("utf-8", "replace")
-        if len(_shared) >= SHARED_LIMIT:
-            _shared.clear()
-        _shared[raw] = value
+        # Counters change with every reading: sharing them would only churn the table.
+        if len(raw) <= SHARED_NUMBERS_UP_TO or not raw.isdigit():
+            if len(_shared) >= SHARED_LIMIT:
+                _shared.clear()
+            _shared[raw] = value
     return value
 
 

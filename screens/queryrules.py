@@ -40,12 +40,32 @@ def _yes(value: Any) -> Optional[str]:
     return "yes" if number else "no"
 
 
+_recent_hits: List[Tuple[Any, Dict[Any, Any]]] = []  # (snapshot, its hits): each is used twice
+
+
 def hits_by_rule(snapshot) -> Dict[Any, Any]:
+    """{rule_id: hits} of one reading (a reading is current, then previous: made once)."""
+    for seen, hits in _recent_hits:
+        if seen is snapshot:
+            return hits
+    hits = _hits_by_rule(snapshot)
+    _recent_hits[:] = _recent_hits[-2:] + [(snapshot, hits)]
+    return hits
+
+
+def _hits_by_rule(snapshot) -> Dict[Any, Any]:
     if snapshot is None or snapshot.data is None:
         return {}
     if isinstance(snapshot.data, RuleHits):  # an older reading, kept small for the sparkline
         return {_key(rule_id): hits for rule_id, hits in snapshot.data.items()}
-    return {_key(r.get("rule_id")): r.get("hits") for r in snapshot.data.dicts()}
+    table = snapshot.data
+    if not table.has("rule_id"):
+        return {}
+    id_at = table.columns.index("rule_id")
+    if not table.has("hits"):
+        return {_key(row[id_at]): None for row in table.rows}
+    hits_at = table.columns.index("hits")
+    return {_key(row[id_at]): row[hits_at] for row in table.rows}
 
 
 def definitions(snapshot) -> Optional[Dict[Any, Mapping]]:
@@ -53,7 +73,13 @@ def definitions(snapshot) -> Optional[Dict[Any, Mapping]]:
     or the stats user, who can't read the rule tables)."""
     if snapshot is None or snapshot.data is None:
         return None
-    return {_key(r.get("rule_id")): r for r in snapshot.data.dicts()}
+    # NULL columns left out (most of a rule's 35 are): thousands of rules are held as these,
+    # and .get() answers None for them just the same.
+    table = snapshot.data
+    if not table.has("rule_id"):
+        return {}
+    id_at = table.columns.index("rule_id")
+    return {_key(row[id_at]): {c: v for c, v in zip(table.columns, row) if v is not None} for row in table.rows}
 
 
 def match_text(rule: Mapping) -> str:
