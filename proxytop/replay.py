@@ -611,6 +611,7 @@ class ReplayControls:
 
     title = "replay"
     bindings: Sequence[Binding] = (
+        Binding(("p", " "), "pause", "pause / resume playback", "p pause"),
         Binding((",",), "step_back", "step back one reading (pauses)", ",/. step"),
         Binding((".",), "step_forward", "step forward one reading (pauses)"),
         Binding(("KEY_LEFT",), "back", f"{JUMP_SECONDS:g} seconds back", "\u2190\u2192 10s"),
@@ -638,6 +639,9 @@ class ReplayControls:
             self._say_position(controller, "paused at ")
         else:
             controller.say("start of the recording" if direction < 0 else "end of the recording")
+
+    def action_pause(self, controller) -> None:
+        controller.do_pause()  # the replay engine stands in for the polling engine
 
     def action_step_back(self, controller) -> None:
         self._step(controller, -1)

@@ -1,6 +1,6 @@
 """Measured speed of proxytop and its load on ProxySQL; prints one table per figure.
 
-    python3 -m tests.benchmark            # everything (about five minutes)
+    python3 -m tests.benchmark            # everything (about fifteen minutes on 2 cores)
     python3 -m tests.benchmark --only cpu,load --cycles 10
 
 What is measured, and how:
@@ -1047,18 +1047,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 WHY = {  # what the profiles showed where a target is missed at scale
     "CPU per refresh": (
-        "ProcList at 10,000 sessions: 'collect' is PyMySQL decoding 160,000 values (16 columns) in pure",
-        "  Python, every 2 s (ProcList's minimum: the processlist locks ProxySQL's workers); proxytop's own",
-        "  work after the query is the derive+render column.",
-        "InnoDB at 500 servers: about 0.8 ms per server per reading (SHOW GLOBAL STATUS, SHOW ENGINE INNODB",
-        "  STATUS, INNODB_METRICS decoded by PyMySQL); a fleet that large is read every 5 s (1 s up to 50",
-        "  servers, then servers/100 s), which keeps it near a tenth of a core and the keys answering.",
-        "QueryRules 'worst': the cycle that also reads both rule tables (5,000 rules x 40 columns, every 10 s).",
+        "ProcList at 10,000 sessions: 'collect' is reading 10,000 row packets and 160,000 values from the",
+        "  socket in pure Python (proxytop.textrows walks each packet once; PyMySQL's packet framing is the",
+        "  rest), every 2 s (ProcList's minimum: the processlist locks ProxySQL's workers): about 5% of a core.",
+        "InnoDB at 500 servers (beyond the issue's sizes: every backend of the 500-backend proxy watched):",
+        "  about 0.8 ms per server per reading (SHOW GLOBAL STATUS, SHOW ENGINE INNODB STATUS, INNODB_METRICS);",
+        "  a fleet that large is read every 5 s (1 s up to 50 servers, then servers/100 s): under a tenth of a core.",
     ),
     "memory": (
-        "QueryRules at 5,000 rules: the hits/s sparkline keeps 61 readings of every rule (about 1 MB each).",
-        "InnoDB at 500 servers: a connection, a thread and two readings per server.",
-        "ProcList at 10,000 sessions: two readings of 160,000 values, and a row per session.",
+        "InnoDB at 500 servers: a connection, a thread and the last readings per server (about 0.1 MB each);",
+        "  'all seven' includes it. A bounded pool of workers instead of a thread per server would be the fix.",
     ),
 }
 

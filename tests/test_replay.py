@@ -306,6 +306,13 @@ def test_the_tui_over_a_recording(proxytop_term, live_recording):
     term.send(ESC, pause=0.4)
     term.wait_until(lambda s: "Esc back" not in s, what="the detail view to close")
 
+    # help speaks of playback, not polling
+    term.send("?")
+    help_screen = term.wait_for("pause / resume playback")
+    assert "pause / resume polling" not in help_screen
+    term.send(ESC, pause=0.4)
+    term.wait_until(lambda s: "pause / resume playback" not in s, what="the help to close")
+
     # the one write proxytop makes is refused
     term.send("4")
     term.wait_for(r"Session")
