@@ -25,8 +25,8 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 import pymysql
 
 from proxytop import errors
-from proxytop.collectors.base import Collector, Source, Table
-from proxytop.connection import Endpoint, open_mysql, run_query
+from proxytop.collectors.base import Collector, Table
+from proxytop.connection import Endpoint, PyMySQLSource, open_mysql, run_query
 from proxytop.innodb import ALL_METRICS, EngineReading, Flavour, detect_flavour, metrics_from_rows, parse_status_text
 
 log = logging.getLogger(__name__)
@@ -118,7 +118,7 @@ class MySQLSession:
         self.reopens += 1
 
 
-class MySQLSource(Source):
+class MySQLSource(PyMySQLSource):
     """One MySQL / MariaDB server. ``endpoint`` may be replaced between connections (for
     instance when ProxySQL's monitor password changes); the next connect uses the new one."""
 
@@ -148,12 +148,6 @@ class MySQLSource(Source):
         self.session = session
         log.info("connected to %s as %s: %s", self.label, endpoint.user, session.version_text)
         return session
-
-    def close(self, handle: MySQLSession) -> None:
-        try:
-            handle.conn.close()
-        except Exception:
-            pass
 
     def is_connection_error(self, exc: BaseException) -> bool:
         if _code(exc) in ACCESS_DENIED:

@@ -194,7 +194,18 @@ def identify(session: AdminSession) -> None:
         session.tables = session.tables | frozenset(row[0] for row in stats.rows)
 
 
-class ProxySQLSource(Source):
+class PyMySQLSource(Source):
+    """A source whose handles keep their PyMySQL connection as ``conn`` (ProxySQL's admin
+    interface, the MySQL servers of the InnoDB screen)."""
+
+    def close(self, handle) -> None:
+        try:
+            handle.conn.close()
+        except Exception:
+            pass  # already gone: closing is best effort
+
+
+class ProxySQLSource(PyMySQLSource):
     """The ProxySQL admin connection all ProxySQL collectors share (queries are serialized
     inside ProxySQL anyway)."""
 
@@ -210,12 +221,6 @@ class ProxySQLSource(Source):
         self.session = session
         log.info("connected to %s as %s, version %s", self.endpoint.label, self.endpoint.user, session.version_text)
         return session
-
-    def close(self, handle: AdminSession) -> None:
-        try:
-            handle.conn.close()
-        except Exception:
-            pass
 
     def is_connection_error(self, exc: BaseException) -> bool:
         return errors.is_connection_error(exc)
