@@ -10,17 +10,15 @@ restored when proxytop leaves.
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
-import threading
 import time
-from contextlib import contextmanager
-from typing import Callable, Iterator, List
+from typing import Callable, List
 
 import pytest
 
 from tests.mariadb import running_server
 from tests.proxysql_double import ProxySQLDouble
+from tests.sockets import silent_server
 from tests.terminal import ENTER, ESC, proxytop_command
 
 TABS = "1:ConnPool 2:QueryRules 3:GloStat 4:ProcList 5:ComCount 6:InnoDB 7:IOstat"
@@ -142,35 +140,6 @@ def test_proxysql_and_mariadb_killed_and_restarted_twenty_times(proxytop_term, r
             leaves_cleanly(term)
         finally:
             double.stop()
-
-
-@contextmanager
-def silent_server() -> Iterator[int]:
-    """A port that accepts connections and never sends a byte."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    held: List[socket.socket] = []
-    stop = threading.Event()
-
-    def accept():
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(listener.accept()[0])
-            except (socket.timeout, OSError):
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield listener.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join(2)
-        for conn in held:
-            conn.close()
-        listener.close()
 
 
 def test_servers_that_accept_and_never_answer(proxytop_term, proxysql_double):

@@ -10,9 +10,7 @@ through the ProxySQL test double, and servers that are down or hang.
 """
 from __future__ import annotations
 
-import os
 import re
-import socket
 import threading
 import time
 from contextlib import contextmanager
@@ -27,6 +25,7 @@ from proxytop.collectors.innodb import InnoDBEngine, InnoDBStatus, MySQLSource
 from proxytop.connection import Endpoint
 from proxytop.innodb import ASYNC, SYNC, parse_status_text
 from tests.mariadb import MariaDBServer, free_port, running_server
+from tests.sockets import silent_server
 
 MiB = 1024 * 1024
 LOAD_OPTIONS = {
@@ -378,38 +377,9 @@ def test_explicit_credentials_win_over_the_monitor_user(mariadb, proxysql_double
 
 # ----- one server down or hanging never holds up the others ------------------------------------
 
-@contextmanager
-def silent_listener() -> Iterator[int]:
-    """Accepts TCP connections and never says a word (a hung server)."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    held = []
-    stop = threading.Event()
-
-    def accept():
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(listener.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield listener.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join(2)
-        for conn in held:
-            conn.close()
-        listener.close()
-
-
 def test_down_and_hung_servers_do_not_delay_the_others(mariadb, clean_home):
     refused = closed_port()
-    with silent_listener() as hung:
+    with silent_server() as hung:
         good = mariadb.address
         argv = ("-P", str(closed_port()), "--screen", "innodb", "--no-discover", "--connect-timeout", "2",
                 "--mysql", good, "--mysql", f"127.0.0.1:{refused}", "--mysql", f"127.0.0.1:{hung}",
