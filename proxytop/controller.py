@@ -90,13 +90,11 @@ class Controller:
         # A screen's minimum may have grown (e.g. a large fleet found at runtime).
         self.intervals[screen.key] = max(self.intervals[screen.key], self.minimum_interval(screen))
         interval = self.interval()
-        for name in names:  # (a fleet of 500 servers has 1,500: only changes are sent)
+        for name in names:
             collector = self.engine.collector(name)
             if collector is None:
                 continue
-            wanted = max(collector.default_interval, interval) if collector.own_pace else interval
-            if self.engine.interval(name) != max(wanted, collector.min_interval):
-                self.engine.set_interval(name, wanted)
+            self.engine.set_interval(name, max(collector.default_interval, interval) if collector.own_pace else interval)
         if self.engine.collector(HEADER_COLLECTOR) is not None:
             self.engine.set_interval(HEADER_COLLECTOR, interval)
             names.append(HEADER_COLLECTOR)

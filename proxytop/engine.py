@@ -192,6 +192,8 @@ class Engine:
         effective = max(float(seconds), collector.min_interval)
         with self._lock:
             old = self._intervals[name]
+            if effective == old:
+                return effective  # nothing to re-plan (a fleet of 500 servers sets 1,500 at once)
             self._intervals[name] = effective
             # Re-plan from the last reading so a shorter interval takes effect right away.
             last = self._history[name][-1].taken_at if self._history[name] else 0.0
