@@ -114,11 +114,7 @@ def run_query(conn, sql: str) -> Table:
     with conn.cursor() as cursor:
         cursor.execute(sql)
         columns = tuple(_decode(d[0]) for d in (cursor.description or ()))
-        if isinstance(conn, _Connection):  # rows already decoded by TextResult
-            rows = tuple(cursor.fetchall())
-        else:
-            rows = tuple([tuple([v.decode("utf-8", "replace") if v.__class__ is bytes else v for v in row])
-                          for row in cursor.fetchall()])
+        rows = tuple(cursor.fetchall())  # already str: open_mysql's connections read rows as TextResult
     return Table(columns, rows)
 
 
