@@ -11,7 +11,7 @@ the server's own figures are preferred whenever it exposes them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.rates import rate, to_number

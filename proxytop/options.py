@@ -10,7 +10,7 @@ import argparse
 import getpass
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
 import pymysql.optionfile
 

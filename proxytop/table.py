@@ -5,7 +5,7 @@ functions here are pure: rows in, rows (or text) out.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop import filters, units

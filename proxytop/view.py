@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
-from proxytop import __version__, keys, table, units
-from proxytop.rates import rate, to_number
+from proxytop import keys, table, units
+from proxytop.rates import rate
 from proxytop.screens.base import seconds_between
 
 Segment = Tuple[str, Optional[str]]

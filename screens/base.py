@@ -7,7 +7,7 @@ filters and lays out — for the curses screen and the non-interactive output al
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from proxytop.collectors.base import Collector, Snapshot, Source

@@ -23,7 +23,7 @@ import argparse
 import getpass
 import os
 from dataclasses import dataclass, replace
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 import pymysql.optionfile
 

@@ -15,7 +15,7 @@ import json
 import textwrap
 from collections import Counter
 from operator import itemgetter
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop import units
 from proxytop.collectors.proxysql_stats import ProcessList

@@ -640,8 +640,6 @@ def percentile(values: Sequence[float], fraction: float) -> float:
 
 def bench_terminal_at_scale(fleet: Optional[MySQLFleet], rounds: int) -> Tuple[Dict[str, List[float]], RSSSampler, List[str]]:
     """Sort, filter and tab-switch latencies of the real program at scale, and its memory."""
-    from tests.terminal import Terminal
-
     latencies: Dict[str, List[float]] = {"sort": [], "filter": [], "tab switch": [], "tab from InnoDB": []}
     notes: List[str] = []
     state = tempfile.mkdtemp(prefix="proxytop-bench-state-")
@@ -962,8 +960,8 @@ def print_load(results: List[dict], window: float, out) -> bool:
         if r["other"]:
             print(f"{'':<11}read for another screen: {', '.join(r['other'])}", file=out)
     if results:
-        print(f"  hidden = tables of screens not shown; connection set-up (once per connection, not counted): "
-              f"select @@version_comment, select @@version, SHOW TABLES, SHOW TABLES FROM stats", file=out)
+        print("  hidden = tables of screens not shown; connection set-up (once per connection, not counted): "
+              "select @@version_comment, select @@version, SHOW TABLES, SHOW TABLES FROM stats", file=out)
     return ok_all
 
 

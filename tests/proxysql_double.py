@@ -365,8 +365,7 @@ class ProxySQLDouble:
         io.seq = 0
         io.write(greeting)
         response = io.read()
-        client_flags = struct.unpack("<I", response[:4])[0]
-        pos = 32
+        pos = 32  # after the client flags, packet size, charset and filler
         end = response.index(b"\x00", pos)
         user = response[pos:end].decode("utf-8", "replace")
         pos = end + 1

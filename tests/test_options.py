@@ -1,5 +1,3 @@
-import argparse
-
 import pytest
 
 from proxytop import options

@@ -16,7 +16,6 @@ the batch output and the error lines.
 """
 from __future__ import annotations
 
-import gzip
 import os
 import re
 import subprocess
@@ -24,7 +23,7 @@ import threading
 import time
 import zlib
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from typing import List, Optional, Set, Tuple
 
 import pytest
 
