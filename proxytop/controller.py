@@ -197,7 +197,7 @@ class Controller:
             return False
         handler = getattr(self, "do_" + binding.action)
         if binding.action == "goto_screen":
-            handler(int(name) - 1)
+            handler((int(name) - 1) % 10)  # "0" is the tenth screen
         else:
             handler()
         return True

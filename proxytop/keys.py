@@ -64,7 +64,7 @@ GLOBAL_BINDINGS: Sequence[Binding] = (
     Binding(("?", "h"), "help", "this help (generated from the key table)", "? help"),
     Binding(("TAB",), "next_screen", "next screen"),
     Binding(("KEY_BTAB",), "previous_screen", "previous screen"),
-    Binding(("1", "2", "3", "4", "5", "6", "7"), "goto_screen", "go to screen N", "1-7 screens"),
+    Binding(tuple("1234567890"), "goto_screen", "go to screen N (0 is the tenth)", "0-9 screens"),
     Binding(("s",), "sort_next", "sort by the next column", "s sort"),
     Binding(("r",), "sort_reverse", "reverse the sort order", "r rev"),
     Binding((">",), "sort_next", "move the sort column right"),

@@ -16,10 +16,11 @@ import pymysql.optionfile
 
 from proxytop import __version__
 from proxytop.connection import DEFAULT_TIMEOUT, Endpoint
+from proxytop.screens import SCREENS
 
 PROMPT = object()  # -p given without a value
 DEFAULTS_GROUPS = ("proxysqladmin", "proxytop")
-SCREEN_NAMES = ("connpool", "queryrules", "glostat", "proclist", "comcount", "innodb", "iostat")
+SCREEN_NAMES = tuple(key for key, _title in SCREENS)
 INTERVAL_LADDER = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 
 

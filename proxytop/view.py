@@ -95,7 +95,7 @@ def tab_line(ctl, width: int) -> Line:
     line: Line = []
     for i, screen in enumerate(ctl.screens):
         style = "tab_active" if i == ctl.index else ("tab" if screen.built else "tab_dim")
-        line.append((f"{i + 1}:{screen.title}", style))
+        line.append((f"{(i + 1) % 10}:{screen.title}", style))
         line.append((" ", None))
     return fit(line, width)
 

@@ -1,4 +1,4 @@
-"""The screens, in tab order (keys 1-7).
+"""The screens, in tab order (keys 1-9, then 0 for the tenth).
 
 Each screen lives in screens/<key>.py and defines ``SCREEN`` (its class) and, optionally,
 ``add_arguments(parser)`` for options of its own.
@@ -19,7 +19,15 @@ SCREENS = (
     ("comcount", "ComCount"),
     ("innodb", "InnoDB"),
     ("iostat", "IOstat"),
+    ("queries", "Queries"),
+    ("errors", "Errors"),
+    ("cluster", "Cluster"),
 )
+
+
+def screen_key(index: int) -> str:
+    """The number key of the screen at ``index`` (0-based): 1-9, then 0 for the tenth."""
+    return str((index + 1) % 10)
 
 
 def _module(key: str) -> Optional[ModuleType]:

@@ -32,7 +32,19 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-RECORDING = os.path.join(os.path.dirname(__file__), "data", "proxysql-2.7.2.jsonl.gz")
+DATA = os.path.join(os.path.dirname(__file__), "data")
+RECORDING = os.path.join(DATA, "proxysql-2.7.2.jsonl.gz")
+# The recordings the double can serve (each described in ../shared/proxysql/README*.md):
+#  "2.7"     one ProxySQL 2.7.2 under sysbench load, a reader shunned for a minute;
+#  "cluster" three 2.7.2 nodes (127.0.0.1:6042/6052/6062) over MariaDB replication: lag,
+#            monitor logs, errors, refused logins, 109 digests, query-rule drift on node 3;
+#  "3.0"     ProxySQL 3.0.1 with a MariaDB and a PostgreSQL backend (every stats_pgsql_* table).
+RECORDINGS = {
+    "2.7": RECORDING,
+    "cluster": os.path.join(DATA, "proxysql-2.7.2-cluster.jsonl.gz"),
+    "3.0": os.path.join(DATA, "proxysql-3.0.1.jsonl.gz"),
+}
+CLUSTER_NODES = ("127.0.0.1:6042", "127.0.0.1:6052", "127.0.0.1:6062")
 
 # capability flags we announce (no SSL, no CONNECT_ATTRS, no DEPRECATE_EOF: classic EOF packets)
 CAPABILITIES = (1 | 2 | 4 | 8 | 0x200 | 0x2000 | 0x8000 | 0x10000 | 0x20000 | 0x80000)
@@ -67,14 +79,27 @@ class Recording:
     fixed: Dict[Tuple[str, str], dict] = field(default_factory=dict)
     series: Dict[str, List[Tuple[List[str], Rows]]] = field(default_factory=dict)
     create: Dict[str, str] = field(default_factory=dict)  # table -> CREATE TABLE from SHOW CREATE TABLE
+    node: Optional[str] = None  # the node kept from a cluster recording
 
     @classmethod
-    def load(cls, path: str = RECORDING) -> "Recording":
+    def load(cls, path: str = RECORDING, node: Optional[str] = None) -> "Recording":
+        """Read a recording. ``path`` is a file or a key of RECORDINGS; ``node`` ("host:port")
+        keeps one node's answers of a cluster recording (default: the first node recorded)."""
+        path = RECORDINGS.get(path, path)
         rec = cls()
-        select_all = re.compile(r"^select \* from ([a-z_.]+)( order by .*)?$")
+        first_node = None
+        # "select * from <t>" (optionally "order by ...") is a reading of <t>; the monitor logs
+        # are also read incrementally ("where time_start_us > N order by time_start_us").
+        select_all = re.compile(r"^select \* from ([a-z_.]+)( where time_start_us > \d+)?( order by .*)?$")
         with gzip.open(path, "rt", encoding="utf-8") as handle:
             for line in handle:
                 entry = json.loads(line)
+                entry_node = entry.get("node")
+                if entry_node is not None:
+                    first_node = first_node or entry_node
+                    node = node or entry_node
+                    if entry_node != node:
+                        continue
                 sql, user = entry["sql"], entry["user"]
                 rec.fixed.setdefault((user, sql), entry)
                 if sql.startswith("SHOW CREATE TABLE") and entry.get("rows"):
@@ -84,7 +109,56 @@ class Recording:
                 if match and user == "admin" and "rows" in entry:
                     name = match.group(1).split(".")[-1]
                     rec.series.setdefault(name, []).append((entry["columns"], entry["rows"]))
+        rec.node = node
+        if first_node is not None and node != first_node:
+            # Nodes 2 and 3 of the cluster recording were asked only for their own stats and
+            # cluster tables; their configuration is node 1's (README-cluster.md), apart from
+            # what they answered themselves (node 3's drifted query rules).
+            for key, entry in cls.load(path, node=first_node).fixed.items():
+                rec.fixed.setdefault(key, entry)
+        for name in [t for t in rec.series if is_monitor_log(t)]:
+            rec.series[name] = _accumulated(rec.series[name])
         return rec
+
+    def version(self) -> str:
+        return self.fixed[("admin", "select @@version")]["rows"][0][0]
+
+    def admin_tables(self) -> List[str]:
+        """Configuration and runtime tables recorded with a plain ``select * from <t>``."""
+        names = []
+        for user, sql in self.fixed:
+            match = re.match(r"^select \* from ([a-z_]+)$", sql)
+            if user == "admin" and match and not match.group(1).startswith("stats_") \
+                    and "rows" in self.fixed[(user, sql)]:
+                names.append(match.group(1))
+        return names
+
+
+def is_monitor_log(table: str) -> bool:
+    """monitor.mysql_server_*_log and monitor.pgsql_server_*_log: tables that only grow."""
+    return (table.startswith("mysql_server_") or table.startswith("pgsql_server_")) and table.endswith("_log")
+
+
+def _accumulated(frames):
+    """A monitor log as ProxySQL holds it: each frame has every row recorded up to then
+    (deduplicated, oldest first), so that an incremental ``WHERE time_start_us > N`` works."""
+    out, seen, rows_so_far = [], set(), []
+    for columns, rows in frames:
+        try:
+            start = columns.index("time_start_us")
+        except ValueError:
+            start = None
+        fresh = []
+        for row in rows:
+            key = tuple(row)
+            if key not in seen:
+                seen.add(key)
+                fresh.append(row)
+        if start is not None:
+            fresh.sort(key=lambda r: int(r[start] or 0))
+        rows_so_far = rows_so_far + fresh
+        out.append((columns, rows_so_far))
+    return out
 
 
 def _sqlite_value(value):
@@ -397,6 +471,10 @@ class ProxySQLDouble:
         io.write(eof_packet())
 
 
+# Tables whose *_reset twin exists (reading the twin zeroes the counters for everybody).
+RESET_TWINS = ("stats_mysql_connection_pool", "stats_mysql_query_digest", "stats_mysql_errors",
+               "stats_pgsql_connection_pool", "stats_pgsql_query_digest", "stats_pgsql_errors")
+
 _KILL = re.compile(r"^\s*kill\s+(connection\s+)?(\d+)\s*;?\s*$", re.IGNORECASE)
 
 
@@ -423,16 +501,16 @@ class Session:
         self.kind = USERS[user][1]
         self.db = sqlite3.connect(":memory:", check_same_thread=False)
         rec = double.recording
-        self.series_tables = [t for t in rec.series if t.startswith("stats_") or t.startswith("mysql_server_")]
+        self.series_tables = [t for t in rec.series if t.startswith("stats_") or is_monitor_log(t)]
         if self.kind == "admin":
             self.db.execute("ATTACH ':memory:' AS stats")
             self.db.execute("ATTACH ':memory:' AS monitor")
-            for table in ("mysql_servers", "runtime_mysql_servers", "mysql_query_rules",
-                          "runtime_mysql_query_rules", "mysql_users", "global_variables"):
+            # Configuration and runtime tables: as first recorded (runtime_* is not replayed).
+            for table in sorted(set(rec.admin_tables()) | set(t for t in rec.series if t.startswith("runtime_"))):
                 columns, rows = double.first_frame(table)
                 self._create(table, columns, rows, ddl=None)
         for table in self.series_tables:
-            if table.startswith("mysql_server_"):
+            if is_monitor_log(table):
                 if self.kind != "admin":
                     continue
                 schema = "monitor."
@@ -440,7 +518,7 @@ class Session:
                 schema = "stats." if self.kind == "admin" else ""
             columns, _ = double.first_frame(table)
             self._create(schema + table, columns, [], ddl=None)
-            if table in ("stats_mysql_connection_pool", "stats_mysql_query_digest", "stats_mysql_errors"):
+            if table in RESET_TWINS:
                 self._create(schema + table + "_reset", columns, [], ddl=None)
 
     def _create(self, table: str, columns: Sequence[str], rows: Rows, ddl: Optional[str]) -> None:
@@ -461,9 +539,9 @@ class Session:
             named = table.lower() in sql.lower() if "processlist" in table else table in sql
             if not named:
                 continue
-            if table.startswith("mysql_server_") and self.kind != "admin":
+            if is_monitor_log(table) and self.kind != "admin":
                 continue
-            schema = "monitor." if table.startswith("mysql_server_") else ("stats." if self.kind == "admin" else "")
+            schema = "monitor." if is_monitor_log(table) else ("stats." if self.kind == "admin" else "")
             columns, rows = self.double.next_frame(table)
             self.db.execute(f"DROP TABLE IF EXISTS {schema}{table}")
             quoted = ", ".join(f'"{c}"' for c in columns)
@@ -474,7 +552,7 @@ class Session:
 
     def _vacuum(self) -> None:
         for table in self.series_tables:
-            if table.startswith("mysql_server_"):
+            if is_monitor_log(table):
                 continue
             schema = "stats." if self.kind == "admin" else ""
             self.db.execute(f"DELETE FROM {schema}{table}")
@@ -494,8 +572,7 @@ class Session:
         if lowered.startswith("kill"):
             raise AdminError(1045, 'ProxySQL Admin Error: near "KILL": syntax error')
         if lowered in ("select @@version", "select version()"):
-            version = "1.4.16-1-g6c9ae2b" if self.double.version == "1.4" else \
-                rec.fixed[("admin", "select @@version")]["rows"][0][0]
+            version = "1.4.16-1-g6c9ae2b" if self.double.version == "1.4" else rec.version()
             return ([sql.split(None, 1)[1]], [[version]])
         if lowered.startswith("select @@version_comment"):
             return (["@@version_comment"], [["(ProxySQL Admin Module)"]])
@@ -537,9 +614,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="ProxySQL admin test double")
     parser.add_argument("--port", type=int, default=6032)
     parser.add_argument("--start-frame", type=int, default=20)
-    parser.add_argument("--version", choices=("2.7", "1.4"), default="2.7")
+    parser.add_argument("--version", choices=("2.7", "1.4"), default="2.7",
+                        help="1.4: serve ProxySQL 1.4's column set")
+    parser.add_argument("--recording", choices=sorted(RECORDINGS), default="2.7")
+    parser.add_argument("--node", help="with --recording cluster: the node to serve (host:port)")
     args = parser.parse_args()
-    double = ProxySQLDouble(port=args.port, start_frame=args.start_frame, version=args.version).start()
+    recording = Recording.load(args.recording, node=args.node)
+    double = ProxySQLDouble(port=args.port, start_frame=args.start_frame, version=args.version,
+                            recording=recording).start()
     print(f"ProxySQL admin test double on 127.0.0.1:{double.port} (admin/admin, stats/stats)", flush=True)
     try:
         while True:
