@@ -15,6 +15,7 @@ from proxytop.collectors.proxysql_stats import CommandCounters
 from proxytop.keys import Binding
 from proxytop.rates import rate, to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
+from proxytop.screens.sided import SidedScreen
 from proxytop.table import Column, Row
 
 PERCENTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
@@ -171,7 +172,7 @@ def _latency_column(key: str, title: str, fraction: str, priority: int) -> Colum
                        f"holding it (buckets are not interpolated)")
 
 
-class ComCountScreen(Screen):
+class ComCountScreen(SidedScreen, Screen):
     key = "comcount"
     title = "ComCount"
     default_sort = ("rate", True)
@@ -197,11 +198,11 @@ class ComCountScreen(Screen):
         return [CommandCounters()]
 
     def rows(self, view: DataView) -> List[Row]:
-        previous, current = view.pair(CommandCounters.name)
+        previous, current = view.pair(self.on_side(CommandCounters.name))
         return command_rows(previous, current, bool(self.options.get("unused")))
 
     def notes(self, view: DataView):
-        previous, current = view.pair(CommandCounters.name)
+        previous, current = view.pair(self.on_side(CommandCounters.name))
         if current is None or current.data is None:
             return []
         # Drawn ten times a second; computed once per reading (the snapshots themselves are
@@ -226,10 +227,13 @@ class ComCountScreen(Screen):
         notes = [tuple(line)]
         if unused and not self.options.get("unused"):
             notes.append(((f"{unused} commands never executed are hidden (i shows them)", "dim"),))
+        if self.side.key == "pgsql" and any(r.get("command") == "UNKNOWN" and r.get("total") for r in rows):
+            notes.append((("UNKNOWN: ProxySQL 3.0 counts BEGIN and END (and other commands it does not "
+                           "classify) as UNKNOWN", "dim"),))
         return notes
 
     def detail(self, row: Row, view: DataView) -> Optional[Detail]:
-        previous, current = view.pair(CommandCounters.name)
+        previous, current = view.pair(self.on_side(CommandCounters.name))
         return command_detail(row, seconds_between(previous, current))
 
     def action_toggle_unused(self, controller) -> None:
