@@ -58,7 +58,7 @@ class Side:
         """
         if self is MYSQL:
             return text
-        return _MYSQL_WORD.sub(lambda m: m.group(1) + "pgsql" + m.group(2), text)
+        return _MYSQL_WORD.sub(lambda m: (m.group(1) or "") + "pgsql" + m.group(2), text)
 
 
 # stats_mysql_X, runtime_mysql_X, mysql_X: a table of the MySQL side (not mysql-* variables).
