@@ -214,7 +214,9 @@ class ComCountScreen(SidedScreen, Screen):
         return self._notes_of[3]
 
     def _summary(self, previous, current):
-        rows = command_rows(previous, current, True)
+        # Commands never executed add nothing to the sums: only counted (ProxySQL 3.0's
+        # PostgreSQL side lists 149 commands, most of them never run).
+        rows = command_rows(previous, current, False)
         seconds = seconds_between(previous, current)
         every = combined(rows, "_delta")
         total_rate = sum(r["rate"] for r in rows if r.get("rate") is not None) if previous else None
@@ -223,7 +225,8 @@ class ComCountScreen(SidedScreen, Screen):
         if every is not None and sum(every):
             line += [("  latency over the last ", "label"), (units.duration(seconds) + " " if seconds else "", "label"),
                      (percentile_text(every), "header")]
-        unused = len([r for r in rows if not r.get("total")])
+        total_at = current.data.columns.index("Total_cnt") if current.data.has("Total_cnt") else None
+        unused = 0 if total_at is None else sum(1 for r in current.data.rows if not to_number(r[total_at]))
         notes = [tuple(line)]
         if unused and not self.options.get("unused"):
             notes.append(((f"{unused} commands never executed are hidden (i shows them)", "dim"),))

@@ -407,7 +407,10 @@ class ProcListScreen(SidedScreen, Screen):
         if idle and not self.options.get("idle"):
             lines.append(((f"{idle} idle sessions hidden (i shows them)", "dim"),))
         session = getattr(view.source("proxysql"), "session", None)
-        if session is not None and not session.is_admin:
+        if self.side.key == "pgsql":
+            lines.append((("Killing (k) is not available here: ProxySQL's KILL CONNECTION only reaches MySQL sessions.",
+                           "dim"),))
+        elif session is not None and not session.is_admin:
             lines.append((("Killing a session (k) needs an admin user.", "dim"),))
         return lines
 
