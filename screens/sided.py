@@ -10,6 +10,8 @@ only the current side's poll. What differs is declared, not coded twice:
   unchanged.
 - ``pgsql_columns``: extra columns only the PostgreSQL side has, shown when a reading
   has them.
+- raw columns named differently (``database`` for ``schemaname``, ``sqlstate`` for
+  ``errno``): ``proxytop.sides.column(side, "schemaname")`` / ``pick(row, side, ...)``.
 - messages: notes, drill-downs and status lines name MySQL-side tables and settings
   (``runtime_mysql_servers``, ``mysql-max_connections``); on the PostgreSQL side they are
   said of its own (``runtime_pgsql_servers``) without each screen repeating them.
@@ -25,7 +27,7 @@ from proxytop.collectors.base import Collector
 from proxytop.collectors.proxysql import GlobalStatus
 from proxytop.collectors.sides import for_side, twin_name
 from proxytop.screens.base import Detail
-from proxytop.sides import MYSQL, PGSQL, SIDES, Side, pgsql_problem, side_of
+from proxytop.sides import MYSQL, PGSQL, Side, pgsql_problem, side_of
 from proxytop.table import Column
 
 HEADER = GlobalStatus.name
@@ -63,9 +65,6 @@ class SidedScreen:
     sided = True
     pgsql_titles: Mapping[str, Tuple[str, str]] = {}
     pgsql_columns: Sequence[Column] = ()
-    # A message for ``m`` when this screen's PostgreSQL side is not there yet (Queries, Errors
-    # before their pgsql side); None: the screen has one.
-    pgsql_unavailable: Optional[str] = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -91,8 +90,6 @@ class SidedScreen:
 
     def set_side(self, side: Side) -> None:
         """Show ``side`` from now on (the controller re-activates the collectors)."""
-        if self.pgsql_unavailable and side is PGSQL:
-            side = MYSQL
         self.options["side"] = side.key  # part of the rows' token: rows are made again
         if not self._columns_property:
             self.columns = self.columns_for(side)
@@ -178,10 +175,6 @@ def switch_side(controller) -> None:
         if problem:
             controller.say(problem, "error")
             return
-        screen = controller.screen
-        if getattr(screen, "pgsql_unavailable", None):
-            controller.say(screen.pgsql_unavailable, "error")
-            return
     set_all(controller.screens, target)
     controller.activate()
     if target is PGSQL:
@@ -194,7 +187,3 @@ def set_all(screens, side: Side) -> None:
     for screen in screens:
         if getattr(screen, "sided", False):
             screen.set_side(side)
-
-
-def side_names() -> Tuple[str, ...]:
-    return tuple(SIDES)

@@ -9,7 +9,6 @@ import gzip
 import importlib
 import json
 import os
-import re
 import subprocess
 from types import SimpleNamespace
 from typing import Dict, List
@@ -297,6 +296,21 @@ def test_recording_and_replay_carry_the_side(double3, tmp_path):
     mysql = run("--replay", path, "--batch", "--count", "1", "--screen", "connpool", "--format", "json",
                 "--side", "mysql")
     assert json_reports(mysql.stdout)["connpool"]["side"] == "mysql"
+    # m in a replay: the recorded session says this ProxySQL has a PostgreSQL side
+    from proxytop import options
+    from proxytop.cli import build
+    from proxytop.replay import ReplayEngine, replay_config
+
+    engine = ReplayEngine.open(path)
+    engine.seek(engine.index.end)
+    config = replay_config(engine.index, options.parse([], {}), options.build_parser().parse_args([]))
+    engine, controller = build(config, engine)
+    assert controller.screen.side.key == "pgsql"
+    controller.handle_key("m")
+    assert controller.screen.side.key == "mysql" and "proxysql.connection_pool" in engine.active
+    controller.handle_key("m")
+    assert controller.screen.side.key == "pgsql" and "proxysql.pgsql.connection_pool" in engine.active
+    assert {r["server"] for r in controller.rows()} == {"127.0.0.1:5442"}
 
 
 # ----- the live view ---------------------------------------------------------------------------
