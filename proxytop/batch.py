@@ -165,8 +165,8 @@ class Block:
     def status_text(self) -> str:
         state = self.state
         title = next((c.title for c in self.screen.columns if c.key == state.sort_key), state.sort_key)
-        parts = [self.screen.title + (" (PgSQL)" if getattr(self.screen, "sided", False) and self.screen.side.key == "pgsql" else ""),
-                 f"sort {title} {'desc' if state.descending else 'asc'}"]
+        pgsql = getattr(self.screen, "sided", False) and self.screen.side.key == "pgsql"
+        parts = [self.screen.title + (" (PgSQL)" if pgsql else ""), f"sort {title} {'desc' if state.descending else 'asc'}"]
         if not state.filter.empty:
             parts.append(f"filter {state.filter.text}  {len(self.data_rows)}/{self.total} rows")
         else:
