@@ -30,12 +30,13 @@ class GlobalStatus(Collector):
     """stats_mysql_global as {Variable_Name: Variable_Value}: cheap, feeds the header too."""
 
     name = "proxysql.global"
+    table = "stats_mysql_global"
     source = PROXYSQL
     default_interval = 1.0
     min_interval = 0.5
 
     def collect(self, session) -> Dict[str, str]:
-        table = session.query("select * from stats_mysql_global")
+        table = session.query(f"select * from {self.table}")
         name_at = table.columns.index("Variable_Name")
         value_at = table.columns.index("Variable_Value")
         return {row[name_at]: row[value_at] for row in table.rows}

@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, IO, List, Optional, Sequence, Tuple
 
 from proxytop import filters, table, view
 from proxytop.screens.base import Screen
+from proxytop.screens.sided import header_collector
 from proxytop.table import Column, Row, TableState
 
 FORMATS = ("table", "json", "csv")
@@ -164,7 +165,8 @@ class Block:
     def status_text(self) -> str:
         state = self.state
         title = next((c.title for c in self.screen.columns if c.key == state.sort_key), state.sort_key)
-        parts = [self.screen.title, f"sort {title} {'desc' if state.descending else 'asc'}"]
+        pgsql = getattr(self.screen, "sided", False) and self.screen.side.key == "pgsql"
+        parts = [self.screen.title + (" (PgSQL)" if pgsql else ""), f"sort {title} {'desc' if state.descending else 'asc'}"]
         if not state.filter.empty:
             parts.append(f"filter {state.filter.text}  {len(self.data_rows)}/{self.total} rows")
         else:
@@ -293,6 +295,7 @@ class JsonOutput:
                 "timestamp": round(when, 3),
                 "screen": block.screen.key,
                 "title": block.screen.title,
+                "side": block.screen.side.key if getattr(block.screen, "sided", False) else None,
                 "sort": block.state.sort_key,
                 "descending": block.state.descending,
                 "filter": block.state.filter.text or None,
@@ -385,9 +388,10 @@ class BatchRun:
         names: List[str] = []
         for screen in self.screens:
             names += [n for n in screen.active_collectors() if n not in names]
-        if self.uses_proxysql() and self.engine.collector(HEADER_COLLECTOR) is not None \
-                and HEADER_COLLECTOR not in names:
-            names.append(HEADER_COLLECTOR)
+        header = header_collector(self.controller.screen)
+        if self.uses_proxysql() and self.engine.collector(header) is not None \
+                and header not in names:
+            names.append(header)
         return names
 
     def uses_proxysql(self) -> bool:

@@ -15,6 +15,7 @@ from typing import FrozenSet, Optional, Tuple
 import pymysql
 
 from proxytop import errors
+from proxytop.sides import count_pgsql_servers
 from proxytop.textrows import TextResult
 from proxytop.collectors.base import Source, Table
 
@@ -129,6 +130,7 @@ class AdminSession:
     tables: FrozenSet[str] = frozenset()
     opened_at: float = field(default_factory=time.monotonic)
     queries: int = 0
+    pgsql_servers: Optional[int] = None  # rows of runtime_pgsql_servers (3.x admin user), see proxytop.sides
 
     @property
     def is_admin(self) -> bool:
@@ -188,6 +190,7 @@ def identify(session: AdminSession) -> None:
     if "runtime_mysql_servers" in session.tables:
         stats = run_query(session.conn, "SHOW TABLES FROM stats")
         session.tables = session.tables | frozenset(row[0] for row in stats.rows)
+    session.pgsql_servers = count_pgsql_servers(session, run_query)
 
 
 class PyMySQLSource(Source):

@@ -9,6 +9,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from proxytop import filters, keys, table
 from proxytop.options import step_interval
 from proxytop.screens.base import Confirm, DataView, Detail, Screen
+from proxytop.screens.sided import header_collector, switch_side
 
 HEADER_COLLECTOR = "proxysql.global"
 MESSAGE_SECONDS = 6.0
@@ -95,9 +96,10 @@ class Controller:
             if collector is None:
                 continue
             self.engine.set_interval(name, max(collector.default_interval, interval) if collector.own_pace else interval)
-        if self.engine.collector(HEADER_COLLECTOR) is not None:
-            self.engine.set_interval(HEADER_COLLECTOR, interval)
-            names.append(HEADER_COLLECTOR)
+        header = header_collector(screen)
+        if self.engine.collector(header) is not None:
+            self.engine.set_interval(header, interval)
+            names.append(header)
         self.engine.set_active(names)
         self._rows_token = None
 
@@ -289,6 +291,9 @@ class Controller:
             self.say(f"interval {new:g}s: the minimum for this screen")
         else:
             self.say(f"interval {new:g}s")
+
+    def do_switch_side(self):
+        switch_side(self)
 
     def do_pause(self):
         if self.engine.paused:

@@ -19,6 +19,10 @@ class UnsafeQuery(Exception):
     """A query proxytop refuses to send (e.g. one naming a *_reset table)."""
 
 
+class NotInThisVersion(Exception):
+    """This ProxySQL has no such thing (e.g. a PostgreSQL side before 3.0): the message says so."""
+
+
 def _code_and_text(exc: BaseException):
     args = getattr(exc, "args", ())
     if len(args) >= 2 and isinstance(args[0], int):
@@ -61,6 +65,8 @@ def _describe(exc: BaseException, target: str) -> str:
         return f"{where}not a ProxySQL admin interface ({exc})"
     if isinstance(exc, UnsafeQuery):
         return f"{where}refused to send query: {exc}"
+    if isinstance(exc, NotInThisVersion):
+        return f"{where}{exc}"
     code, text = _code_and_text(exc)
     lowered = text.lower()
     if isinstance(exc, (socket.timeout, TimeoutError)) or "timed out" in lowered:

@@ -74,6 +74,7 @@ GLOBAL_BINDINGS: Sequence[Binding] = (
     Binding(("+", "="), "faster", "shorter refresh interval", "+/- interval"),
     Binding(("-",), "slower", "longer refresh interval"),
     Binding(("p", " "), "pause", "pause / resume polling", "p pause"),
+    Binding(("m",), "switch_side", "ProxySQL screens: switch between the MySQL and the PostgreSQL side (ProxySQL 3.0+)"),
     Binding(("KEY_UP",), "up", "move the cursor up"),
     Binding(("KEY_DOWN",), "down", "move the cursor down"),
     Binding(("KEY_PPAGE",), "page_up", "page up"),

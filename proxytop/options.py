@@ -112,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="initial refresh interval (default 1; fractions allowed)")
     display.add_argument("--screen", type=screen_name, metavar="NAME",
                          help=f"start screen: {', '.join(SCREEN_NAMES)}; with --batch also all")
+    display.add_argument("--side", choices=("mysql", "pgsql"),
+                         help="ProxySQL screens start on this side: mysql (default) or pgsql (ProxySQL 3.0+; m switches)")
     display.add_argument("--no-color", action="store_true", help="no colours (also when NO_COLOR is set)")
     display.add_argument("--log-file", metavar="FILE", help="write a debug log to FILE")
     batch = parser.add_argument_group("batch output (no terminal needed)")

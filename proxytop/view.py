@@ -9,6 +9,7 @@ from typing import List, Optional, Sequence, Tuple
 from proxytop import keys, table, units
 from proxytop.rates import rate
 from proxytop.screens.base import seconds_between
+from proxytop.screens.sided import header_collector, header_label
 
 Segment = Tuple[str, Optional[str]]
 Line = List[Segment]
@@ -34,7 +35,7 @@ def header_lines(ctl, width: int) -> List[Line]:
     now = engine.now()
     source = engine.source("proxysql")
     state = engine.state("proxysql")
-    previous, current = engine.last_two(HEADER_COLLECTOR)
+    previous, current = engine.last_two(header_collector(ctl.screen))
     target = source.endpoint.label if source is not None else "no ProxySQL"
     session = getattr(source, "session", None)
     replay = getattr(engine, "replay_status", None)  # a ReplayEngine says where it is
@@ -46,6 +47,9 @@ def header_lines(ctl, width: int) -> List[Line]:
         first.append((f"  ProxySQL {session.version_text.split('-')[0]}", "header"))
         if not session.is_admin:
             first.append(("  (stats user)", "dim"))
+    side = header_label(ctl.screen, session)
+    if side is not None:
+        first.append((f"  {side}", "warning_bold" if side == "PgSQL" else "header"))
     if current is not None and current.data:
         stats = current.data
         uptime = stats.get("ProxySQL_Uptime")
@@ -54,7 +58,10 @@ def header_lines(ctl, width: int) -> List[Line]:
             qps = rate(previous.data.get("Questions"), stats.get("Questions"), seconds_between(previous, current))
         first += [
             ("  up ", "label"), (units.duration(uptime), "header"),
-            ("  Q/s ", "label"), (units.number(qps) if qps is not None else units.MISSING, "header"),
+        ]
+        if side != "PgSQL":  # stats_pgsql_global has no Questions
+            first += [("  Q/s ", "label"), (units.number(qps) if qps is not None else units.MISSING, "header")]
+        first += [
             ("  conn ", "label"), (units.number(stats.get("Client_Connections_connected")), "header"),
             ("  trx ", "label"), (units.number(stats.get("Active_Transactions")), "header"),
         ]

@@ -15,6 +15,7 @@ from proxytop.collectors.proxysql_stats import CommandCounters
 from proxytop.keys import Binding
 from proxytop.rates import rate, to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
+from proxytop.screens.sided import SidedScreen
 from proxytop.table import Column, Row
 
 PERCENTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
@@ -171,7 +172,7 @@ def _latency_column(key: str, title: str, fraction: str, priority: int) -> Colum
                        f"holding it (buckets are not interpolated)")
 
 
-class ComCountScreen(Screen):
+class ComCountScreen(SidedScreen, Screen):
     key = "comcount"
     title = "ComCount"
     default_sort = ("rate", True)
@@ -197,11 +198,11 @@ class ComCountScreen(Screen):
         return [CommandCounters()]
 
     def rows(self, view: DataView) -> List[Row]:
-        previous, current = view.pair(CommandCounters.name)
+        previous, current = view.pair(self.on_side(CommandCounters.name))
         return command_rows(previous, current, bool(self.options.get("unused")))
 
     def notes(self, view: DataView):
-        previous, current = view.pair(CommandCounters.name)
+        previous, current = view.pair(self.on_side(CommandCounters.name))
         if current is None or current.data is None:
             return []
         # Drawn ten times a second; computed once per reading (the snapshots themselves are
@@ -213,7 +214,9 @@ class ComCountScreen(Screen):
         return self._notes_of[3]
 
     def _summary(self, previous, current):
-        rows = command_rows(previous, current, True)
+        # Commands never executed add nothing to the sums: only counted (ProxySQL 3.0's
+        # PostgreSQL side lists 149 commands, most of them never run).
+        rows = command_rows(previous, current, False)
         seconds = seconds_between(previous, current)
         every = combined(rows, "_delta")
         total_rate = sum(r["rate"] for r in rows if r.get("rate") is not None) if previous else None
@@ -222,14 +225,18 @@ class ComCountScreen(Screen):
         if every is not None and sum(every):
             line += [("  latency over the last ", "label"), (units.duration(seconds) + " " if seconds else "", "label"),
                      (percentile_text(every), "header")]
-        unused = len([r for r in rows if not r.get("total")])
+        total_at = current.data.columns.index("Total_cnt") if current.data.has("Total_cnt") else None
+        unused = 0 if total_at is None else sum(1 for r in current.data.rows if not to_number(r[total_at]))
         notes = [tuple(line)]
         if unused and not self.options.get("unused"):
             notes.append(((f"{unused} commands never executed are hidden (i shows them)", "dim"),))
+        if self.side.key == "pgsql" and any(r.get("command") == "UNKNOWN" and r.get("total") for r in rows):
+            notes.append((("UNKNOWN: ProxySQL 3.0 counts BEGIN and END (and other commands it does not "
+                           "classify) as UNKNOWN", "dim"),))
         return notes
 
     def detail(self, row: Row, view: DataView) -> Optional[Detail]:
-        previous, current = view.pair(CommandCounters.name)
+        previous, current = view.pair(self.on_side(CommandCounters.name))
         return command_detail(row, seconds_between(previous, current))
 
     def action_toggle_unused(self, controller) -> None:

@@ -8,6 +8,7 @@ from proxytop.collectors.proxysql import ConnectionPool, RuntimeServers
 from proxytop.rates import rate, to_number
 from proxytop.table import Column, Row
 from proxytop.screens.base import DataView, Screen, seconds_between
+from proxytop.screens.sided import SidedScreen
 
 STATUS_STYLE = {
     "ONLINE": "good",
@@ -93,7 +94,7 @@ def pool_rows(previous, current, servers) -> List[Row]:
     return rows
 
 
-class ConnPoolScreen(Screen):
+class ConnPoolScreen(SidedScreen, Screen):
     key = "connpool"
     title = "ConnPool"
     group_key = "hostgroup"
@@ -124,8 +125,8 @@ class ConnPoolScreen(Screen):
         return [ConnectionPool(), RuntimeServers()]
 
     def rows(self, view: DataView) -> List[Row]:
-        previous, current = view.pair(ConnectionPool.name)
-        return pool_rows(previous, current, view.latest(RuntimeServers.name))
+        previous, current = view.pair(self.on_side(ConnectionPool.name))
+        return pool_rows(previous, current, view.latest(self.on_side(RuntimeServers.name)))
 
     def subtotal_label(self, group):
         return ("server", f"hostgroup {units.plain(group)} total")

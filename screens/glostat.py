@@ -19,6 +19,8 @@ from proxytop import units
 from proxytop.collectors.proxysql_stats import GlobalStatus, MemoryMetrics, MySQLVariables
 from proxytop.rates import delta, rate, to_number
 from proxytop.screens.base import DataView, Screen, seconds_between
+from proxytop.screens.sided import SidedScreen
+from proxytop.sides import digest_memory
 from proxytop.table import Column, Row, TableState, filter_rows, sort_rows
 
 SECTIONS = ("Connections", "Prepared statements", "Commands", "Query cache", "Monitor", "Traffic",
@@ -87,7 +89,7 @@ def classify(name: str) -> Rule:
     return UNKNOWN
 
 
-def global_rows(previous, current, memory=None) -> List[Row]:
+def global_rows(previous, current, memory=None, classify: Callable[[str], Rule] = classify) -> List[Row]:
     """Pure: two global-status snapshots (+ the latest memory metrics) -> one row per variable.
 
     A value that is not a number (``mysql_listener_paused`` is true/false) stays text; an
@@ -237,15 +239,18 @@ def max_connections_usage(stats: Mapping[str, str], variables: Optional[Mapping[
     ('1,700 of mysql-max_connections 2,048 (83.0%)', 'warning')
     """
     clients = to_number(stats.get("Client_Connections_connected"))
-    limit = to_number((variables or {}).get("mysql-max_connections"))
+    variables = variables or {}
+    # the PostgreSQL side's reading has pgsql-max_connections (notes are said of the side shown)
+    name = "mysql-max_connections" if "mysql-max_connections" in variables else "pgsql-max_connections"
+    limit = to_number(variables.get(name))
     if clients is None or not limit:
         return units.MISSING, None
     share = 100.0 * clients / limit
     style = "danger" if share >= 95 else "warning" if share >= 80 else None
-    return f"{units.number(clients)} of mysql-max_connections {units.number(limit)} ({share:.1f}%)", style
+    return f"{units.number(clients)} of {name} {units.number(limit)} ({share:.1f}%)", style
 
 
-class GloStatScreen(Screen):
+class GloStatScreen(SidedScreen, Screen):
     key = "glostat"
     title = "GloStat"
     default_sort = ("name", False)
@@ -264,7 +269,11 @@ class GloStatScreen(Screen):
         return [GlobalStatus(), MemoryMetrics(), MySQLVariables()]
 
     def rows(self, view: DataView) -> List[Row]:
-        previous, current = view.pair(GlobalStatus.name)
+        previous, current = view.pair(self.on_side(GlobalStatus.name))
+        if self.side.key == "pgsql":
+            from proxytop.screens.glostat_pgsql import classify_pgsql  # (it builds on this module)
+
+            return global_rows(previous, current, view.latest(MemoryMetrics.name), classify_pgsql)
         return global_rows(previous, current, view.latest(MemoryMetrics.name))
 
     def arrange(self, rows: Sequence[Row], state: TableState) -> List[Row]:
@@ -283,7 +292,7 @@ class GloStatScreen(Screen):
         return arranged
 
     def notes(self, view: DataView):
-        previous, current = view.pair(GlobalStatus.name)
+        previous, current = view.pair(self.on_side(GlobalStatus.name))
         if current is None or not current.data:
             return []
         stats = current.data
@@ -300,13 +309,17 @@ class GloStatScreen(Screen):
             lines.append((("Frontend      ", "label"),
                           ("connections vs mysql-max_connections needs an admin user (global_variables)", "dim")))
         else:
-            variables = view.latest(MySQLVariables.name)
+            variables = view.latest(self.on_side(MySQLVariables.name))
             text, style = max_connections_usage(stats, variables.data if variables is not None else None)
             lines.append((("Frontend      ", "label"), (text, style)))
         memory = view.latest(MemoryMetrics.name)
         if memory is not None and memory.data is None:
             lines.append((("Memory: this ProxySQL has no stats_memory_metrics table", "dim"),))
         elif memory is not None:
+            digests = digest_memory(memory.data, self.side)
+            if digests is not None:
+                lines.append((("Digests       ", "label"), (units.human_bytes(to_number(digests)), None),
+                              (" of memory (stats_mysql_query_digest)", "dim")))
             age = max(0.0, view.now() - memory.taken_at)
             lines.append(((f"Memory: stats_memory_metrics every {MemoryMetrics.min_interval:g}s at most "
                            f"(it takes the digest lock), {units.duration(age)} old", "dim"),))

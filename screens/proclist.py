@@ -22,6 +22,7 @@ from proxytop.collectors.proxysql_stats import ProcessList
 from proxytop.filters import Filter
 from proxytop.keys import Binding
 from proxytop.screens.base import Confirm, DataView, Detail, Screen
+from proxytop.screens.sided import SidedScreen
 from proxytop.table import Column, Row, TableState, filter_rows, sort_rows
 
 IDLE = "Sleep"
@@ -82,6 +83,8 @@ def session_rows(table, show_idle: bool = False) -> List[Row]:
         return []
     columns = tuple(table.columns)
     at = {name: i for i, name in enumerate(columns)}
+    if "database" in at:  # stats_pgsql_processlist names it so
+        at.setdefault("db", at["database"])
     missing = len(columns)  # columns this version lacks read a None appended to the row
     pick = itemgetter(*(at.get(name, missing) for name in FIELDS))
     pad = any(name not in at for name in FIELDS)
@@ -278,12 +281,12 @@ def raw_field(row: Mapping, name: str) -> Any:
     return raw[columns.index(name)]
 
 
-def session_detail(row: Row) -> Detail:
+def session_detail(row: Row, database_label: str = "schema") -> Detail:
     """Enter on a session: who, where, how long, the whole query and extended_info."""
     local = _address(raw_field(row, "l_srv_host"), raw_field(row, "l_srv_port"))
     fields = [
         ("user", row.get("user")),
-        ("schema", row.get("db")),
+        (database_label, row.get("db")),
         ("client", row.get("client")),
         ("hostgroup", row.get("hostgroup")),
         ("backend", (row.get("backend") or "none") + (f"  (from {local})" if local and row.get("backend") else "")),
@@ -291,6 +294,8 @@ def session_detail(row: Row) -> Detail:
         ("time", time_text(row.get("time_ms"))),
         ("thread", raw_field(row, "ThreadID")),
         ("status_flags", raw_field(row, "status_flags")),
+        ("backend_pid", raw_field(row, "backend_pid")),  # newer 3.x, PostgreSQL side
+        ("backend_state", raw_field(row, "backend_state")),
     ]
     lines: List[List[Segment]] = [[(f"{label:<13}", "label"), (str(value), None)]
                                   for label, value in fields if value not in (None, "")]
@@ -327,7 +332,14 @@ def kill_question(row: Row) -> Tuple[str, ...]:
     )
 
 
-class ProcListScreen(Screen):
+# ProxySQL's admin runs KILL CONNECTION through its MySQL threads only (Admin_Handler.cpp,
+# 3.0.x: GloMTH->kill_session): a PostgreSQL session can't be killed there, and its id may
+# name a MySQL session instead.
+NO_PGSQL_KILL = ("killing is not available on the PostgreSQL side: ProxySQL's KILL CONNECTION "
+                 "only reaches MySQL sessions")
+
+
+class ProcListScreen(SidedScreen, Screen):
     key = "proclist"
     title = "ProcList"
     default_sort = ("time_ms", True)
@@ -345,9 +357,15 @@ class ProcListScreen(Screen):
                help="time in the current command (time_ms); filter in ms, e.g. time>1000"),
         Column("info", "Query", 20, "<", fmt=one_line, numeric=False, priority=0, flexible=True),
     )
+    pgsql_titles = {"db": ("Database", "")}
+    pgsql_columns = (
+        Column("backend_pid", "PID", 7, priority=6, help="backend_pid: the PostgreSQL backend process (newer 3.x)"),
+        Column("backend_state", "State", 10, "<", numeric=False, priority=6,
+               help="backend_state: the PostgreSQL backend's state (newer 3.x)"),
+    )
     bindings = (
         Binding(("i",), "toggle_idle", "show / hide idle sessions (command Sleep)", "i idle"),
-        Binding(("k",), "kill", "kill the selected session (KILL CONNECTION, asks first; admin user)", "k kill"),
+        Binding(("k",), "kill", "kill the selected session (KILL CONNECTION, asks first; admin user; MySQL side only)", "k kill"),
     )
 
     def __init__(self, config=None):
@@ -363,12 +381,19 @@ class ProcListScreen(Screen):
         return [collector]
 
     def _table(self, view: DataView):
-        snapshot = view.latest(ProcessList.name)
+        snapshot = view.latest(self.on_side(ProcessList.name))
         return snapshot, (snapshot.data if snapshot is not None else None)
 
     def rows(self, view: DataView) -> List[Row]:
         _snapshot, table = self._table(view)
-        return session_rows(table, bool(self.options.get("idle")))
+        rows = session_rows(table, bool(self.options.get("idle")))
+        if self.side.key == "pgsql":
+            present = tuple(c.key for c in self.pgsql_columns if table is not None and c.key in table.columns)
+            self.columns = self.columns_for(self.side, present)
+            for key in present:
+                for row in rows:
+                    row[key] = _int(raw_field(row, key))
+        return rows
 
     def notes(self, view: DataView):
         snapshot, table = self._table(view)
@@ -382,7 +407,10 @@ class ProcListScreen(Screen):
         if idle and not self.options.get("idle"):
             lines.append(((f"{idle} idle sessions hidden (i shows them)", "dim"),))
         session = getattr(view.source("proxysql"), "session", None)
-        if session is not None and not session.is_admin:
+        if self.side.key == "pgsql":
+            lines.append((("Killing (k) is not available here: ProxySQL's KILL CONNECTION only reaches MySQL sessions.",
+                           "dim"),))
+        elif session is not None and not session.is_admin:
             lines.append((("Killing a session (k) needs an admin user.", "dim"),))
         return lines
 
@@ -391,7 +419,7 @@ class ProcListScreen(Screen):
         return sort_sessions(visible, state.sort_key, state.descending)
 
     def detail(self, row: Row, view: DataView) -> Optional[Detail]:
-        return session_detail(row)
+        return session_detail(row, "database" if self.side.key == "pgsql" else "schema")
 
     def action_toggle_idle(self, controller) -> None:
         self.options["idle"] = not self.options.get("idle")
@@ -401,6 +429,9 @@ class ProcListScreen(Screen):
         row = controller.selected_row()
         if row is None or row.get("_kind") == "subtotal" or not isinstance(row.get("id"), int):
             controller.say("no session selected", "error")
+            return
+        if self.side.key == "pgsql":
+            controller.say(NO_PGSQL_KILL, "error")
             return
         session = getattr(controller.view.source("proxysql"), "session", None)
         if session is None:

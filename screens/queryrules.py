@@ -17,6 +17,7 @@ from proxytop import sparkline, units
 from proxytop.collectors.proxysql_stats import ConfigQueryRules, QueryRuleHits, RuleHits, RuntimeQueryRules
 from proxytop.rates import rate, to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
+from proxytop.screens.sided import SidedScreen
 from proxytop.table import Column, Row
 
 SPARK_WIDTH = 60
@@ -156,7 +157,7 @@ def definition_fields(runtime: Optional[Dict[Any, Mapping]], config: Optional[Di
             "flags": flags_text(definition) if definition else None,
             "cache_ttl": to_number(definition.get("cache_ttl")) if definition else None,
             "user": definition.get("username") or None,
-            "schema": definition.get("schemaname") or None,
+            "schema": definition.get("schemaname") or definition.get("database") or None,
             "comment": definition.get("comment") or None,
             "_at_runtime": at_runtime,
             "_differs": differs,
@@ -327,10 +328,11 @@ ADMIN_COLUMNS = (
 STATS_COLUMNS = tuple(c for c in ADMIN_COLUMNS if c.key in ("rule_id", "hits_s", "hits", "share"))
 
 
-class QueryRulesScreen(Screen):
+class QueryRulesScreen(SidedScreen, Screen):
     key = "queryrules"
     title = "QueryRules"
     default_sort = ("rule_id", False)
+    pgsql_titles = {"schema": ("Database", "database the rule applies to")}
 
     def __init__(self, config=None):
         super().__init__(config)
@@ -350,7 +352,7 @@ class QueryRulesScreen(Screen):
     @property
     def columns(self):
         """The stats user can't read rule definitions: only ids and hits are shown then."""
-        return ADMIN_COLUMNS if self.admin else STATS_COLUMNS
+        return self.columns_for(self.side, base=ADMIN_COLUMNS if self.admin else STATS_COLUMNS)
 
     def collectors(self):
         return [QueryRuleHits(), RuntimeQueryRules(), ConfigQueryRules()]
@@ -361,13 +363,14 @@ class QueryRulesScreen(Screen):
             self.admin = session.is_admin
 
     def _definitions(self, view: DataView):
-        runtime, config = view.latest(RuntimeQueryRules.name), view.latest(ConfigQueryRules.name)
+        runtime = view.latest(self.on_side(RuntimeQueryRules.name))
+        config = view.latest(self.on_side(ConfigQueryRules.name))
         return (self._cached("runtime", (runtime,), lambda: definitions(runtime)),
                 self._cached("config", (config,), lambda: definitions(config)))
 
     def rows(self, view: DataView) -> List[Row]:
         self._learn_user(view)
-        previous, current = view.pair(QueryRuleHits.name)
+        previous, current = view.pair(self.on_side(QueryRuleHits.name))
         runtime, config = self._definitions(view)
         fields = self._cached("fields", (runtime, config), lambda: definition_fields(runtime, config))
         return rule_rows(previous, current, runtime, config, fields)
@@ -400,7 +403,7 @@ class QueryRulesScreen(Screen):
     def detail(self, row: Row, view: DataView) -> Optional[Detail]:
         self._learn_user(view)
         runtime, config = self._definitions(view)
-        return rule_detail(row, view.history(QueryRuleHits.name), runtime, config, self.admin)
+        return rule_detail(row, view.history(self.on_side(QueryRuleHits.name)), runtime, config, self.admin)
 
 
 SCREEN = QueryRulesScreen

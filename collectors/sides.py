@@ -1,0 +1,82 @@
+"""A ProxySQL collector's PostgreSQL-side twin: the same collector reading the pgsql table.
+
+Every ProxySQL collector is written for the MySQL side (``table = "stats_mysql_X"``, settings
+``mysql-*``). ``for_side(collector, PGSQL)`` returns its twin: a copy named
+``proxysql.pgsql.<name>`` that reads ``stats_pgsql_X`` (and asks for ``pgsql-*`` settings),
+or the collector itself when its table serves both sides (stats_memory_metrics). Twins have
+names of their own, so the engine keeps their readings apart and recordings, replay and
+batch output carry both sides without knowing of them.
+
+A twin never sends a query to a ProxySQL without a PostgreSQL side: it says so instead.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any, Dict
+
+from proxytop.collectors.base import Collector
+from proxytop.errors import NotInThisVersion
+from proxytop.sides import MYSQL, NO_PGSQL, PGSQL, Side, has_pgsql_tables
+
+PGSQL_PREFIX = "proxysql.pgsql."
+
+
+def twin_name(name: str, side: Side) -> str:
+    """A MySQL-side collector's name on ``side``.
+
+    >>> twin_name("proxysql.connection_pool", PGSQL), twin_name("proxysql.connection_pool", MYSQL)
+    ('proxysql.pgsql.connection_pool', 'proxysql.connection_pool')
+    """
+    if side is MYSQL:
+        return name
+    return PGSQL_PREFIX + (name[len("proxysql."):] if name.startswith("proxysql.") else name)
+
+
+def _changes(collector: Collector, side: Side) -> Dict[str, Any]:
+    """The attributes that differ on ``side``: its table, its ``mysql-*`` settings."""
+    changes: Dict[str, Any] = {}
+    table = getattr(collector, "table", "")
+    if table and side.table(table) not in (None, table):
+        changes["table"] = side.table(table)
+    wanted = getattr(collector, "wanted", None)
+    if wanted:
+        renamed = tuple(side.variable(name) for name in wanted)
+        if renamed != tuple(wanted):
+            changes["wanted"] = renamed
+    return changes
+
+
+_twins: Dict[int, Collector] = {}
+
+
+def for_side(collector: Collector, side: Side) -> Collector:
+    """The collector that reads ``side``'s version of what ``collector`` reads (made once)."""
+    if side is MYSQL:
+        return collector
+    changes = _changes(collector, side)
+    if not changes:
+        return collector  # one table for both sides
+    twin = _twins.get(id(collector))
+    if twin is not None and twin.__dict__.get("_twin_of") is collector:
+        return twin
+    twin = copy.copy(collector)
+    twin.__dict__.update(changes)
+    twin.name = twin_name(collector.name, side)
+    twin._twin_of = collector
+    original = type(collector).collect
+
+    def collect(handle, _collector=twin, _collect=original):
+        # Asked of a 2.x ProxySQL (``--side pgsql``, a replay's option): one plain line, no query.
+        if handle is not None and hasattr(handle, "tables") and getattr(handle, "version", None) is not None \
+                and not has_pgsql_tables(handle.version, handle.tables):
+            raise NotInThisVersion(NO_PGSQL)
+        return _collect(_collector, handle)
+
+    twin.collect = collect
+    _twins[id(collector)] = twin
+    return twin
+
+
+def pgsql_twins(collectors):
+    """The PostgreSQL-side collectors among (and for) ``collectors``, shared ones left out."""
+    return [twin for twin in (for_side(c, PGSQL) for c in collectors) if all(twin is not c for c in collectors)]

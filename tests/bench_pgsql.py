@@ -1,0 +1,233 @@
+"""Benchmark of the PostgreSQL side: each ProxySQL screen on both sides of a ProxySQL 3.0.1.
+
+    python3 -m tests.bench_pgsql [--cycles 20] [--only cpu,load,switch]
+
+Figures, each beside its target (the MySQL screens' budgets from tests.benchmark):
+- CPU per refresh (collect + derive + render) of ConnPool, QueryRules, GloStat, ProcList and
+  ComCount on the MySQL and the PostgreSQL side of the admin double serving the 3.0.1
+  recording ("typical"), and with the pgsql tables as large as tests.benchmark makes the mysql
+  ones ("scale": 10,000 sessions, 5,000 rules, 500 backends);
+- load on ProxySQL: the queries per refresh, by table, that each PostgreSQL screen sends;
+- ``m``: CPU from the key to the other side's screen (data already read).
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from typing import Callable, Dict, List, Optional, Sequence
+
+from tests.benchmark import (HEIGHT, SCALE, TARGET_SCALE_MS, TARGET_TYPICAL_MS, TITLES, TYPICAL, WHY, WIDTH,
+                             Generated, Stepper, machine, ms, table_rows, tables_of)
+from tests.proxysql_double import ProxySQLDouble, Recording
+
+SCREENS = ("connpool", "queryrules", "glostat", "proclist", "comcount")
+SIDES = ("mysql", "pgsql")
+TARGET_SWITCH_MS = 50.0  # as the key-to-screen targets of tests.benchmark
+
+# What the PostgreSQL side of each screen may read (besides the header's stats_pgsql_global).
+PGSQL_NEEDS = {
+    "connpool": {"stats_pgsql_connection_pool", "runtime_pgsql_servers"},
+    "queryrules": {"stats_pgsql_query_rules", "runtime_pgsql_query_rules", "pgsql_query_rules"},
+    "glostat": {"stats_memory_metrics", "global_variables"},
+    "proclist": {"stats_pgsql_processlist"},
+    "comcount": {"stats_pgsql_commands_counters"},
+}
+PGSQL_HEADER = {"stats_pgsql_global"}
+
+
+def _renamed(transform: Callable, renames: Dict[str, str]) -> Callable:
+    """A mysql-table generator for the pgsql twin: its columns under their MySQL names."""
+    def pgsql(columns, rows):
+        _mysql, made = transform([renames.get(c, c) for c in columns], rows)
+        return columns, made
+
+    return pgsql
+
+
+def scale_transforms(generated: Generated) -> Dict[str, Callable]:
+    """tests.benchmark's generated tables on both sides."""
+    made = dict(generated.transforms())
+    made.update({
+        "stats_pgsql_processlist": _renamed(generated.processlist, {"database": "db"}),
+        "stats_pgsql_connection_pool": _renamed(generated.pool, {}),
+        "runtime_pgsql_servers": _renamed(generated.servers, {}),
+        "pgsql_servers": _renamed(generated.servers, {}),
+        "runtime_pgsql_query_rules": _renamed(generated.rule_definitions, {"database": "schemaname"}),
+        "pgsql_query_rules": _renamed(generated.rule_definitions, {"database": "schemaname"}),
+        "stats_pgsql_query_rules": _renamed(generated.rule_hits, {}),
+    })
+    return made
+
+
+def argv_for(screen: str, side: str, port: int) -> List[str]:
+    return ["-P", str(port), "--screen", screen, "-d", "1", "--no-discover", "--side", side, "--connect-timeout", "30"]
+
+
+def bench_cpu(cycles: int, recording: Recording) -> List[dict]:
+    results = []
+    for label, sizes, target in (("typical", TYPICAL, TARGET_TYPICAL_MS), ("scale", SCALE, TARGET_SCALE_MS)):
+        double = ProxySQLDouble(recording=recording)
+        if label == "scale":
+            double.transforms.update(scale_transforms(Generated(sizes["sessions"], sizes["rules"], sizes["backends"])))
+        double.start()
+        try:
+            for screen in SCREENS:
+                for side in SIDES:
+                    stepper = Stepper(argv_for(screen, side, double.port))
+                    try:
+                        stepper.connect()
+                        for _ in range(3):  # two readings make rates, caches fill
+                            stepper.cycle()
+                        samples = [stepper.cycle() for _ in range(cycles)]
+                    finally:
+                        stepper.close()
+                    total = [s[0] + s[1] for s in samples]
+                    results.append(dict(screen=screen, side=side, size=label, rows=table_rows(samples[-1][3]),
+                                        collect=ms(statistics.mean(s[0] for s in samples)),
+                                        derive=ms(statistics.mean(s[1] for s in samples)),
+                                        total=ms(statistics.mean(total)), worst=ms(max(total)),
+                                        interval=stepper.controller.interval(), target=target))
+                    print(f"  cpu {label:<8} {screen:<10} {side} {results[-1]['total']:8.2f} ms",
+                          file=sys.stderr, flush=True)
+        finally:
+            double.stop()
+    return results
+
+
+def print_cpu(results: List[dict], cycles: int, out) -> bool:
+    print(f"CPU per refresh, MySQL side vs PostgreSQL side of ProxySQL 3.0.1 (ms of CPU; mean of {cycles} cycles; "
+          f"{WIDTH}x{HEIGHT} terminal)", file=out)
+    header = (f"{'screen':<11}{'size':<8}{'side':<7}{'rows':>7}{'every':>6}{'collect':>9}{'derive+render':>14}"
+              f"{'total':>8}{'worst':>8}{'target':>8}{'vs MySQL':>9}  ok")
+    print(header, file=out)
+    print("-" * len(header), file=out)
+    all_ok = True
+    twins = {(r["screen"], r["size"]): r["total"] for r in results if r["side"] == "mysql"}
+    missed = []
+    for r in results:
+        ok = r["total"] <= r["target"]
+        all_ok &= ok
+        mysql = twins.get((r["screen"], r["size"]))
+        ratio = f"{r['total'] / mysql:.2f}x" if r["side"] == "pgsql" and mysql else ""
+        print(f"{TITLES[r['screen']]:<11}{r['size']:<8}{r['side']:<7}{r['rows']:>7}{r['interval']:>5g}s"
+              f"{r['collect']:>9.2f}{r['derive']:>14.2f}{r['total']:>8.2f}{r['worst']:>8.2f}{r['target']:>8g}"
+              f"{ratio:>9}  {'yes' if ok else 'NO'}", file=out)
+        if not ok and r["side"] == "pgsql":
+            missed.append((r, mysql))
+    for r, mysql in missed:
+        if mysql is not None and mysql > r["target"] and r["total"] <= mysql * 1.15:
+            print(f"  {TITLES[r['screen']]} {r['size']}: the PostgreSQL side costs what its MySQL twin costs "
+                  f"({r['total']:.1f} vs {mysql:.1f} ms): the same code on the same amount of data, over the budget "
+                  f"on both sides (see python3 -m tests.benchmark for why, and for the figures on an idle machine)",
+                  file=out)
+        else:
+            print(f"  {TITLES[r['screen']]} {r['size']}: PostgreSQL side {r['total']:.1f} ms, MySQL side "
+                  f"{mysql if mysql is None else round(mysql, 1)} ms", file=out)
+    return all_ok
+
+
+def bench_load(recording: Recording, refreshes: int) -> List[dict]:
+    """Queries per refresh by table of each PostgreSQL screen (stepped, 1 s interval; ProcList 2 s)."""
+    results = []
+    double = ProxySQLDouble(recording=recording).start()
+    try:
+        for screen in SCREENS:
+            stepper = Stepper(argv_for(screen, "pgsql", double.port))
+            try:
+                stepper.connect()
+                for _ in range(3):
+                    stepper.cycle()
+                start = len(double.queries())
+                for _ in range(refreshes):
+                    stepper.cycle()
+                sent = double.queries()[start:]
+            finally:
+                stepper.close()
+            per_table: Dict[str, int] = {}
+            for sql in sent:
+                for table in tables_of(sql) or ["(no table)"]:
+                    per_table[table] = per_table.get(table, 0) + 1
+            results.append(dict(screen=screen, refreshes=refreshes, per_table=per_table,
+                                other=sorted(t for t in per_table if t not in PGSQL_NEEDS[screen] | PGSQL_HEADER),
+                                reset=[q for q in sent if "_reset" in q.lower()]))
+    finally:
+        double.stop()
+    return results
+
+
+def print_load(results: List[dict], out) -> bool:
+    print("Load on ProxySQL, PostgreSQL side: admin queries per refresh by table (stepped refreshes; "
+          "slow tables keep their own pace)", file=out)
+    all_ok = True
+    for r in results:
+        parts = ", ".join(f"{t} {n / r['refreshes']:.2f}" for t, n in sorted(r["per_table"].items()))
+        ok = not r["other"] and not r["reset"] and all(n <= r["refreshes"] for n in r["per_table"].values())
+        all_ok &= ok
+        print(f"{TITLES[r['screen']]:<11}{parts:<100}  {'yes' if ok else 'NO'}", file=out)
+        if r["other"]:
+            print(f"{'':<11}tables of the MySQL side or of other screens: {', '.join(r['other'])}", file=out)
+    print("  target: only the side's own tables, at most one query per table and refresh, never a *_reset table",
+          file=out)
+    return all_ok
+
+
+def bench_switch(recording: Recording, rounds: int) -> List[float]:
+    """CPU of ``m`` and the next frame, both sides' readings already there (ms)."""
+    double = ProxySQLDouble(recording=recording).start()
+    stepper = Stepper(argv_for("connpool", "mysql", double.port))
+    timings = []
+    try:
+        stepper.connect()
+        from proxytop import view
+
+        for _ in range(rounds):
+            for _ in range(2):
+                stepper.cycle()
+            start = time.thread_time()
+            stepper.controller.handle_key("m")
+            view.render(stepper.controller, WIDTH, HEIGHT)
+            timings.append(ms(time.thread_time() - start))
+            stepper.connect()  # the other side's collectors (same source: nothing new)
+    finally:
+        stepper.close()
+        double.stop()
+    return timings
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m tests.bench_pgsql", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", default="cpu,load,switch", help="comma-separated parts: cpu, load, switch")
+    parser.add_argument("--cycles", type=int, default=20, help="measured refresh cycles per screen, side and size")
+    args = parser.parse_args(argv)
+    parts = set(args.only.split(","))
+    out = sys.stdout
+    recording = Recording.load("3.0")
+    print(f"proxytop PostgreSQL-side benchmark on {machine()}", file=out)
+    missed = []
+    if "cpu" in parts:
+        print(file=out)
+        if not print_cpu(bench_cpu(args.cycles, recording), args.cycles, out):
+            missed.append("CPU per refresh")
+    if "load" in parts:
+        print(file=out)
+        if not print_load(bench_load(recording, 10), out):
+            missed.append("load")
+    if "switch" in parts:
+        timings = bench_switch(recording, 20)
+        worst = max(timings)
+        print(file=out)
+        print(f"m (switch side) to the next frame, CPU: median {statistics.median(timings):.2f} ms, "
+              f"worst {worst:.2f} ms, target {TARGET_SWITCH_MS:g} ms  {'yes' if worst <= TARGET_SWITCH_MS else 'NO'}",
+              file=out)
+        if worst > TARGET_SWITCH_MS:
+            missed.append("switch")
+    if "CPU per refresh" in missed:  # the ProcList lines: the same cost as on the MySQL side
+        for line in WHY["CPU per refresh"][:3]:
+            print(f"  {line}", file=out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
