@@ -75,8 +75,6 @@ def test_screens_render_the_same_rows_from_the_replay(live_recording):
     for index, screen in built:
         controller.switch(index)
         rows = screen.rows(controller.view)
-        if not screen.built:
-            continue  # a tab whose screen is not in this build
         assert rows, f"{screen.title} has no rows in the replay"
         text = view.screen_text(view.render(controller, 160, 40))
         assert "REPLAY" in text.splitlines()[0] and "recorded " in text.splitlines()[1]
