@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import pymysql.optionfile
@@ -204,8 +204,8 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str],
     socket_path = pick("socket", args.socket, None)
     endpoint = Endpoint(host=host, port=port, user=user, password=password, socket=socket_path,
                         timeout=args.connect_timeout)
-    if hosts and hosts[0][1] is not None:
-        endpoint = replace(endpoint, port=hosts[0][1])
+    endpoints = endpoint_list(hosts, endpoint)  # -P is the port of the hosts given without one
+    endpoint = endpoints[0]
     color = not args.no_color and not environ.get("NO_COLOR")
     return Config(
         endpoint=endpoint,
@@ -215,7 +215,7 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str],
         log_file=args.log_file,
         args=args,
         origins=origins,
-        endpoints=endpoint_list(hosts, endpoint) if len(hosts) > 1 else (endpoint,),
+        endpoints=endpoints,
         cluster=bool(getattr(args, "cluster", False)),
     )
 

@@ -47,6 +47,18 @@ def reach_text(state, reach_ms: Optional[float], now: float) -> Tuple[str, Optio
     return "connecting\u2026", "warning"
 
 
+def age(seconds) -> str:
+    """Whole seconds for ages reported in whole seconds or coarser.
+
+    >>> age(0.0), age(6.99), age(125), age(None)
+    ('0s', '7s', '2m05s', '—')
+    """
+    value = to_number(seconds)
+    if value is None:
+        return units.MISSING
+    return f"{round(value)}s" if value < 59.5 else units.duration(value)
+
+
 def restart_style(row) -> Optional[str]:
     return "danger" if row.get("restarted") else None
 
@@ -158,7 +170,7 @@ class ClusterScreen(Screen):
         Column("name", "Name", 10, "<", numeric=False, priority=1, help="comment in proxysql_servers"),
         Column("response_ms", "Resp", 7, fmt=units.milliseconds, priority=4,
                help="response_time_ms: how fast the node answered the watched node's last check"),
-        Column("check_age_s", "Checked", 7, fmt=units.duration, priority=5,
+        Column("check_age_s", "Checked", 7, fmt=age, priority=5,
                help="last_check_ms: how long ago the watched node last checked it"),
         Column("uptime_s", "Uptime", 7, fmt=units.duration, style=restart_style, priority=1,
                help="Uptime_s as last reported to the watched node"),
@@ -172,7 +184,7 @@ class ClusterScreen(Screen):
                help="client connections created per second (\u0394Client_Connections_created / \u0394Uptime_s)"),
         Column("reach", "proxytop", 12, "<", numeric=False, style=reach_style, priority=2,
                help="can proxytop itself connect to the node (ping time, or why not)"),
-        Column("seen_s", "Polls me", 8, fmt=units.duration, style=seen_style, priority=6,
+        Column("seen_s", "Polls me", 8, fmt=age, style=seen_style, priority=6,
                help="seconds since the node last polled the watched node (stats_proxysql_servers_clients_status)"),
         Column("config", "Config", 16, "<", numeric=False, style=config_style, priority=1, flexible=True,
                help="in sync, or the modules whose checksum differs from most nodes'"),
