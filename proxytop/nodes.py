@@ -217,9 +217,14 @@ class WatchedProxySQLSource(ProxySQLSource):
         session = open_admin(node.endpoint)
         self.session = session
         log.info("connected to %s as %s, version %s", node.label, node.endpoint.user, session.version_text)
-        if self.nodes.discover:
-            self.nodes.learn(discovery_table(session))
+        self._learn(session)
         return WatchedSession(session, node)
+
+    def _learn(self, session: AdminSession) -> None:
+        """Several nodes: their names (and with --cluster, the nodes themselves) from the
+        peers this node knows; one cheap query per connection."""
+        if self.nodes.several:
+            self.nodes.learn(discovery_table(session))
 
     def follow(self, handle: WatchedSession) -> None:
         """A task on this source's worker: move the handle to the watched node."""
@@ -234,6 +239,7 @@ class WatchedProxySQLSource(ProxySQLSource):
         handle.node = node
         handle.session = open_admin(node.endpoint)  # a failure is a lost connection: retried
         self.session = handle.session
+        self._learn(handle.session)
         log.info("now watching %s", node.label)
 
 

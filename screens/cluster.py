@@ -22,7 +22,7 @@ from proxytop.screens.base import DataView, Screen
 from proxytop.table import Column, Row
 
 Segment = Tuple[str, Optional[str]]
-CELL_WIDTH = 13  # "E2185D39 v2" plus room for the diff_check arrow
+CELL_WIDTH = 17  # "E2185D39 v2 \u2191296": checksum, version, climbing diff_check
 MODULE_WIDTH = 18
 
 
@@ -154,7 +154,7 @@ def matrix_lines(found: Sequence[cluster.Module], order: Sequence[str], name_of)
             if cell.climbing and cell.diff_check:
                 text += f" \u2191{units.scaled(cell.diff_check)}"
             style = "danger" if label in module.differing else ("dim" if not module.differing else "good")
-            line.append((f"{text:<{CELL_WIDTH}}", style))
+            line.append((f"{text[:CELL_WIDTH - 1]:<{CELL_WIDTH}}", style))
         lines.append(line)
     return lines
 
@@ -288,10 +288,10 @@ class ClusterScreen(Screen):
         count = len({label for m in found for label in m.cells})
         first: List[Segment] = [(f"{count} nodes as {name_of(watched)} sees them  ", "label"),
                                 (text, "danger" if differs else "good")]
-        order = []
-        for module in found:
-            order += [label for label in module.cells if label not in order]
-        order.sort()
+        # the nodes in the node list's order (-H, then discovered), then any other peer
+        seen = {label for module in found for label in module.cells}
+        order = [n.label for n in node_set.nodes if n.label in seen] if node_set is not None else []
+        order += sorted(seen - set(order))
         lines = [tuple(first)] + [tuple(line) for line in matrix_lines(found, order, name_of)]
         return lines
 
