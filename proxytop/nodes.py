@@ -189,19 +189,15 @@ class WatchedProxySQLSource(ProxySQLSource):
 
     name = PROXYSQL
 
-    def __init__(self, nodes: NodeSet):  # no super().__init__: the endpoint follows the watched node
-        self.nodes = nodes
-        self.session: Optional[AdminSession] = None
+    def __init__(self, nodes: NodeSet):
+        super().__init__(nodes.watched.endpoint)  # endpoint and description follow the watched node
+        self._nodes = nodes  # private: a recording keeps the public attributes only
         self.forget: Callable[[], None] = lambda: None  # set by attach_nodes: drops old readings
         self._last_node: Optional[str] = None
 
     @property
-    def endpoint(self) -> Endpoint:
-        return self.nodes.watched.endpoint
-
-    @property
-    def description(self) -> str:
-        return f"ProxySQL {self.nodes.watched.label}"
+    def nodes(self) -> NodeSet:
+        return self._nodes
 
     def watched_title(self) -> str:
         return self.nodes.title()
@@ -210,6 +206,8 @@ class WatchedProxySQLSource(ProxySQLSource):
         if self._last_node is not None and self._last_node != node.label:
             self.forget()
         self._last_node = node.label
+        self.endpoint = node.endpoint
+        self.description = f"ProxySQL {node.label}"
 
     def connect(self) -> WatchedSession:
         node = self.nodes.watched
