@@ -52,6 +52,46 @@ def peer_samples(readings: Iterable[Any]) -> Dict[str, List[Sample]]:
     return samples
 
 
+class PeerTracker:
+    """:func:`peer_samples` over the metrics history as it grows: each reading is read once
+    (the Cluster screen refreshes every second over up to 600 readings). Samples older than
+    the history's oldest reading are dropped, except each peer's latest; a history that was
+    replaced (another node watched) starts over.
+
+    >>> from proxytop.collectors.base import Snapshot, Table
+    >>> cols = ("hostname", "port", "Uptime_s", "Queries", "Client_Connections_created")
+    >>> snap = lambda at, up, q: Snapshot("m", Table(cols, (("h", "1", up, q, "0"),)), at, 0.0)
+    >>> tracker = PeerTracker()
+    >>> tracker.update((snap(1, "10", "0"),))
+    {'h:1': [(10, 0, 0)]}
+    >>> tracker.update((snap(1, "10", "0"), snap(2, "20", "100")))["h:1"]
+    [(10, 0, 0), (20, 100, 0)]
+    >>> tracker.update((snap(50, "5", "3"),))["h:1"]
+    [(5, 3, 0)]
+    """
+
+    def __init__(self):
+        self._series: Dict[str, List[Tuple[float, Sample]]] = {}
+        self._last: Optional[float] = None
+
+    def update(self, snapshots: Sequence[Any]) -> Dict[str, List[Sample]]:
+        if not snapshots or (self._last is not None and all(s.taken_at != self._last for s in snapshots)):
+            self._series, self._last = {}, None  # forgotten or replaced: start over
+        fresh = [s for s in snapshots if self._last is None or s.taken_at > self._last]
+        for snapshot in fresh:
+            for label, samples in peer_samples([snapshot.data]).items():
+                series = self._series.setdefault(label, [])
+                if not series or series[-1][1] != samples[-1]:
+                    series.append((snapshot.taken_at, samples[-1]))
+        if fresh:
+            self._last = fresh[-1].taken_at
+            oldest = snapshots[0].taken_at
+            for series in self._series.values():
+                while len(series) > 1 and series[1][0] <= oldest:
+                    series.pop(0)
+        return {label: [sample for _, sample in series] for label, series in self._series.items()}
+
+
 def _peer_tuples(data: Any):
     peers = getattr(data, "peers", None)
     if peers is not None:

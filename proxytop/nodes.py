@@ -318,7 +318,10 @@ def switch(controller, index: int) -> Optional[str]:
         return "a replay shows the node it recorded"
     if len(nodes) < 2:
         return "one ProxySQL node only: give several with -H a,b or use --cluster"
-    node = nodes.watch(index)
+    nodes.watch(index)
+    # The previous node's readings go now (the worker forgets them again when it moves, in
+    # case a reading was in flight): no screen shows them under the new node's name.
+    source.forget()
     controller.engine.submit(PROXYSQL, source.follow, lambda error: None)
     controller.forget_rows()
     return f"watching {nodes.title()}"

@@ -77,23 +77,21 @@ def seen_style(row) -> Optional[str]:
     return "warning" if seen is not None and seen > 30 else None
 
 
-def node_rows(servers, metrics_history, checksums_pair, clients, node_set, reach, now_wall: float) -> List[Row]:
+def node_rows(servers, latest, samples, found, current_checksums, clients, node_set, reach,
+              now_wall: float) -> List[Row]:
     """Pure: the cluster tables (+ the NodeSet and reachability) -> one row per node.
 
-    ``metrics_history``: the data of the metrics readings, oldest first; ``reach``: {label:
-    (text, style)}."""
-    previous, current = checksums_pair
-    found = cluster.modules(previous, current)
+    ``latest``: the newest metrics reading; ``samples``: cluster.peer_samples of the metrics
+    history; ``found``: cluster.modules of the checksums; ``reach``: {label: (text, style)}."""
+    current = current_checksums
     clock = cluster.server_clock(current) or now_wall
     seen = cluster.clients_seen(clients)
-    latest = metrics_history[-1] if metrics_history else None
     metrics: Dict[str, dict] = {}
     if latest is not None and getattr(latest, "columns", None):
         metrics = {cluster.label_of(r): r for r in latest.dicts()}
     core: Dict[str, dict] = {}
     if servers is not None and getattr(servers, "columns", None):
         core = {cluster.label_of(r): r for r in servers.dicts()}
-    samples = cluster.peer_samples(metrics_history)
     labels: List[str] = list(core) + [l for l in metrics if l not in core]
     given = [n.label for n in node_set.nodes] if node_set is not None else []
     labels += [l for l in given if l not in labels]
@@ -198,6 +196,8 @@ class ClusterScreen(Screen):
         self._engine = None
         self._learnt = None
         self._notes_of = None
+        self._peers = cluster.PeerTracker()
+        self._modules_of: Tuple = (None, None, [])
 
     def collectors(self):
         return [ClusterServers(), ClusterMetrics(), ClusterChecksums(), ClusterClients()]
@@ -253,10 +253,11 @@ class ClusterScreen(Screen):
         node_set = nodes.nodes_of(view)
         servers = view.latest(ClusterServers.name)
         clients = view.latest(ClusterClients.name)
-        history = [s.data for s in view.history(ClusterMetrics.name)]
-        return node_rows(servers.data if servers is not None else None, history,
-                         tuple(s.data if s is not None else None for s in view.pair(ClusterChecksums.name)),
-                         clients.data if clients is not None else None, node_set,
+        history = view.history(ClusterMetrics.name)
+        pair = view.pair(ClusterChecksums.name)
+        return node_rows(servers.data if servers is not None else None, history[-1].data if history else None,
+                         self._peers.update(history), self._modules(pair),
+                         pair[1].data if pair[1] is not None else None, clients.data if clients is not None else None, node_set,
                          self._reach(view, node_set), time.time())
 
     def notes(self, view: DataView):
@@ -283,7 +284,7 @@ class ClusterScreen(Screen):
                       "(rows below: the nodes given with -H).", "warning"),)]
         if checksums is None:
             return [(("waiting for the cluster tables\u2026", "dim"),)]
-        found = cluster.modules(pair[0].data if pair[0] is not None else None, checksums)
+        found = self._modules(pair)
         text, differs = cluster.drift_summary(found, name_of)
         count = len({label for m in found for label in m.cells})
         first: List[Segment] = [(f"{count} nodes as {name_of(watched)} sees them  ", "label"),
@@ -294,6 +295,15 @@ class ClusterScreen(Screen):
         order += sorted(seen - set(order))
         lines = [tuple(first)] + [tuple(line) for line in matrix_lines(found, order, name_of)]
         return lines
+
+    def _modules(self, pair) -> List[cluster.Module]:
+        """cluster.modules of the latest two checksum readings, once per reading."""
+        previous, current = pair
+        if self._modules_of[0] is not previous or self._modules_of[1] is not current:
+            found = cluster.modules(previous.data if previous is not None else None,
+                                    current.data if current is not None else None)
+            self._modules_of = (previous, current, found)
+        return self._modules_of[2]
 
     def action_watch(self, controller) -> None:
         row = controller.selected_row()

@@ -109,8 +109,9 @@ def test_node_rows_worked_from_the_recording():
     servers = Table(*[(tuple(e["columns"]), tuple(tuple(r) for r in e["rows"]))
                       for e in [node_recording(NODE1).fixed[("admin", "select * from runtime_proxysql_servers")]]][0])
     node_set = NodeSet([Endpoint(host="127.0.0.1", port=6042)])
-    rows = {r["_id"]: r for r in node_rows(servers, rec_metrics, (checksums[0], checksums[1]), None, node_set,
-                                           {NODE1: ("ok 1ms", "good")}, 0)}
+    rows = {r["_id"]: r for r in node_rows(servers, rec_metrics[-1], cluster.peer_samples(rec_metrics),
+                                           cluster.modules(checksums[0], checksums[1]), checksums[1], None,
+                                           node_set, {NODE1: ("ok 1ms", "good")}, 0)}
     assert set(rows) == set(CLUSTER_NODES)
     assert rows[NODE1]["watched"] and not rows[NODE2]["watched"]
     assert rows[NODE2]["name"] == "node-2" and rows[NODE2]["role"] == "core"
@@ -193,3 +194,18 @@ def test_all_nodes_pool_adds_each_backends_rates_over_the_nodes():
         assert total["latency_ms"] == max(row["latency_ms"], other["latency_ms"])
     primary = [r for r in merged.values() if r["server"].endswith(":3331")][0]
     assert primary["queries_s"] > 0
+
+
+def test_peer_tracker_reads_each_reading_once_and_agrees_with_peer_samples():
+    from proxytop.collectors.base import Snapshot
+
+    metrics = frames(NODE1, "stats_proxysql_servers_metrics")[:80]
+    snapshots = [Snapshot("m", t, taken_at=float(i), duration=0.0) for i, t in enumerate(metrics)]
+    tracker = cluster.PeerTracker()
+    for end in range(1, len(snapshots) + 1):
+        window = tuple(snapshots[max(0, end - 30):end])  # a history of 30 readings
+        tracked = tracker.update(window)
+        expected = cluster.peer_samples([s.data for s in window])
+        for label, samples in expected.items():
+            assert tracked[label][-len(samples):] == samples
+            assert len(tracked[label]) <= len(samples) + 1
