@@ -93,7 +93,7 @@ def node_rows(servers, latest, samples, found, current_checksums, clients, node_
     if servers is not None and getattr(servers, "columns", None):
         core = {cluster.label_of(r): r for r in servers.dicts()}
     labels: List[str] = list(core) + [l for l in metrics if l not in core]
-    given = [n.label for n in node_set.nodes] if node_set is not None else []
+    given = [n.label for n in node_set.nodes] if node_set is not None else list(reach)
     labels += [l for l in given if l not in labels]
     watched = node_set.watched.label if node_set is not None else None
     rows: List[Row] = []
@@ -231,8 +231,11 @@ class ClusterScreen(Screen):
             node_set.learn(servers.data)
 
     def _reach(self, view: DataView, node_set) -> Dict[str, Tuple[str, Optional[str]]]:
-        if node_set is None:
-            return {}
+        if node_set is None:  # a replay: the node it recorded, as it was then
+            source = view.source(nodes.PROXYSQL)
+            endpoint = getattr(source, "endpoint", None)
+            label = getattr(endpoint, "label", None)
+            return {label: reach_text(view.state(nodes.PROXYSQL), None, view.now())} if label else {}
         now = view.now()
         reach = {}
         for node in node_set.nodes:
@@ -282,6 +285,8 @@ class ClusterScreen(Screen):
         if metrics is not None and empty(metrics_data) and (servers is None or empty(servers_data) or servers_data is None):
             return [((f"No ProxySQL Cluster on {watched}: its proxysql_servers table is empty "
                       "(rows below: the nodes given with -H).", "warning"),)]
+        if checksums is None and node_set is None and metrics is None:
+            return [(("This recording has no cluster tables (stats_proxysql_servers_*).", "warning"),)]
         if checksums is None:
             return [(("waiting for the cluster tables\u2026", "dim"),)]
         found = self._modules(pair)
