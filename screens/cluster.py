@@ -198,6 +198,7 @@ class ClusterScreen(Screen):
         self._notes_of = None
         self._peers = cluster.PeerTracker()
         self._modules_of: Tuple = (None, None, [])
+        self._restarts: List[Tuple[str, str]] = []
 
     def collectors(self):
         return [ClusterServers(), ClusterMetrics(), ClusterChecksums(), ClusterClients()]
@@ -258,10 +259,13 @@ class ClusterScreen(Screen):
         clients = view.latest(ClusterClients.name)
         history = view.history(ClusterMetrics.name)
         pair = view.pair(ClusterChecksums.name)
-        return node_rows(servers.data if servers is not None else None, history[-1].data if history else None,
+        rows = node_rows(servers.data if servers is not None else None, history[-1].data if history else None,
                          self._peers.update(history), self._modules(pair),
                          pair[1].data if pair[1] is not None else None, clients.data if clients is not None else None, node_set,
                          self._reach(view, node_set), time.time())
+        # for the summary line (notes are drawn right after the rows, from the same readings)
+        self._restarts = [(r["name"] or r["node"], r["restarted"]) for r in rows if r["restarted"]]
+        return rows
 
     def notes(self, view: DataView):
         pair = view.pair(ClusterChecksums.name)
@@ -294,6 +298,8 @@ class ClusterScreen(Screen):
         count = len({label for m in found for label in m.cells})
         first: List[Segment] = [(f"{count} nodes as {name_of(watched)} sees them  ", "label"),
                                 (text, "danger" if differs else "good")]
+        for name, ago in self._restarts:
+            first.append((f"  {name} restarted {ago}", "danger"))
         # the nodes in the node list's order (-H, then discovered), then any other peer
         seen = {label for module in found for label in module.cells}
         order = [n.label for n in node_set.nodes if n.label in seen] if node_set is not None else []

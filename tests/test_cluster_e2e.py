@@ -71,6 +71,25 @@ def test_only_the_watched_node_is_polled_for_screen_tables_and_n_switches(proxyt
     term.wait_for(f"node 3/3 {three.label(2)} node-3")
 
 
+def test_a_node_whose_uptime_drops_is_shown_as_restarted(proxytop_term, three):
+    first = three.doubles[0]
+    term = start(proxytop_term, "-H", three.hosts(), "--screen", "cluster")
+    term.wait_until(lambda s: all("ok" in node_line(s, p) for p in three.ports), what="three reachable nodes")
+    assert "restarted" not in term.text()
+    node2 = str(three.ports[1])
+
+    def restarted(columns, rows):  # node 2 reports an uptime of 7 s from now on
+        at, port_at = columns.index("Uptime_s"), columns.index("port")
+        return columns, [[("7" if i == at and row[port_at] == node2 else v) for i, v in enumerate(row)]
+                         for row in rows]
+
+    previous = first.transforms["stats_proxysql_servers_metrics"]
+    first.transforms["stats_proxysql_servers_metrics"] = lambda c, r: restarted(*previous(c, r))
+    screen = term.wait_for("node-2 restarted 7.00s ago")
+    assert "7.00s ago" in node_line(screen, three.ports[1])
+    assert "restarted" not in node_line(screen, three.ports[0])
+
+
 def test_enter_on_a_cluster_row_watches_that_node(proxytop_term, three):
     term = start(proxytop_term, "-H", three.hosts(), "--screen", "cluster")
     term.wait_until(lambda s: all(node_line(s, p) for p in three.ports), what="three rows")
