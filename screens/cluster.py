@@ -283,8 +283,15 @@ class ClusterScreen(Screen):
         checksums = pair[1].data if pair[1] is not None else None
         metrics_data = metrics.data if metrics is not None else None
         servers_data = servers.data if servers is not None else None
-        name_of = node_set.name if node_set is not None else (lambda label: label)
-        watched = node_set.watched.label if node_set is not None else "ProxySQL"
+        comments = {}
+        if metrics_data is not None and getattr(metrics_data, "columns", None) and metrics_data.has("comment"):
+            comments = {cluster.label_of(r): r.get("comment") for r in metrics_data.dicts()}
+
+        def name_of(label: str) -> str:  # "node-3": its comment in proxysql_servers, else its address
+            return comments.get(label) or (node_set.name(label) if node_set is not None else label)
+
+        endpoint = getattr(view.source(nodes.PROXYSQL), "endpoint", None)
+        watched = node_set.watched.label if node_set is not None else getattr(endpoint, "label", "ProxySQL")
         empty = lambda t: t is not None and not getattr(t, "rows", ())  # noqa: E731 - read, answered, no rows
         if metrics is not None and empty(metrics_data) and (servers is None or empty(servers_data) or servers_data is None):
             return [((f"No ProxySQL Cluster on {watched}: its proxysql_servers table is empty "
