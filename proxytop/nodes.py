@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from proxytop.collectors.base import Collector, Table
 from proxytop.connection import AdminSession, Endpoint, ProxySQLSource, open_admin
@@ -345,6 +345,3 @@ def make_source(config) -> Tuple[WatchedProxySQLSource, NodeSet]:
     nodes = NodeSet(endpoints, discover=bool(getattr(config, "cluster", False)))
     return WatchedProxySQLSource(nodes), nodes
 
-
-def labels(nodes: Iterable[Node]) -> List[str]:
-    return [n.label for n in nodes]
