@@ -157,6 +157,7 @@ class Block:
     notes: List[str]
     note_lines: List[Sequence[Tuple[str, Optional[str]]]]
     status: Optional[str]
+    node: Optional[str] = None  # the watched ProxySQL node, when several are given
 
     @property
     def data_rows(self) -> List[Row]:
@@ -181,7 +182,14 @@ def build_block(screen: Screen, state: TableState, data_view) -> Block:
     note_lines = [tuple(line) for line in screen.notes(data_view)]
     notes = ["".join(text for text, _ in line).rstrip() for line in note_lines]
     return Block(screen=screen, state=state, rows=screen.arrange(raw, state), total=len(raw),
-                 notes=[n for n in notes if n], note_lines=note_lines, status=screen.status(data_view))
+                 notes=[n for n in notes if n], note_lines=note_lines, status=screen.status(data_view),
+                 node=watched_node(data_view))
+
+
+def watched_node(data_view) -> Optional[str]:
+    """The watched node's address when proxytop was given several (None for one node)."""
+    nodes = getattr(data_view.source(PROXYSQL), "nodes", None)
+    return nodes.watched.label if nodes is not None and nodes.several else None
 
 
 def _title(column: Column, state: TableState) -> str:
@@ -294,6 +302,7 @@ class JsonOutput:
                 "time": iso_time(when),
                 "timestamp": round(when, 3),
                 "screen": block.screen.key,
+                **({"node": block.node} if block.node else {}),
                 "title": block.screen.title,
                 "side": block.screen.side.key if getattr(block.screen, "sided", False) else None,
                 "sort": block.state.sort_key,
@@ -321,11 +330,12 @@ class CsvOutput:
         stamp = iso_time(when)
         for block in blocks:
             keys = [c.key for c in block.screen.columns]
+            node = [block.node] if block.node else []  # several nodes: each record names its node
             if block.screen.key not in self.headed:
-                self.writer.writerow(["time", "screen"] + keys)
+                self.writer.writerow(["time", "screen"] + (["node"] if node else []) + keys)
                 self.headed.add(block.screen.key)
             for row in block.data_rows:
-                self.writer.writerow([stamp, block.screen.key] + [csv_value(row.get(k)) for k in keys])
+                self.writer.writerow([stamp, block.screen.key] + node + [csv_value(row.get(k)) for k in keys])
         self.out.flush()
 
 

@@ -41,8 +41,16 @@ def build(config, engine=None):
     from proxytop.engine import Engine
     from proxytop.screens import all_screens
 
+    live = engine is None
     engine = engine if engine is not None else Engine()
-    engine.add_source(ProxySQLSource(config.endpoint))
+    if live:  # the watched node of one or several ProxySQL nodes
+        from proxytop import nodes
+
+        source, node_set = nodes.make_source(config)
+        engine.add_source(source)
+        nodes.attach_nodes(engine, node_set, source)
+    else:
+        engine.add_source(ProxySQLSource(config.endpoint))
     engine.add_source(HostSource())
     engine.add_collector(GlobalStatus())
     screens = all_screens(config)

@@ -235,6 +235,30 @@ class Controller:
             self.mode = "table"
             self.activate()
 
+    def do_next_node(self):
+        from proxytop import nodes
+
+        self.say(nodes.step(self, +1))
+
+    def do_previous_node(self):
+        from proxytop import nodes
+
+        self.say(nodes.step(self, -1))
+
+    def do_all_nodes(self):
+        from proxytop import allnodes
+
+        self.say(allnodes.toggle(self))
+        self.activate()
+
+    def forget_rows(self) -> None:
+        """Another node is watched: no screen may show rows computed from the previous one."""
+        self._parked.clear()
+        self._rows_token = None
+        if self.mode == "detail":
+            self.mode = "table"
+            self.detail = None
+
     def _set_state(self, state: table.TableState) -> None:
         self.tables[self.screen.key] = state
         self._rows_token = None

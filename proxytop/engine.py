@@ -108,6 +108,23 @@ class Engine:
     def source(self, name: str) -> Optional[Source]:
         return self._sources.get(name)
 
+    def collector_names_of(self, source_name: str) -> List[str]:
+        """Names of the collectors that read from one source."""
+        with self._lock:
+            return [c.name for c in self._by_source.get(source_name, ())]
+
+    def forget(self, names: Iterable[str]) -> None:
+        """Drop these collectors' readings and errors, and read them again at once: the
+        source now reads another server (the watched ProxySQL node changed), and a rate
+        across two servers would be meaningless. Each history is replaced, not cleared, so
+        that a reader holding the old one never sees it change."""
+        with self._lock:
+            for name in names:
+                if name in self._history:
+                    self._history[name] = deque(maxlen=self._history[name].maxlen)
+                    self._errors.pop(name, None)
+                    self._next_due[name] = 0.0
+
     def add_observer(self, observer: Callable[[str, object], None]) -> None:
         """``observer(kind, value)`` is called on the worker threads with every new
         ("snapshot", Snapshot), ("state", SourceState) and ("error", (collector, message, time))

@@ -84,4 +84,7 @@ GLOBAL_BINDINGS: Sequence[Binding] = (
     Binding(("ENTER",), "open", "details of the selected row (where the screen has them)"),
     Binding(("ESC",), "back", "close a detail view, help or the filter input"),
     Binding(("^L",), "redraw", "redraw the screen"),
+    Binding(("n",), "next_node", "watch the next ProxySQL node (-H a,b or --cluster)", "n/N node"),
+    Binding(("N",), "previous_node", "watch the previous ProxySQL node"),
+    Binding(("a",), "all_nodes", "all nodes: add up every node's rates (ConnPool, ComCount; polls every node)"),
 )

@@ -10,12 +10,13 @@ import argparse
 import getpass
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import pymysql.optionfile
 
 from proxytop import __version__
 from proxytop.connection import DEFAULT_TIMEOUT, Endpoint
+from proxytop.endpoints import HostError, endpoint_list, split_hosts
 from proxytop.screens import SCREENS
 
 PROMPT = object()  # -p given without a value
@@ -37,6 +38,8 @@ class Config:
     log_file: Optional[str] = None
     args: Any = None  # the parsed namespace, for screen-specific options
     origins: Mapping[str, str] = field(default_factory=dict)  # setting -> where it came from
+    endpoints: Tuple[Endpoint, ...] = ()  # every admin endpoint (-H a,b); the first is `endpoint`
+    cluster: bool = False  # --cluster: also watch the nodes the first one lists
 
 
 def positive_seconds(text: str) -> float:
@@ -97,7 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Connection settings: command line > PROXYTOP_ADMIN_PASSWORD > defaults file > built-in defaults.",
     )
     admin = parser.add_argument_group("ProxySQL admin interface")
-    admin.add_argument("-H", "--host", help="admin host (default 127.0.0.1)")
+    admin.add_argument("-H", "--host", action="append",
+                       help="admin host (default 127.0.0.1); several ProxySQL nodes: repeat -H or "
+                            "separate them with commas, each host or host:port")
+    admin.add_argument("--cluster", action="store_true",
+                       help="also watch every node of the first one's ProxySQL Cluster (runtime_proxysql_servers)")
     admin.add_argument("-P", "--port", type=port_number, help="admin port (default 6032)")
     admin.add_argument("-u", "--user", help="admin user (default admin)")
     admin.add_argument("-p", "--password", nargs="?", const=PROMPT,
@@ -182,7 +189,8 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str],
         origins[name] = "default"
         return default
 
-    host = pick("host", args.host, "127.0.0.1")
+    hosts = cluster_hosts(args)
+    host = pick("host", hosts[0][0] if hosts else None, "127.0.0.1")
     port_text = pick("port", args.port, 6032)
     try:
         port = port_number(str(port_text))
@@ -198,6 +206,8 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str],
     socket_path = pick("socket", args.socket, None)
     endpoint = Endpoint(host=host, port=port, user=user, password=password, socket=socket_path,
                         timeout=args.connect_timeout)
+    endpoints = endpoint_list(hosts, endpoint)  # -P is the port of the hosts given without one
+    endpoint = endpoints[0]
     color = not args.no_color and not environ.get("NO_COLOR")
     return Config(
         endpoint=endpoint,
@@ -207,7 +217,18 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str],
         log_file=args.log_file,
         args=args,
         origins=origins,
+        endpoints=endpoints,
+        cluster=bool(getattr(args, "cluster", False)),
     )
+
+
+def cluster_hosts(args: argparse.Namespace):
+    """The -H values as [(host, port or None)]; a bad one is a usage error."""
+    try:
+        return split_hosts(args.host if isinstance(args.host, (list, tuple)) else
+                           ([args.host] if args.host else []))
+    except HostError as exc:
+        raise OptionError(f"-H {exc}") from None
 
 
 def check_modes(args: argparse.Namespace) -> None:

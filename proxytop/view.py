@@ -37,6 +37,8 @@ def header_lines(ctl, width: int) -> List[Line]:
     state = engine.state("proxysql")
     previous, current = engine.last_two(header_collector(ctl.screen))
     target = source.endpoint.label if source is not None else "no ProxySQL"
+    if hasattr(source, "watched_title"):  # several ProxySQL nodes: "node 2/3 10.0.0.2:6032 node-2"
+        target = source.watched_title()
     session = getattr(source, "session", None)
     replay = getattr(engine, "replay_status", None)  # a ReplayEngine says where it is
     first: Line = [("proxytop ", "header_title")]

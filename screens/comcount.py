@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from proxytop import histogram, units
+from proxytop import allnodes, histogram, units
 from proxytop.collectors.proxysql_stats import CommandCounters
 from proxytop.keys import Binding
 from proxytop.rates import rate, to_number
@@ -197,11 +197,18 @@ class ComCountScreen(SidedScreen, Screen):
     def collectors(self):
         return [CommandCounters()]
 
+    def active_collectors(self):
+        return allnodes.active_collectors(self, super().active_collectors())
+
     def rows(self, view: DataView) -> List[Row]:
+        if allnodes.on(self):  # every node's commands added up (key a)
+            return allnodes.command_rows(self, view, bool(self.options.get("unused")))
         previous, current = view.pair(self.on_side(CommandCounters.name))
         return command_rows(previous, current, bool(self.options.get("unused")))
 
     def notes(self, view: DataView):
+        if allnodes.on(self):
+            return allnodes.notes(self, view, "stats_mysql_commands_counters")
         previous, current = view.pair(self.on_side(CommandCounters.name))
         if current is None or current.data is None:
             return []

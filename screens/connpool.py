@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from proxytop import units
+from proxytop import allnodes, units
 from proxytop.collectors.proxysql import ConnectionPool, RuntimeServers
 from proxytop.rates import rate, to_number
 from proxytop.table import Column, Row
@@ -124,7 +124,12 @@ class ConnPoolScreen(SidedScreen, Screen):
     def collectors(self):
         return [ConnectionPool(), RuntimeServers()]
 
+    def active_collectors(self):
+        return allnodes.active_collectors(self, super().active_collectors())
+
     def rows(self, view: DataView) -> List[Row]:
+        if allnodes.on(self):  # every node's pool added up (key a)
+            return allnodes.pool_rows(self, view)
         previous, current = view.pair(self.on_side(ConnectionPool.name))
         return pool_rows(previous, current, view.latest(self.on_side(RuntimeServers.name)))
 
@@ -132,6 +137,8 @@ class ConnPoolScreen(SidedScreen, Screen):
         return ("server", f"hostgroup {units.plain(group)} total")
 
     def notes(self, view: DataView):
+        if allnodes.on(self):
+            return allnodes.notes(self, view, "stats_mysql_connection_pool")
         source = view.source("proxysql")
         session = getattr(source, "session", None)
         if session is not None and not session.is_admin:

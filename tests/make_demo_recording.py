@@ -52,6 +52,21 @@ def port_mapper(ports: Dict[str, str]) -> Callable:
     return transform
 
 
+CLUSTER_TABLES = ("stats_proxysql_servers_metrics", "stats_proxysql_servers_checksums",
+                  "stats_proxysql_servers_clients_status")
+
+
+def graft_cluster_tables(recording: Recording) -> None:
+    """The single-node recording has no ProxySQL Cluster: the Cluster screen's tables are
+    node 1's of the three-node cluster recording (its peers at 127.0.0.1:6042/6052/6062, node 3
+    with drifted query rules), so the demo shows that screen too."""
+    cluster = Recording.load("cluster")
+    for table in CLUSTER_TABLES:
+        recording.series[table] = cluster.series[table]
+    key = ("admin", "select * from runtime_proxysql_servers")
+    recording.fixed[key] = cluster.fixed[key]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=int, default=60, help="length of the recording (default 60)")
@@ -69,7 +84,9 @@ def main(argv=None) -> int:
         writer = servers[0]
         load = WriteLoad(writer, threads=1)
         load.prepare()
-        double = ProxySQLDouble(recording=Recording.load())
+        recording = Recording.load()
+        graft_cluster_tables(recording)
+        double = ProxySQLDouble(recording=recording)
         mapper = port_mapper(dict(zip(RECORDED_PORTS, (str(s.port) for s in servers))))
         for table in set(double.recording.series) | {"mysql_servers", "runtime_mysql_servers"}:
             double.transforms[table] = mapper
