@@ -57,7 +57,13 @@ _NAMES = {"connpool": pool_name, "comcount": commands_name}
 
 
 def on(screen) -> bool:
-    return bool(screen.options.get(OPTION))
+    return bool(screen.options.get(OPTION)) and _mysql_side(screen)
+
+
+def _mysql_side(screen) -> bool:
+    """The nodes' sums are of the MySQL side's tables (a screen without sides is MySQL)."""
+    side = getattr(screen, "side", None)
+    return side is None or side.key == "mysql"
 
 
 def toggle(controller) -> str:
@@ -70,6 +76,8 @@ def toggle(controller) -> str:
     nodes = nodes_of(controller.view)
     if nodes is None:
         return "a replay shows the node it recorded"
+    if not _mysql_side(screen):
+        return "the all-nodes view adds up the MySQL side (m switches sides)"
     if on(screen):
         screen.options.pop(OPTION, None)
         return f"watched node only: {nodes.title()}"
@@ -82,7 +90,7 @@ def toggle(controller) -> str:
 def active_collectors(screen, names: List[str]) -> List[str]:
     """The screen's own collectors, or every node's twin of them in the all-nodes view."""
     nodes = screen.options.get(OPTION)
-    if not nodes:
+    if not nodes or not _mysql_side(screen):
         return names
     return [_NAMES[screen.key](node.label) for node in nodes.nodes]
 
