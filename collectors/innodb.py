@@ -328,9 +328,9 @@ def group_servers(rows: Sequence[Mapping]) -> Tuple[DiscoveredServer, ...]:
 
 
 class MySQLDiscovery(Collector):
-    """The distinct backends in runtime_mysql_servers and the monitor credentials
-    (mysql-monitor_username / mysql-monitor_password). Admin users only: with the stats user
-    the reading says discovery needs an admin user and no query is sent."""
+    """The distinct backends in runtime_mysql_servers and, when they will be used, the monitor
+    credentials (mysql-monitor_username / mysql-monitor_password). Admin users only: with the
+    stats user the reading says discovery needs an admin user and no query is sent."""
 
     name = DISCOVERY
     source = PROXYSQL
@@ -338,10 +338,16 @@ class MySQLDiscovery(Collector):
     min_interval = 5.0
     own_pace = True
 
+    def __init__(self, monitor_credentials: bool = True):
+        # False when MySQL credentials were given: ProxySQL's monitor password is then never read.
+        self.monitor_credentials = monitor_credentials
+
     def collect(self, session) -> Discovery:
         if not session.is_admin:
             return Discovery(admin=False)
         table = session.query("select hostgroup_id, hostname, port, status, comment from runtime_mysql_servers")
+        if not self.monitor_credentials:
+            return Discovery(admin=True, servers=group_servers(table.dicts()))
         settings = session.query("select variable_name, variable_value from global_variables where variable_name "
                                  "in ('mysql-monitor_username', 'mysql-monitor_password')")
         values = {str(row[0]): row[1] for row in settings.rows}

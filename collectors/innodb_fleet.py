@@ -106,7 +106,7 @@ class Fleet:
         return [MySQLSource(s.endpoint) for s in self.servers.values()]
 
     def collectors(self):
-        made = [MySQLDiscovery()] if self.discover else []
+        made = [MySQLDiscovery(monitor_credentials=not self.credentials.given)] if self.discover else []
         for server in self.servers.values():
             made += server_collectors(server.endpoint)
         return made
