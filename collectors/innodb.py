@@ -26,7 +26,7 @@ import pymysql
 
 from proxytop import errors
 from proxytop.collectors.base import Collector, Table
-from proxytop.connection import Endpoint, PyMySQLSource, open_mysql, run_query
+from proxytop.connection import Endpoint, PyMySQLSource, encryption, open_mysql, run_query
 from proxytop.innodb import ALL_METRICS, EngineReading, Flavour, detect_flavour, metrics_from_rows, parse_status_text
 
 log = logging.getLogger(__name__)
@@ -101,6 +101,7 @@ class MySQLSession:
     # next attempt, per statement.
     denied_until: Dict[str, float] = field(default_factory=dict)
     reopens: int = 0
+    encryption: Optional[str] = None  # 'TLSv1.3' when the connection is encrypted
 
     def query(self, sql: str) -> Table:
         self.queries += 1
@@ -133,7 +134,7 @@ class MySQLSource(PyMySQLSource):
         endpoint = self.endpoint
         conn = open_mysql(endpoint)
         try:
-            session = MySQLSession(conn=conn, endpoint=endpoint)
+            session = MySQLSession(conn=conn, endpoint=endpoint, encryption=encryption(conn))
             table = session.query("SELECT @@version, @@version_comment")
             if table.rows:
                 session.version_text = table.rows[0][0] or ""

@@ -91,7 +91,7 @@ class Fleet:
     def auth(self, user: Optional[str] = None, password: Optional[str] = None) -> dict:
         return dict(user=user if user is not None else self.credentials.user,
                     password=password if password is not None else self.credentials.password,
-                    timeout=self.timeout)
+                    timeout=self.timeout, tls=self.credentials.tls)
 
     def add_explicit(self, endpoint: Endpoint) -> None:
         key = server_label(endpoint)

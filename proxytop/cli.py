@@ -97,6 +97,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         config = options.parse(argv, os.environ)
     except KeyboardInterrupt:
         return 130
+    if getattr(config.args, "print_defaults", False):
+        from proxytop.settings_report import report
+
+        print(report(config, os.environ))
+        return 0
     setup_logging(config.log_file)
     args = config.args
     batch = bool(getattr(args, "batch", False))

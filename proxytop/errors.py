@@ -2,13 +2,19 @@
 from __future__ import annotations
 
 import errno
+import re
 import socket
+import ssl
 from typing import Optional
 
 import pymysql
 
 # MySQL client error codes that mean the connection itself is gone.
 CONNECTION_ERRNOS = {2002, 2003, 2005, 2006, 2011, 2013, 2014, 2026, 2055}
+CR_SSL_CONNECTION_ERROR = 2026
+_SERVER_IN_MESSAGE = re.compile(r"server on '([^']+)'")
+_TLS_WORDS = ("[ssl", "certificate verify failed", "tlsv1 alert", "sslv3 alert", "wrong version number",
+              "ssl is required", "tls is required")
 
 
 class NotProxySQLAdmin(Exception):
@@ -17,6 +23,11 @@ class NotProxySQLAdmin(Exception):
 
 class UnsafeQuery(Exception):
     """A query proxytop refuses to send (e.g. one naming a *_reset table)."""
+
+
+class OptionError(Exception):
+    """A bad setting found after parsing (an option or configuration file, a login path, TLS
+    files): a usage error, exit 2."""
 
 
 def _code_and_text(exc: BaseException):
@@ -63,6 +74,8 @@ def _describe(exc: BaseException, target: str) -> str:
         return f"{where}refused to send query: {exc}"
     code, text = _code_and_text(exc)
     lowered = text.lower()
+    if code == CR_SSL_CONNECTION_ERROR or isinstance(exc, ssl.SSLError) or any(w in lowered for w in _TLS_WORDS):
+        return tls_problem(text, target)
     if isinstance(exc, (socket.timeout, TimeoutError)) or "timed out" in lowered:
         return f"{where}timeout: the server did not answer in time"
     if code == 1045 and "proxysql admin error" in lowered:
@@ -94,3 +107,32 @@ def _describe(exc: BaseException, target: str) -> str:
         return f"{where}server error {code}: {text}"
     name = exc.__class__.__name__
     return f"{where}{name}: {text}" if text else f"{where}{name}"
+
+
+def tls_problem(text: str, target: str = "") -> str:
+    """A failed TLS negotiation in one line, naming the server.
+
+    >>> tls_problem("Can't connect to MySQL server on '10.0.0.2' ([SSL: CERTIFICATE_VERIFY_FAILED] "
+    ...             "certificate verify failed: self-signed certificate (_ssl.c:1006))")
+    'TLS: certificate verify failed for 10.0.0.2: self-signed certificate'
+    >>> tls_problem("SSL is required but the server doesn't support it", "db1:3306")
+    'TLS: db1:3306 does not offer TLS (required by --ssl-mode)'
+    >>> tls_problem("Can't connect to MySQL server on 'db1' ([SSL: TLSV1_ALERT_UNKNOWN_CA] tlsv1 alert unknown ca "
+    ...             "(_ssl.c:2580))")
+    'TLS: handshake with db1 failed: tlsv1 alert unknown ca'
+    """
+    found = _SERVER_IN_MESSAGE.search(text)
+    server = target or (found.group(1) if found else "the server")
+    lowered = text.lower()
+    if "is required" in lowered:
+        return f"TLS: {server} does not offer TLS (required by --ssl-mode)"
+    inner = text[found.end():].strip() if found else text
+    if inner.startswith("(") and inner.endswith(")"):
+        inner = inner[1:-1]
+    inner = re.sub(r"\s*\(_ssl\.c:\d+\)", "", inner)
+    inner = re.sub(r"^\[[A-Z_]+: [A-Z_0-9]+\]\s*", "", inner).strip()
+    marker = "certificate verify failed"
+    if inner.lower().startswith(marker):
+        detail = inner[len(marker):].lstrip(": ").strip()
+        return f"TLS: certificate verify failed for {server}" + (f": {detail}" if detail else "")
+    return f"TLS: handshake with {server} failed: {inner or 'no reason given'}"
