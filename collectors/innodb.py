@@ -60,8 +60,9 @@ def source_name(endpoint: Endpoint) -> str:
     return f"mysql:{server_label(endpoint)}"
 
 
-def describe_mysql_error(exc: BaseException, password: Optional[str] = None) -> str:
-    """One plain line for a MySQL-side failure (never the password)."""
+def describe_mysql_error(exc: BaseException, password: Optional[str] = None, server: str = "") -> str:
+    """One plain line for a MySQL-side failure (never the password; ``server`` names the host
+    in TLS problems)."""
     code = exc.args[0] if getattr(exc, "args", None) and isinstance(exc.args[0], int) else None
     text = str(exc.args[1]) if code is not None and len(exc.args) > 1 else str(exc)
     lowered = text.lower()
@@ -71,11 +72,11 @@ def describe_mysql_error(exc: BaseException, password: Optional[str] = None) -> 
         elif "no such file" in lowered:
             message = "socket file not found"
         else:
-            message = errors.describe(exc)
+            message = errors.describe(exc, server=server)
     elif code in ACCESS_DENIED:
         message = f"access denied: {text}"
     else:
-        message = errors.describe(exc)
+        message = errors.describe(exc, server=server)
     if password:
         message = message.replace(password, "***")
     return " ".join(message.split())
@@ -156,7 +157,7 @@ class MySQLSource(PyMySQLSource):
         return errors.is_connection_error(exc)
 
     def describe_error(self, exc: BaseException) -> str:
-        return describe_mysql_error(exc, self.endpoint.password)
+        return describe_mysql_error(exc, self.endpoint.password, server=self.endpoint.socket or self.endpoint.host)
 
 
 def name_value(table: Table) -> Dict[str, str]:

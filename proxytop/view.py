@@ -46,6 +46,8 @@ def header_lines(ctl, width: int) -> List[Line]:
         first.append((f"  ProxySQL {session.version_text.split('-')[0]}", "header"))
         if not session.is_admin:
             first.append(("  (stats user)", "dim"))
+        if getattr(session, "encryption", None):
+            first.append(("  TLS", "good"))  # the admin connection is encrypted
     if current is not None and current.data:
         stats = current.data
         uptime = stats.get("ProxySQL_Uptime")

@@ -364,8 +364,11 @@ class InnoDBScreen(Screen):
         if server.discovered is not None:
             pairs = ", ".join(f"{h} {s}" for h, s in zip(server.discovered.hostgroups, server.discovered.statuses))
             where.append(f"ProxySQL hostgroup {pairs}")
+        session = getattr(view.source(server.source), "session", None)
+        encryption = getattr(session, "encryption", None)
         add(("Server ", "label"), (server.key, "header"), (f"  ({'; '.join(where)})", "dim"),
-            ("  user ", "label"), (server.endpoint.user, None))
+            ("  user ", "label"), (server.endpoint.user, None),
+            ("  TLS ", "label"), (encryption or "off", "good" if encryption else "dim"))
         state_override, note, down = self._connection_note(server, view)
         if down:
             add((note or "", "danger" if state_override else "dim"))
