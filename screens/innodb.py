@@ -6,11 +6,10 @@ runtime_mysql_servers (admin user; one row per distinct backend, labelled with i
 hostgroups and ProxySQL status). Each server has its own connection and thread: a slow or
 dead server only ever delays its own row, which says "down, retrying in N s".
 
-Credentials for the MySQL servers, as the mysql client takes them: ``--mysql-user`` /
-``--mysql-password`` (given without a value it prompts; the prompt happens while the screens
-are built, before the terminal switches to full screen), else the ``[client]`` group of
-``--mysql-defaults-file`` or ~/.my.cnf, else MYSQL_PWD for the password. With none of those,
-the servers discovered through ProxySQL are read with ProxySQL's own monitor credentials
+Credentials and TLS for the MySQL servers are resolved as the mysql client does
+(proxytop.mysql_options); ``--mysql-password`` without a value prompts while the screens are
+built, before the terminal switches to full screen. With no credentials given, the servers
+discovered through ProxySQL are read with ProxySQL's own monitor credentials
 (mysql-monitor_username / _password), and what that user's privileges hide is shown as
 "needs PROCESS".
 
