@@ -28,7 +28,8 @@ from proxytop.collectors.innodb_fleet import Fleet, Server
 from proxytop.connection import DEFAULT_TIMEOUT
 from proxytop.innodb import (ASYNC, ENABLE_HINT, FLUSH_TYPE_METRICS, NEEDS_PROCESS, OK, SYNC, Assessment, EngineReading,
                              assess, bar)
-from proxytop.mysql_options import PROMPT, add_arguments, resolve_credentials  # noqa: F401 (add_arguments: this screen's options)
+from proxytop.errors import OptionError
+from proxytop.mysql_options import PROMPT, Credentials, add_arguments, login_name, resolve_credentials  # noqa: F401 (add_arguments: this screen's options)
 from proxytop.rates import to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.table import Column, Row
@@ -159,7 +160,12 @@ class InnoDBScreen(Screen):
             except (KeyboardInterrupt, EOFError):
                 raise SystemExit(130) from None
         else:
-            credentials = resolve_credentials(args, os.environ, prompt)
+            try:
+                credentials = resolve_credentials(args, os.environ, prompt)
+            except OptionError:
+                # Only a replay gets here (live options were checked when parsed): it connects
+                # to no MySQL server, so the login path or certificate it names doesn't matter.
+                credentials = Credentials(user=login_name())
         self.fleet = Fleet.from_options(args, credentials, getattr(endpoint, "timeout", DEFAULT_TIMEOUT))
 
     @property

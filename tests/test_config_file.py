@@ -221,3 +221,18 @@ def test_at_name_in_the_terminal_with_the_password_from_a_login_path(home, proxy
     term.send("q")
     assert term.wait_exit(10) == 0
     assert proxysql_double.queries("radmin")
+
+
+def test_connection_files_are_not_recorded_and_a_replay_does_not_need_them(home):
+    from proxytop.recording import recorded_options
+    from proxytop.screens.innodb import InnoDBScreen
+
+    write_login_file(str(home / ".mylogin.cnf"), {"mysql-lp": {"user": "lpdba", "password": MYSQL_LOGIN_SECRET}})
+    config = options.parse(["--mysql", "db1", "--mysql-login-path", "mysql-lp", "--ssl-mode", "DISABLED"],
+                           env_for(home))
+    recorded = recorded_options(config.args)
+    assert recorded["mysql"] == [["db1", 3306]]
+    assert not {"mysql_login_path", "ssl_mode", "configured", "given", "config_file"} & set(recorded)
+    (home / ".mylogin.cnf").unlink()  # replayed elsewhere: the login path is gone
+    screen = InnoDBScreen(config)
+    assert list(screen.servers) == ["db1:3306"] and MYSQL_LOGIN_SECRET not in repr(screen.credentials)
