@@ -234,6 +234,17 @@ def named_endpoint(name: str, environ: Optional[Mapping[str, str]] = None, confi
     return layered_endpoint(layers, timeout)[0]
 
 
+def exposes_passwords(config: ConfigFile) -> bool:
+    """The file holds a password and users other than its owner may read it."""
+    sections = [config.options] + list(config.nodes.values())
+    if not any(key in SECRET_KEYS and value for section in sections for key, value in section.items()):
+        return False
+    try:
+        return bool(os.stat(os.path.expanduser(config.path)).st_mode & 0o044)
+    except OSError:
+        return False
+
+
 def masked(key: str, value: object) -> str:
     """A setting as --print-defaults shows it: never a password.
 

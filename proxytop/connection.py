@@ -230,7 +230,8 @@ class ProxySQLSource(PyMySQLSource):
     def connect(self) -> AdminSession:
         session = open_admin(self.endpoint)
         self.session = session
-        log.info("connected to %s as %s, version %s", self.endpoint.label, self.endpoint.user, session.version_text)
+        log.info("connected to %s as %s, version %s, %s", self.endpoint.label, self.endpoint.user,
+                 session.version_text, session.encryption or "no TLS")
         return session
 
     def is_connection_error(self, exc: BaseException) -> bool:

@@ -91,6 +91,8 @@ def report(config, environ: Mapping[str, str]) -> str:
     if loaded is not None:
         state = "" if loaded.exists else " (not found)"
         lines.append(f"configuration file: {loaded.path}{state}")
+        if config_file.exposes_passwords(loaded):
+            lines.append("warning: it holds passwords and others can read it (chmod 600, or use login paths)")
         if loaded.nodes:
             lines.append(f"endpoints: {', '.join('@' + name for name in loaded.node_names())}")
     if getattr(config.args, "target", None):

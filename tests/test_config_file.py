@@ -208,6 +208,10 @@ def test_print_defaults_shows_every_setting_and_its_origin_never_a_password(home
     assert re.search(r"screen\s+innodb\s+configuration file", out)
     assert re.search(r"mysql\s+db1:3306\s+command line", out)
     assert not [secret for secret in SECRETS if secret in out + result.stderr]
+    assert "others can read it" in out  # written with the default umask: 0644
+    (home / ".config" / "proxytop" / "proxytop.cnf").chmod(0o600)
+    private = run("--print-defaults", environ=env_for(home))
+    assert private.returncode == 0 and "others can read it" not in private.stdout
     prompt = run("--print-defaults", "-p", environ=env_for(home))
     assert prompt.returncode == 0 and re.search(r"password\s+\(asked at start\)", prompt.stdout)
 
