@@ -96,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="proxytop",
         description="A top-like terminal monitor for ProxySQL and the MySQL servers behind it.",
-        epilog="Connection settings: command line > PROXYTOP_ADMIN_PASSWORD > defaults file > built-in defaults.",
+        epilog="Connection settings: command line > PROXYTOP_ADMIN_PASSWORD > --login-path > defaults file > "
+               "@NAME > [proxytop] of the configuration file > built-in defaults (--print-defaults shows them).",
     )
     admin = parser.add_argument_group("ProxySQL admin interface")
     admin.add_argument("-H", "--host", help="admin host (default 127.0.0.1)")
