@@ -448,9 +448,10 @@ def test_passwords_from_the_configuration_file_and_login_paths_appear_nowhere(pr
                              "--mysql", f"{mariadb.host}:{mariadb.port}", cols=160, rows=40, env=env)
         port = re.escape(str(mariadb.port))
         screens = [term.wait_for(rf"127\.0\.0\.1:{port}.*DOWN.*retrying in \d+s: ac", timeout=20)]  # no such user
-        term.send(ENTER, pause=0.6)
-        screens.append(term.text())
-        term.send(ESC, pause=0.3)
+        term.send(ENTER)
+        screens.append(term.wait_for("InnoDB flushing on", timeout=10))  # the detail: the whole error line
+        term.send(ESC)
+        term.wait_for("HG/Status", timeout=10)  # back on the table: q is not taken as Alt-q
         term.send("q")
         assert term.wait_exit(10) == 0
         for screen in screens:
