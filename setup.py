@@ -25,12 +25,13 @@ setup(
     package_data={"proxytop": ["data/*"]},
     install_requires=[
         "npyscreen>=5.0.4",
-        "PyMySQL>=1.0",
+        "PyMySQL>=1.1",  # 1.1 negotiates TLS whenever the server offers it (--ssl-mode PREFERRED)
         "psutil>=5.8",
         "rich>=12",
+        "myloginpath>=0.0.4",  # reads mysql_config_editor's ~/.mylogin.cnf (--login-path)
     ],
     extras_require={
-        "test": ["pytest>=7", "pyte>=0.8", "hypothesis>=6"],
+        "test": ["pytest>=7", "pyte>=0.8", "hypothesis>=6", "cryptography>=3.4"],
     },
     entry_points={"console_scripts": ["proxytop = proxytop.cli:main"]},
     classifiers=[

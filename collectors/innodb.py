@@ -26,7 +26,7 @@ import pymysql
 
 from proxytop import errors
 from proxytop.collectors.base import Collector, Table
-from proxytop.connection import Endpoint, PyMySQLSource, open_mysql, run_query
+from proxytop.connection import Endpoint, PyMySQLSource, encryption, open_mysql, run_query
 from proxytop.innodb import ALL_METRICS, EngineReading, Flavour, detect_flavour, metrics_from_rows, parse_status_text
 
 log = logging.getLogger(__name__)
@@ -60,8 +60,9 @@ def source_name(endpoint: Endpoint) -> str:
     return f"mysql:{server_label(endpoint)}"
 
 
-def describe_mysql_error(exc: BaseException, password: Optional[str] = None) -> str:
-    """One plain line for a MySQL-side failure (never the password)."""
+def describe_mysql_error(exc: BaseException, password: Optional[str] = None, server: str = "") -> str:
+    """One plain line for a MySQL-side failure (never the password; ``server`` names the host
+    in TLS problems)."""
     code = exc.args[0] if getattr(exc, "args", None) and isinstance(exc.args[0], int) else None
     text = str(exc.args[1]) if code is not None and len(exc.args) > 1 else str(exc)
     lowered = text.lower()
@@ -71,11 +72,11 @@ def describe_mysql_error(exc: BaseException, password: Optional[str] = None) -> 
         elif "no such file" in lowered:
             message = "socket file not found"
         else:
-            message = errors.describe(exc)
+            message = errors.describe(exc, server=server)
     elif code in ACCESS_DENIED:
         message = f"access denied: {text}"
     else:
-        message = errors.describe(exc)
+        message = errors.describe(exc, server=server)
     if password:
         message = message.replace(password, "***")
     return " ".join(message.split())
@@ -101,6 +102,7 @@ class MySQLSession:
     # next attempt, per statement.
     denied_until: Dict[str, float] = field(default_factory=dict)
     reopens: int = 0
+    encryption: Optional[str] = None  # 'TLSv1.3' when the connection is encrypted
 
     def query(self, sql: str) -> Table:
         self.queries += 1
@@ -133,7 +135,7 @@ class MySQLSource(PyMySQLSource):
         endpoint = self.endpoint
         conn = open_mysql(endpoint)
         try:
-            session = MySQLSession(conn=conn, endpoint=endpoint)
+            session = MySQLSession(conn=conn, endpoint=endpoint, encryption=encryption(conn))
             table = session.query("SELECT @@version, @@version_comment")
             if table.rows:
                 session.version_text = table.rows[0][0] or ""
@@ -155,7 +157,7 @@ class MySQLSource(PyMySQLSource):
         return errors.is_connection_error(exc)
 
     def describe_error(self, exc: BaseException) -> str:
-        return describe_mysql_error(exc, self.endpoint.password)
+        return describe_mysql_error(exc, self.endpoint.password, server=self.endpoint.socket or self.endpoint.host)
 
 
 def name_value(table: Table) -> Dict[str, str]:
@@ -328,9 +330,9 @@ def group_servers(rows: Sequence[Mapping]) -> Tuple[DiscoveredServer, ...]:
 
 
 class MySQLDiscovery(Collector):
-    """The distinct backends in runtime_mysql_servers and the monitor credentials
-    (mysql-monitor_username / mysql-monitor_password). Admin users only: with the stats user
-    the reading says discovery needs an admin user and no query is sent."""
+    """The distinct backends in runtime_mysql_servers and, when they will be used, the monitor
+    credentials (mysql-monitor_username / mysql-monitor_password). Admin users only: with the
+    stats user the reading says discovery needs an admin user and no query is sent."""
 
     name = DISCOVERY
     source = PROXYSQL
@@ -338,10 +340,16 @@ class MySQLDiscovery(Collector):
     min_interval = 5.0
     own_pace = True
 
+    def __init__(self, monitor_credentials: bool = True):
+        # False when MySQL credentials were given: ProxySQL's monitor password is then never read.
+        self.monitor_credentials = monitor_credentials
+
     def collect(self, session) -> Discovery:
         if not session.is_admin:
             return Discovery(admin=False)
         table = session.query("select hostgroup_id, hostname, port, status, comment from runtime_mysql_servers")
+        if not self.monitor_credentials:
+            return Discovery(admin=True, servers=group_servers(table.dicts()))
         settings = session.query("select variable_name, variable_value from global_variables where variable_name "
                                  "in ('mysql-monitor_username', 'mysql-monitor_password')")
         values = {str(row[0]): row[1] for row in settings.rows}

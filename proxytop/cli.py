@@ -105,6 +105,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         config = options.parse(argv, os.environ)
     except KeyboardInterrupt:
         return 130
+    if getattr(config.args, "print_defaults", False):
+        from proxytop.settings_report import report
+
+        try:
+            print(report(config, os.environ))
+        except BrokenPipeError:  # `proxytop --print-defaults | head`
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     setup_logging(config.log_file)
     args = config.args
     batch = bool(getattr(args, "batch", False))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import FrozenSet, Optional, Tuple
@@ -16,6 +15,8 @@ import pymysql
 
 from proxytop import errors
 from proxytop.sides import count_pgsql_servers
+from proxytop.tls import DEFAULT as TLS_DEFAULT, DISABLED as TLS_DISABLED, TLSSettings
+from proxytop.tls import context as tls_context, protocol as tls_protocol
 from proxytop.textrows import TextResult
 from proxytop.collectors.base import Source, Table
 
@@ -36,6 +37,7 @@ class Endpoint:
     password: str = field(default="admin", repr=False)
     socket: Optional[str] = None
     timeout: float = DEFAULT_TIMEOUT
+    tls: TLSSettings = TLS_DEFAULT
 
     @property
     def label(self) -> str:
@@ -59,21 +61,23 @@ def _decode(value):
 
 
 class _Connection(pymysql.connections.Connection):
-    """PyMySQL's connection, with one TLS context for all connections. Given no TLS option,
-    PyMySQL 1.1 and later build a default context for every connection (TLS when the server
-    offers it, certificates not checked): the system's CA store loaded each time, about
-    0.8 MB per connection, and proxytop keeps one connection per server it watches."""
+    """PyMySQL's connection, with one TLS context for all connections of the same TLS
+    settings (proxytop.tls). Given no TLS option, PyMySQL 1.1 and later build a default context
+    for every connection (TLS when the server offers it): the system's CA store loaded each
+    time, about 0.8 MB per connection, and proxytop keeps one connection per server it watches."""
 
-    _shared_context = None
-    _context_lock = threading.Lock()
+    def __init__(self, *args, tls: TLSSettings = TLS_DEFAULT, **kwargs):
+        self._tls_settings = tls
+        if tls.mode == TLS_DISABLED:
+            kwargs["ssl_disabled"] = True
+        elif tls.required:
+            kwargs["ssl"] = tls_context(tls)  # PyMySQL then refuses a server without TLS
+        super().__init__(*args, **kwargs)
 
     def _create_ssl_ctx(self, sslp):
         if sslp != {}:
             return super()._create_ssl_ctx(sslp)
-        with _Connection._context_lock:
-            if _Connection._shared_context is None:
-                _Connection._shared_context = super()._create_ssl_ctx(sslp)
-            return _Connection._shared_context
+        return tls_context(self._tls_settings)  # PREFERRED: PyMySQL asks with no options
 
     def _read_query_result(self, unbuffered=False):
         # PyMySQL's own, with rows read by proxytop.textrows (one pass, str, shared values).
@@ -107,7 +111,17 @@ def open_mysql(endpoint: Endpoint, database: Optional[str] = None) -> pymysql.co
     else:
         kwargs["host"] = endpoint.host
         kwargs["port"] = endpoint.port
-    return _Connection(**kwargs)
+    conn = _Connection(tls=endpoint.tls, **kwargs)
+    if endpoint.tls.required and tls_protocol(conn) is None:
+        # PyMySQL releases before 1.1 fall back to plain text silently: refuse it here too.
+        conn.close()
+        raise pymysql.err.OperationalError(2026, "TLS is required but the server does not offer it")
+    return conn
+
+
+def encryption(conn) -> Optional[str]:
+    """The TLS protocol of an open connection ('TLSv1.3'), None when it is plain text."""
+    return tls_protocol(conn)
 
 
 def run_query(conn, sql: str) -> Table:
@@ -131,6 +145,7 @@ class AdminSession:
     opened_at: float = field(default_factory=time.monotonic)
     queries: int = 0
     pgsql_servers: Optional[int] = None  # rows of runtime_pgsql_servers (3.x admin user), see proxytop.sides
+    encryption: Optional[str] = None  # 'TLSv1.3' when the connection is encrypted
 
     @property
     def is_admin(self) -> bool:
@@ -157,7 +172,7 @@ class AdminSession:
 def open_admin(endpoint: Endpoint) -> AdminSession:
     conn = open_mysql(endpoint)
     try:
-        session = AdminSession(conn=conn, endpoint=endpoint)
+        session = AdminSession(conn=conn, endpoint=endpoint, encryption=encryption(conn))
         identify(session)
         return session
     except BaseException:
@@ -218,11 +233,12 @@ class ProxySQLSource(PyMySQLSource):
     def connect(self) -> AdminSession:
         session = open_admin(self.endpoint)
         self.session = session
-        log.info("connected to %s as %s, version %s", self.endpoint.label, self.endpoint.user, session.version_text)
+        log.info("connected to %s as %s, version %s, %s", self.endpoint.label, self.endpoint.user,
+                 session.version_text, session.encryption or "no TLS")
         return session
 
     def is_connection_error(self, exc: BaseException) -> bool:
         return errors.is_connection_error(exc)
 
     def describe_error(self, exc: BaseException) -> str:
-        return errors.describe(exc, password=self.endpoint.password)
+        return errors.describe(exc, password=self.endpoint.password, server=self.endpoint.socket or self.endpoint.host)

@@ -2,13 +2,20 @@
 from __future__ import annotations
 
 import errno
+import re
 import socket
+import ssl
 from typing import Optional
 
 import pymysql
 
 # MySQL client error codes that mean the connection itself is gone.
 CONNECTION_ERRNOS = {2002, 2003, 2005, 2006, 2011, 2013, 2014, 2026, 2055}
+CR_SSL_CONNECTION_ERROR = 2026
+_SERVER_IN_MESSAGE = re.compile(r"server on '([^']+)'")
+_OPENSSL_REASON = re.compile(r"\[SSL(?:: [A-Z_0-9]+)?\]\s*(.*?)\s*(?:\(_ssl\.c:\d+\))?\)*$")
+_TLS_WORDS = ("[ssl", "certificate verify failed", "tlsv1 alert", "sslv3 alert", "wrong version number",
+              "ssl is required", "tls is required")
 
 
 class NotProxySQLAdmin(Exception):
@@ -21,6 +28,11 @@ class UnsafeQuery(Exception):
 
 class NotInThisVersion(Exception):
     """This ProxySQL has no such thing (e.g. a PostgreSQL side before 3.0): the message says so."""
+
+
+class OptionError(Exception):
+    """A bad setting found after parsing (an option or configuration file, a login path, TLS
+    files): a usage error, exit 2."""
 
 
 def _code_and_text(exc: BaseException):
@@ -47,9 +59,10 @@ def is_connection_error(exc: BaseException) -> bool:
     return False
 
 
-def describe(exc: BaseException, target: str = "", password: Optional[str] = None) -> str:
-    """One line: what went wrong, in words, with the target it concerns."""
-    message = _describe(exc, target)
+def describe(exc: BaseException, target: str = "", password: Optional[str] = None, server: str = "") -> str:
+    """One line: what went wrong, in words, with the target it concerns (``server``: the host
+    that TLS problems name)."""
+    message = _describe(exc, target, server)
     if password:
         message = message.replace(password, "***")
     return " ".join(message.split())
@@ -59,7 +72,7 @@ def _prefix(target: str) -> str:
     return f"{target}: " if target else ""
 
 
-def _describe(exc: BaseException, target: str) -> str:
+def _describe(exc: BaseException, target: str, server: str = "") -> str:
     where = _prefix(target)
     if isinstance(exc, NotProxySQLAdmin):
         return f"{where}not a ProxySQL admin interface ({exc})"
@@ -69,6 +82,8 @@ def _describe(exc: BaseException, target: str) -> str:
         return f"{where}{exc}"
     code, text = _code_and_text(exc)
     lowered = text.lower()
+    if code == CR_SSL_CONNECTION_ERROR or isinstance(exc, ssl.SSLError) or any(w in lowered for w in _TLS_WORDS):
+        return tls_problem(text, server or target)
     if isinstance(exc, (socket.timeout, TimeoutError)) or "timed out" in lowered:
         return f"{where}timeout: the server did not answer in time"
     if code == 1045 and "proxysql admin error" in lowered:
@@ -100,3 +115,36 @@ def _describe(exc: BaseException, target: str) -> str:
         return f"{where}server error {code}: {text}"
     name = exc.__class__.__name__
     return f"{where}{name}: {text}" if text else f"{where}{name}"
+
+
+def tls_problem(text: str, server: str = "") -> str:
+    """A failed TLS negotiation in one line, naming the server.
+
+    >>> tls_problem("Can't connect to MySQL server on '10.0.0.2' ([SSL: CERTIFICATE_VERIFY_FAILED] "
+    ...             "certificate verify failed: self-signed certificate (_ssl.c:1006))")
+    'TLS: certificate verify failed for 10.0.0.2: self-signed certificate'
+    >>> tls_problem("SSL is required but the server doesn't support it", "db1")
+    'TLS: db1 does not offer TLS (required by --ssl-mode)'
+    >>> tls_problem("Lost connection to MySQL server during query ([SSL: TLSV13_ALERT_CERTIFICATE_REQUIRED] "
+    ...             "tlsv13 alert certificate required (_ssl.c:2580))", "db1")
+    'TLS: db1 asks for a client certificate (--ssl-cert and --ssl-key)'
+    >>> tls_problem("Can't connect to MySQL server on 'db1' ([SSL: WRONG_VERSION_NUMBER] wrong version number "
+    ...             "(_ssl.c:1006))")
+    'TLS: handshake with db1 failed: wrong version number'
+    """
+    found = _SERVER_IN_MESSAGE.search(text)
+    server = server or (found.group(1) if found else "the server")
+    lowered = text.lower()
+    if "is required" in lowered:
+        return f"TLS: {server} does not offer TLS (required by --ssl-mode)"
+    openssl = _OPENSSL_REASON.search(text)
+    reason = (openssl.group(1) if openssl else text).strip()
+    if "certificate required" in reason:
+        return f"TLS: {server} asks for a client certificate (--ssl-cert and --ssl-key)"
+    if "alert unknown ca" in reason or "alert bad certificate" in reason:
+        return f"TLS: {server} does not accept the client certificate ({reason})"
+    marker = "certificate verify failed"
+    if reason.lower().startswith(marker):
+        detail = reason[len(marker):].lstrip(": ").strip()
+        return f"TLS: certificate verify failed for {server}" + (f": {detail}" if detail else "")
+    return f"TLS: handshake with {server} failed: {reason or 'no reason given'}"

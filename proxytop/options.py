@@ -1,8 +1,11 @@
 """Command-line options and where each setting comes from.
 
 Precedence for the ProxySQL admin connection: command line > environment
-(PROXYTOP_ADMIN_PASSWORD) > defaults file (-f: group [proxysqladmin], then [proxytop], the
-later winning) > built-in defaults (127.0.0.1:6032, admin/admin).
+(PROXYTOP_ADMIN_PASSWORD) > --login-path (~/.mylogin.cnf) > defaults file (-f: group
+[proxysqladmin], then [proxytop], the later winning) > the endpoint named @NAME
+([node:NAME] of the configuration file, then its login-path) > [proxytop] of the configuration
+file > built-in defaults (127.0.0.1:6032, admin/admin). Other options: command line >
+configuration file > defaults.
 """
 from __future__ import annotations
 
@@ -10,11 +13,11 @@ import argparse
 import getpass
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import pymysql.optionfile
 
-from proxytop import __version__
+from proxytop import __version__, config_file, errors, login_path, tls
 from proxytop.connection import DEFAULT_TIMEOUT, Endpoint
 from proxytop.endpoints import HostError, endpoint_list, split_hosts
 from proxytop.screens import SCREENS
@@ -25,8 +28,7 @@ SCREEN_NAMES = tuple(key for key, _title in SCREENS)
 INTERVAL_LADDER = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 
 
-class OptionError(Exception):
-    """A bad setting found after parsing (e.g. in the defaults file): usage error, exit 2."""
+OptionError = errors.OptionError  # a bad setting found after parsing: usage error, exit 2
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="proxytop",
         description="A top-like terminal monitor for ProxySQL and the MySQL servers behind it.",
-        epilog="Connection settings: command line > PROXYTOP_ADMIN_PASSWORD > defaults file > built-in defaults.",
+        epilog="Connection settings: command line > PROXYTOP_ADMIN_PASSWORD > --login-path > defaults file > "
+               "@NAME > [proxytop] of the configuration file > built-in defaults (--print-defaults shows them).",
     )
     admin = parser.add_argument_group("ProxySQL admin interface")
     admin.add_argument("-H", "--host", action="append",
@@ -114,6 +117,23 @@ def build_parser() -> argparse.ArgumentParser:
                        help="option file to read: group [proxysqladmin], then [proxytop]")
     admin.add_argument("--connect-timeout", type=positive_seconds, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                        help=f"connect/read/write timeout (default {DEFAULT_TIMEOUT:g})")
+    admin.add_argument("--login-path", metavar="NAME",
+                       help="host, port, user and password from login path NAME of ~/.mylogin.cnf "
+                            "(mysql_config_editor)")
+    admin.add_argument("--ssl-mode", type=tls.ssl_mode, metavar="MODE",
+                       help="TLS to ProxySQL: DISABLED, PREFERRED (default: TLS when offered), REQUIRED, "
+                            "VERIFY_CA, VERIFY_IDENTITY")
+    admin.add_argument("--ssl-ca", type=tls.readable_file, metavar="FILE",
+                       help="CA certificate that signed ProxySQL's certificate (implies VERIFY_CA)")
+    admin.add_argument("--ssl-cert", type=tls.readable_file, metavar="FILE", help="client certificate")
+    admin.add_argument("--ssl-key", type=tls.readable_file, metavar="FILE", help="private key of --ssl-cert")
+    admin.add_argument("target", nargs="?", metavar="@NAME",
+                       help="connect to the endpoint [node:NAME] of the configuration file")
+    admin.add_argument("--config", metavar="FILE",
+                       help="configuration file (default $XDG_CONFIG_HOME/proxytop/proxytop.cnf, "
+                            "else ~/.config/proxytop/proxytop.cnf)")
+    admin.add_argument("--print-defaults", action="store_true",
+                       help="print every effective setting and where it comes from (passwords masked), then exit")
     display = parser.add_argument_group("display")
     display.add_argument("-d", "--delay", type=positive_seconds, metavar="SECONDS",
                          help="initial refresh interval (default 1; fractions allowed)")
@@ -163,7 +183,7 @@ def read_defaults_file(path: str) -> Dict[str, str]:
     settings: Dict[str, str] = {}
     for group in DEFAULTS_GROUPS:
         if parser.has_section(group):
-            for key in ("host", "port", "user", "password", "socket"):
+            for key in ("host", "port", "user", "password", "socket") + config_file.TLS_KEYS:
                 if parser.has_option(group, key):
                     settings[key] = parser.get(group, key)
     return settings
@@ -173,41 +193,19 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str],
             prompt: Callable[[str], str] = getpass.getpass) -> Config:
     """Merge the sources of each setting by precedence into one Config."""
     check_modes(args)
-    from_file = read_defaults_file(args.defaults_file) if args.defaults_file else {}
-    origins: Dict[str, str] = {}
-
-    def pick(name, given, default, env_name=None):
-        if given is not None and given is not PROMPT:
-            origins[name] = "command line"
-            return given
-        if env_name and environ.get(env_name):
-            origins[name] = "environment"
-            return environ[env_name]
-        if name in from_file:
-            origins[name] = "defaults file"
-            return from_file[name]
-        origins[name] = "default"
-        return default
-
-    hosts = cluster_hosts(args)
-    host = pick("host", hosts[0][0] if hosts else None, "127.0.0.1")
-    port_text = pick("port", args.port, 6032)
-    try:
-        port = port_number(str(port_text))
-    except argparse.ArgumentTypeError as exc:
-        raise OptionError(f"port in defaults file: {exc}") from None
-    user = pick("user", args.user, "admin")
     replaying = bool(getattr(args, "replay", None) or getattr(args, "demo", False))
-    if args.password is PROMPT and not replaying:
-        password = prompt("ProxySQL admin password: ")
-        origins["password"] = "prompt"
-    else:
-        password = pick("password", args.password, "admin", "PROXYTOP_ADMIN_PASSWORD")
-    socket_path = pick("socket", args.socket, None)
-    endpoint = Endpoint(host=host, port=port, user=user, password=password, socket=socket_path,
-                        timeout=args.connect_timeout)
+    printing = bool(getattr(args, "print_defaults", False))
+    hosts = cluster_hosts(args)
+    endpoint, origins = admin_endpoint(args, environ, prompt, ask=not replaying and not printing,
+                                       host=hosts[0][0] if hosts else None)
     endpoints = endpoint_list(hosts, endpoint)  # -P is the port of the hosts given without one
     endpoint = endpoints[0]
+    if not replaying:
+        from proxytop.mysql_options import resolve_credentials
+
+        # MySQL-side settings are checked now (a bad file is a usage error before the screen
+        # starts); the screen resolves them again, asking for a password then, when it is built.
+        resolve_credentials(args, environ, prompt=lambda text: "")
     color = not args.no_color and not environ.get("NO_COLOR")
     return Config(
         endpoint=endpoint,
@@ -229,6 +227,49 @@ def cluster_hosts(args: argparse.Namespace):
                            ([args.host] if args.host else []))
     except HostError as exc:
         raise OptionError(f"-H {exc}") from None
+
+
+LAYERED = config_file.NODE_KEYS + ("mysql-user", "mysql-password", "mysql-login-path", "mysql-ssl-mode",
+                                   "mysql-ssl-ca", "mysql-ssl-cert", "mysql-ssl-key")
+
+
+def admin_endpoint(args: argparse.Namespace, environ: Mapping[str, str], prompt: Callable[[str], str],
+                   ask: bool = True, host: Optional[str] = None):
+    """(Endpoint, origins) of the ProxySQL admin connection, by the module's precedence; ``host``
+    is the first of the -H hosts (the others share its settings)."""
+    cli: Dict[str, object] = {"host": host, "port": args.port, "user": args.user, "socket": args.socket,
+                              "ssl-mode": args.ssl_mode, "ssl-ca": args.ssl_ca, "ssl-cert": args.ssl_cert,
+                              "ssl-key": args.ssl_key}
+    if args.password is PROMPT:
+        if ask:
+            cli["password"] = prompt("ProxySQL admin password: ")
+    else:
+        cli["password"] = args.password
+    layers: List[config_file.Layer] = [("command line", cli),
+                                       ("environment", {"password": environ.get("PROXYTOP_ADMIN_PASSWORD") or None})]
+    if args.login_path:
+        layers.append((f"login path {args.login_path}", login_path.read(args.login_path, environ)))
+    if args.defaults_file:
+        layers.append(("defaults file", read_defaults_file(args.defaults_file)))
+    configured = getattr(args, "configured", None) or {}
+    loaded = getattr(args, "config_file", None)
+    if args.target:
+        if loaded is None:
+            loaded = config_file.load(config_file.default_path(environ))
+        layers += config_file.node_layers(loaded, node_name(args.target), environ)
+    main = {key: configured.get(key) for key in config_file.NODE_KEYS}
+    layers += config_file.with_login_path("configuration file", main, environ)
+    endpoint, origins = config_file.layered_endpoint(layers, args.connect_timeout)
+    if args.password is PROMPT and ask:
+        origins["password"] = "prompt"
+    return endpoint, origins
+
+
+def node_name(target: str) -> str:
+    """'@prod-1' -> 'prod-1'; anything else is a usage error."""
+    if not target.startswith("@") or len(target) < 2:
+        raise OptionError(f"unexpected argument '{target}' (an endpoint of the configuration file is written @NAME)")
+    return target[1:]
 
 
 def check_modes(args: argparse.Namespace) -> None:
@@ -255,10 +296,36 @@ def parse(argv: Optional[Sequence[str]], environ: Mapping[str, str],
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        args = apply_config_file(parser, argv, args, environ)
         return resolve(args, environ, prompt)
     except OptionError as exc:
         parser.error(str(exc))
         raise  # unreachable: parser.error exits with status 2
+
+
+def apply_config_file(parser: argparse.ArgumentParser, argv: Optional[Sequence[str]], args: argparse.Namespace,
+                      environ: Mapping[str, str]) -> argparse.Namespace:
+    """The options again with the configuration file's [proxytop] values as defaults; the
+    namespace also carries ``config_file``, ``configured`` (connection settings from the file,
+    ranked in resolve) and ``given`` (the options on the command line)."""
+    loaded = config_file.load(args.config or config_file.default_path(environ), required=bool(args.config))
+    defaults, configured = config_file.option_defaults(loaded, parser, LAYERED)
+    if defaults:
+        parser.set_defaults(**defaults)
+        args = parser.parse_args(argv)
+    args.config_file = loaded
+    args.configured = configured
+    args.config_defaults = defaults
+    args.given = given_options(argv)
+    return args
+
+
+def given_options(argv: Optional[Sequence[str]]) -> frozenset:
+    """The dests the command line itself sets (a parse where nothing has a default)."""
+    parser = build_parser()
+    for action in parser._actions:
+        action.default = argparse.SUPPRESS
+    return frozenset(vars(parser.parse_args(argv)))
 
 
 def step_interval(current: float, direction: int, minimum: float = 0.0) -> float:

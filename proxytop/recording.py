@@ -304,6 +304,9 @@ def loads(text: str) -> Any:
 NOT_RECORDED_OPTIONS = frozenset({
     "record", "replay", "demo", "batch", "count", "format", "sort", "filter", "speed", "loop",
     "log_file", "screen", "no_color", "delay", "defaults_file", "mysql_defaults_file",
+    # how to connect: files of this machine that a replay neither needs nor may find
+    "config", "print_defaults", "target", "login_path", "mysql_login_path", "ssl_mode", "ssl_ca", "ssl_cert",
+    "ssl_key", "mysql_ssl_mode", "mysql_ssl_ca", "mysql_ssl_cert", "mysql_ssl_key",
 })
 
 

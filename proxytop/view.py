@@ -49,6 +49,8 @@ def header_lines(ctl, width: int) -> List[Line]:
         first.append((f"  ProxySQL {session.version_text.split('-')[0]}", "header"))
         if not session.is_admin:
             first.append(("  (stats user)", "dim"))
+        if getattr(session, "encryption", None):
+            first.append(("  TLS", "good"))  # the admin connection is encrypted
     side = header_label(ctl.screen, session)
     if side is not None:
         first.append((f"  {side}", "warning_bold" if side == "PgSQL" else "header"))

@@ -6,11 +6,10 @@ runtime_mysql_servers (admin user; one row per distinct backend, labelled with i
 hostgroups and ProxySQL status). Each server has its own connection and thread: a slow or
 dead server only ever delays its own row, which says "down, retrying in N s".
 
-Credentials for the MySQL servers, as the mysql client takes them: ``--mysql-user`` /
-``--mysql-password`` (given without a value it prompts; the prompt happens while the screens
-are built, before the terminal switches to full screen), else the ``[client]`` group of
-``--mysql-defaults-file`` or ~/.my.cnf, else MYSQL_PWD for the password. With none of those,
-the servers discovered through ProxySQL are read with ProxySQL's own monitor credentials
+Credentials and TLS for the MySQL servers are resolved as the mysql client does
+(proxytop.mysql_options); ``--mysql-password`` without a value prompts while the screens are
+built, before the terminal switches to full screen. With no credentials given, the servers
+discovered through ProxySQL are read with ProxySQL's own monitor credentials
 (mysql-monitor_username / _password), and what that user's privileges hide is shown as
 "needs PROCESS".
 
@@ -19,27 +18,22 @@ explained (how to enable them), never enabled.
 """
 from __future__ import annotations
 
-import argparse
 import getpass
 import os
-from dataclasses import dataclass, replace
 from typing import Dict, List, Mapping, Optional, Tuple
 
-import pymysql.optionfile
-
 from proxytop import units
-from proxytop.collectors.innodb import (DISCOVERY, DiscoveredServer, Discovery, MySQLDiscovery, MySQLSource,
-                                        server_collectors, server_label, source_name)
-from proxytop.connection import DEFAULT_TIMEOUT, Endpoint
+from proxytop.collectors.innodb import DISCOVERY, Discovery
+from proxytop.collectors.innodb_fleet import Fleet, Server
+from proxytop.connection import DEFAULT_TIMEOUT
 from proxytop.innodb import (ASYNC, ENABLE_HINT, FLUSH_TYPE_METRICS, NEEDS_PROCESS, OK, SYNC, Assessment, EngineReading,
                              assess, bar)
+from proxytop.errors import OptionError
+from proxytop.mysql_options import PROMPT, Credentials, add_arguments, login_name, resolve_credentials  # noqa: F401 (add_arguments: this screen's options)
 from proxytop.rates import to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.table import Column, Row
 
-PROMPT = object()  # --mysql-password given without a value
-DEFAULT_PORT = 3306
-CLIENT_GROUP = "client"
 
 STATE_STYLE = {OK: "good", ASYNC: "warning_bold", SYNC: "danger", "DOWN": "danger"}
 NEEDS_WORDS = {  # what a user without PROCESS misses, in the table's terms
@@ -48,178 +42,6 @@ NEEDS_WORDS = {  # what a user without PROCESS misses, in the table's terms
     "by_type": "by type",
     "history_list_length": "HLL",
 }
-
-
-# ----- options ----------------------------------------------------------------------------------
-
-def server_address(text: str) -> Tuple[str, int]:
-    """HOST[:PORT] -> (host, port); IPv6 in brackets when a port follows.
-
-    >>> server_address("db1"), server_address("db1:3307"), server_address("[::1]:3310"), server_address("::1")
-    (('db1', 3306), ('db1', 3307), ('::1', 3310), ('::1', 3306))
-    """
-    text = text.strip()
-    if not text:
-        raise argparse.ArgumentTypeError("an empty server address")
-    if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        port_text = rest[1:] if rest.startswith(":") else ""
-    elif text.count(":") == 1:
-        host, port_text = text.split(":")
-    else:
-        host, port_text = text, ""
-    if not host:
-        raise argparse.ArgumentTypeError(f"'{text}' has no host")
-    if not port_text:
-        return host, DEFAULT_PORT
-    try:
-        port = int(port_text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{port_text}' is not a port number") from None
-    if not 1 <= port <= 65535:
-        raise argparse.ArgumentTypeError("a port is between 1 and 65535")
-    return host, port
-
-
-def existing_file(text: str) -> str:
-    path = os.path.expanduser(text)
-    if not os.path.isfile(path):
-        raise argparse.ArgumentTypeError(f"defaults file not found: {text}")
-    return path
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group(
-        "InnoDB screen (MySQL servers)",
-        "Servers: --mysql/--mysql-socket and, unless --no-discover, ProxySQL's runtime_mysql_servers. "
-        "Credentials: --mysql-user/--mysql-password > [client] of the defaults file (~/.my.cnf) > MYSQL_PWD; "
-        "with none given, discovered servers are read as ProxySQL's monitor user.")
-    group.add_argument("--mysql", action="append", type=server_address, metavar="HOST[:PORT]",
-                       help="a MySQL/MariaDB server to watch (repeatable; port 3306 by default)")
-    group.add_argument("--mysql-socket", action="append", metavar="PATH",
-                       help="a local MySQL/MariaDB server by its UNIX socket (repeatable)")
-    group.add_argument("--mysql-user", metavar="USER", help="user for the MySQL servers")
-    group.add_argument("--mysql-password", nargs="?", const=PROMPT, metavar="PASSWORD",
-                       help="password for the MySQL servers; given without a value, proxytop asks for it "
-                            "before the screen starts")
-    group.add_argument("--mysql-defaults-file", type=existing_file, metavar="FILE",
-                       help="read the [client] group of FILE instead of ~/.my.cnf")
-    group.add_argument("--no-discover", action="store_true",
-                       help="don't add the backends listed in ProxySQL's runtime_mysql_servers")
-
-
-@dataclass(frozen=True)
-class Credentials:
-    """Who proxytop is on the MySQL servers. ``given`` is False when nothing named a user or a
-    password (then discovered servers use ProxySQL's monitor credentials)."""
-
-    user: str
-    password: str = ""
-    given: bool = False
-    origin: str = "default"
-
-    def __repr__(self) -> str:  # the password never shows
-        return f"Credentials(user={self.user!r}, given={self.given}, origin={self.origin!r})"
-
-
-def read_client_group(path: str) -> Dict[str, str]:
-    """user and password from the [client] group of an option file (missing file: nothing)."""
-    if not os.path.isfile(path):
-        return {}
-    parser = pymysql.optionfile.Parser()
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            parser.read_file(handle)
-    except Exception:
-        return {}
-    found = {}
-    if parser.has_section(CLIENT_GROUP):
-        for key in ("user", "password"):
-            if parser.has_option(CLIENT_GROUP, key):
-                found[key] = parser.get(CLIENT_GROUP, key)
-    return found
-
-
-def login_name() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:
-        return "root"
-
-
-def resolve_credentials(args, environ: Mapping[str, str], prompt=getpass.getpass,
-                        home: Optional[str] = None) -> Credentials:
-    """Command line > [client] of the defaults file (or ~/.my.cnf) > MYSQL_PWD, as the mysql
-    client does; the prompt for ``--mysql-password`` without a value happens here.
-
-    >>> ns = argparse.Namespace(mysql_user="dba", mysql_password=None, mysql_defaults_file=None)
-    >>> resolve_credentials(ns, {"MYSQL_PWD": "s3cret"}, home="/nonexistent")
-    Credentials(user='dba', given=True, origin='command line')
-    >>> resolve_credentials(ns, {"MYSQL_PWD": "s3cret"}, home="/nonexistent").password
-    's3cret'
-    """
-    user = getattr(args, "mysql_user", None)
-    password = getattr(args, "mysql_password", None)
-    defaults_file = getattr(args, "mysql_defaults_file", None)
-    path = defaults_file or os.path.join(home if home is not None else os.path.expanduser("~"), ".my.cnf")
-    from_file = read_client_group(path)
-    origin = "command line" if (user is not None or password is not None) else "default"
-    given = user is not None or password is not None
-    if user is None and "user" in from_file:
-        user, given = from_file["user"], True
-        origin = "defaults file" if origin == "default" else origin
-    if password is PROMPT:
-        password = prompt("MySQL password: ")
-    elif password is None and "password" in from_file:
-        password, given = from_file["password"], True
-        origin = "defaults file" if origin == "default" else origin
-    elif password is None and environ.get("MYSQL_PWD"):  # set but empty: no password, as unset
-        password, given = environ["MYSQL_PWD"], True
-        origin = "MYSQL_PWD" if origin == "default" else origin
-    return Credentials(user=user or login_name(), password=password or "", given=given, origin=origin)
-
-
-# ----- servers ----------------------------------------------------------------------------------
-
-@dataclass
-class Server:
-    """One watched server: where it is, why it is watched, and its engine names."""
-
-    key: str
-    endpoint: Endpoint
-    explicit: bool = False
-    discovered: Optional[DiscoveredServer] = None
-    monitor_user: bool = False  # read with ProxySQL's monitor credentials
-    listed: bool = True  # still in runtime_mysql_servers (or given on the command line)
-
-    @property
-    def source(self) -> str:
-        return source_name(self.endpoint)
-
-    @property
-    def status_name(self) -> str:
-        return f"innodb.status.{self.key}"
-
-    @property
-    def vars_name(self) -> str:
-        return f"innodb.vars.{self.key}"
-
-    @property
-    def engine_name(self) -> str:
-        return f"innodb.engine.{self.key}"
-
-    @property
-    def names(self) -> List[str]:
-        return [self.status_name, self.vars_name, self.engine_name]
-
-    @property
-    def proxysql_label(self) -> str:
-        """'10,20 ONLINE' (hostgroups, then the distinct statuses); '' for a server ProxySQL
-        does not list."""
-        if not self.discovered:
-            return ""
-        hostgroups = ",".join(str(h) for h in self.discovered.hostgroups)
-        return f"{hostgroups} {','.join(dict.fromkeys(self.discovered.statuses))}"
 
 
 # ----- formatting -------------------------------------------------------------------------------
@@ -287,16 +109,6 @@ def needs_text(assessment: Assessment) -> str:
 
 # ----- the screen -------------------------------------------------------------------------------
 
-def fleet_min_interval(servers: int) -> float:
-    """The shortest interval for a fleet of servers. Each server's reading costs about 1 ms of
-    CPU (decoding its results): past 50 servers the interval grows with the fleet, so reading
-    it stays near a tenth of a core and the keys keep answering (500 servers: every 5 s).
-
-    >>> fleet_min_interval(1), fleet_min_interval(50), fleet_min_interval(100), fleet_min_interval(500)
-    (0.5, 0.5, 1.0, 5.0)
-    """
-    return max(0.5, servers / 100.0)
-
 
 class InnoDBScreen(Screen):
     key = "innodb"
@@ -341,111 +153,48 @@ class InnoDBScreen(Screen):
         super().__init__(config)
         args = getattr(config, "args", None) if config is not None else None
         endpoint = getattr(config, "endpoint", None)
-        self.timeout = getattr(endpoint, "timeout", DEFAULT_TIMEOUT)
-        self.discover = not getattr(args, "no_discover", False)
-        self._engine = None
-        self._discovery_seen = None
-        self.servers: Dict[str, Server] = {}
         self._assessed: Dict[str, tuple] = {}  # server -> (snapshot ids, Assessment, the snapshots)
         if args is not None and getattr(args, "mysql_password", None) is PROMPT:
             try:
-                self.credentials = resolve_credentials(args, os.environ, prompt)
+                credentials = resolve_credentials(args, os.environ, prompt)
             except (KeyboardInterrupt, EOFError):
                 raise SystemExit(130) from None
         else:
-            self.credentials = resolve_credentials(args, os.environ, prompt)
-        for host, port in (getattr(args, "mysql", None) or []):
-            self._add_explicit(Endpoint(host=host, port=port, socket=None, **self._auth()))
-        for path in (getattr(args, "mysql_socket", None) or []):
-            self._add_explicit(Endpoint(host="localhost", port=DEFAULT_PORT, socket=path, **self._auth()))
+            try:
+                credentials = resolve_credentials(args, os.environ, prompt)
+            except OptionError:
+                # Only a replay gets here (live options were checked when parsed): it connects
+                # to no MySQL server, so the login path or certificate it names doesn't matter.
+                credentials = Credentials(user=login_name())
+        self.fleet = Fleet.from_options(args, credentials, getattr(endpoint, "timeout", DEFAULT_TIMEOUT))
 
-    def _auth(self, user: Optional[str] = None, password: Optional[str] = None) -> dict:
-        return dict(user=user if user is not None else self.credentials.user,
-                    password=password if password is not None else self.credentials.password,
-                    timeout=self.timeout)
+    @property
+    def servers(self) -> Dict[str, Server]:
+        return self.fleet.servers
 
-    def _add_explicit(self, endpoint: Endpoint) -> None:
-        key = server_label(endpoint)
-        if key not in self.servers:
-            self.servers[key] = Server(key, endpoint, explicit=True)
+    @property
+    def credentials(self):
+        return self.fleet.credentials
+
+    @property
+    def discover(self) -> bool:
+        return self.fleet.discover
 
     # ----- what the app asks once ----------------------------------------------------------------
     def sources(self):
-        return [MySQLSource(s.endpoint) for s in self.servers.values()]
+        return self.fleet.sources()
 
     def collectors(self):
-        made = [MySQLDiscovery()] if self.discover else []
-        for server in self.servers.values():
-            made += server_collectors(server.endpoint)
-        return made
+        return self.fleet.collectors()
 
     def attach(self, engine) -> None:
-        self._engine = engine
+        self.fleet.attach(engine)
 
-    # ----- servers found through ProxySQL ------------------------------------------------------
     def active_collectors(self) -> List[str]:
-        self._sync_discovered()
-        names = [DISCOVERY] if self.discover else []
-        listed = [server for server in self.servers.values() if server.listed]
-        floor = fleet_min_interval(len(listed))
-        for server in listed:
-            names += server.names
-            self._pace(server, floor)
-        return names
-
-    def _pace(self, server: Server, floor: float) -> None:
-        """A large fleet is read less often (see fleet_min_interval)."""
-        engine = self._engine
-        if engine is None:
-            return
-        for name in (server.status_name, server.engine_name):
-            collector = engine.collector(name)
-            if collector is not None:
-                collector.min_interval = max(type(collector).min_interval, floor)
+        return self.fleet.active_collectors()
 
     def _sync_discovered(self) -> None:
-        """Register newly discovered backends with the engine. No I/O: adding a source only
-        starts its thread, which connects on its own."""
-        engine = self._engine
-        if engine is None or not self.discover:
-            return
-        snapshot = engine.latest(DISCOVERY)
-        if snapshot is None or snapshot is self._discovery_seen:
-            return
-        self._discovery_seen = snapshot
-        discovery = snapshot.data
-        if not isinstance(discovery, Discovery) or not discovery.admin:
-            return
-        use_monitor = not self.credentials.given and discovery.monitor_user is not None
-        listed = set()
-        for found in discovery.servers:
-            key = found.label
-            listed.add(key)
-            server = self.servers.get(key)
-            if server is None:
-                auth = self._auth(discovery.monitor_user, discovery.monitor_password or "") if use_monitor \
-                    else self._auth()
-                server = Server(key, Endpoint(host=found.host, port=found.port, socket=None, **auth),
-                                discovered=found, monitor_user=use_monitor)
-                self.servers[key] = server
-                engine.add_source(MySQLSource(server.endpoint, description=f"MySQL {key} (from ProxySQL)"))
-                for collector in server_collectors(server.endpoint):
-                    engine.add_collector(collector)
-            else:
-                server.discovered = found
-                server.listed = True
-                if server.monitor_user and use_monitor and (
-                        server.endpoint.user != discovery.monitor_user
-                        or server.endpoint.password != (discovery.monitor_password or "")):
-                    # ProxySQL's monitor credentials changed: the next connection uses the new ones.
-                    server.endpoint = replace(server.endpoint, user=discovery.monitor_user,
-                                              password=discovery.monitor_password or "")
-                    source = engine.source(server.source)
-                    if isinstance(source, MySQLSource):
-                        source.endpoint = server.endpoint
-        for key, server in self.servers.items():
-            if not server.explicit and key not in listed:
-                server.listed = False  # gone from runtime_mysql_servers: no longer polled
+        self.fleet.sync_discovered()
 
     def _discovery(self, view: DataView) -> Optional[Discovery]:
         snapshot = view.latest(DISCOVERY) if self.discover else None
@@ -620,8 +369,11 @@ class InnoDBScreen(Screen):
         if server.discovered is not None:
             pairs = ", ".join(f"{h} {s}" for h, s in zip(server.discovered.hostgroups, server.discovered.statuses))
             where.append(f"ProxySQL hostgroup {pairs}")
+        session = getattr(view.source(server.source), "session", None)
+        encryption = getattr(session, "encryption", None)
         add(("Server ", "label"), (server.key, "header"), (f"  ({'; '.join(where)})", "dim"),
-            ("  user ", "label"), (server.endpoint.user, None))
+            ("  user ", "label"), (server.endpoint.user, None),
+            ("  TLS ", "label"), (encryption or "off", "good" if encryption else "dim"))
         state_override, note, down = self._connection_note(server, view)
         if down:
             add((note or "", "danger" if state_override else "dim"))

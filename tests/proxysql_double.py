@@ -49,6 +49,7 @@ CLUSTER_NODES = ("127.0.0.1:6042", "127.0.0.1:6052", "127.0.0.1:6062")
 # capability flags we announce (no SSL, no CONNECT_ATTRS, no DEPRECATE_EOF: classic EOF packets)
 CAPABILITIES = (1 | 2 | 4 | 8 | 0x200 | 0x2000 | 0x8000 | 0x10000 | 0x20000 | 0x80000)
 CLIENT_CONNECT_WITH_DB = 8
+CLIENT_SSL = 0x800  # announced only by a double given a TLS context (tls=)
 VAR_STRING = 253
 
 USERS = {  # user -> (password, kind)
@@ -280,7 +281,10 @@ class ProxySQLDouble:
     """Start with ``start()``; ``port`` is then the listening port. Thread-safe controls."""
 
     def __init__(self, port: int = 0, host: str = "127.0.0.1", start_frame: int = 20,
-                 version: str = "2.7", recording: Optional[Recording] = None, loop: bool = True):
+                 version: str = "2.7", recording: Optional[Recording] = None, loop: bool = True,
+                 tls=None):
+        self.tls = tls  # an ssl.SSLContext (server side): offer TLS as ProxySQL does with its certificates
+        self.tls_sessions: List[str] = []  # the TLS version of each client that switched to TLS
         self.host = host
         self.port = port
         self.recording = recording or Recording.load()
@@ -404,7 +408,7 @@ class ProxySQLDouble:
             session = Session(self, user)
             while True:
                 packet = io.read()
-                self._wait_while_hanging(client)
+                self._wait_while_hanging(io.sock)
                 if not self._running:
                     return
                 command, body = packet[0], packet[1:]
@@ -430,6 +434,7 @@ class ProxySQLDouble:
         except (ClientGone, OSError):
             pass
         finally:
+            client = io.sock  # the TLS socket once the client switched to TLS
             with self._lock:
                 if client in self._clients:
                     self._clients.remove(client)
@@ -441,13 +446,22 @@ class ProxySQLDouble:
     def _handshake(self, io: PacketIO, conn_id: int) -> Optional[str]:
         scramble = os.urandom(20).replace(b"\x00", b"\x01")
         server_version = "5.5.30" if self.version == "1.4" else "8.0.11"
+        capabilities = CAPABILITIES | (CLIENT_SSL if self.tls is not None else 0)
         greeting = (b"\x0a" + server_version.encode() + b"\x00" + struct.pack("<I", conn_id)
-                    + scramble[:8] + b"\x00" + struct.pack("<H", CAPABILITIES & 0xFFFF) + b"\x21"
-                    + struct.pack("<H", 2) + struct.pack("<H", CAPABILITIES >> 16) + bytes([21])
+                    + scramble[:8] + b"\x00" + struct.pack("<H", capabilities & 0xFFFF) + b"\x21"
+                    + struct.pack("<H", 2) + struct.pack("<H", capabilities >> 16) + bytes([21])
                     + b"\x00" * 10 + scramble[8:] + b"\x00" + b"mysql_native_password\x00")
         io.seq = 0
         io.write(greeting)
         response = io.read()
+        if self.tls is not None and len(response) == 32 and struct.unpack("<I", response[:4])[0] & CLIENT_SSL:
+            # An SSL request: the client's flags alone; TLS starts, then the real handshake response.
+            plain = io.sock
+            io.sock = self.tls.wrap_socket(plain, server_side=True)
+            with self._lock:
+                self._clients = [io.sock if c is plain else c for c in self._clients]
+                self.tls_sessions.append(io.sock.version() or "TLS")
+            response = io.read()
         pos = 32  # after the client flags, packet size, charset and filler
         end = response.index(b"\x00", pos)
         user = response[pos:end].decode("utf-8", "replace")

@@ -352,6 +352,7 @@ def test_discovery_reads_backends_with_the_monitor_user(mariadb, proxysql_double
         assert "pmon-secret-77" not in text and "pmon-secret-77" not in repr(source.endpoint)
         queries = proxysql_double.queries("admin")
         assert any("runtime_mysql_servers" in q for q in queries)
+        assert any("mysql-monitor_password" in q for q in queries)  # no MySQL credentials given: needed
         assert not any("_reset" in q for q in queries)
 
 
@@ -373,6 +374,10 @@ def test_explicit_credentials_win_over_the_monitor_user(mariadb, proxysql_double
             lambda x: x if x.state is not None else None)(assessment_of(controller, key)), 15, "a reading as root")
         assert a.needs_process == ()
         assert engine.source(f"mysql:{key}").endpoint.user == "root"
+        # credentials given: ProxySQL's monitor credentials are never read
+        queries = proxysql_double.queries("admin")
+        assert any("runtime_mysql_servers" in q for q in queries)
+        assert not any("mysql-monitor_password" in q for q in queries)
 
 
 # ----- one server down or hanging never holds up the others ------------------------------------

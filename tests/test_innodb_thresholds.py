@@ -286,6 +286,7 @@ def test_flavour_detection():
 
 
 @pytest.mark.parametrize("module", ["proxytop.innodb", "proxytop.collectors.innodb", "proxytop.screens.innodb",
+                                    "proxytop.mysql_options", "proxytop.collectors.innodb_fleet",
                                     "tests.mariadb"])
 def test_worked_examples_in_docstrings(module):
     result = doctest.testmod(importlib.import_module(module))

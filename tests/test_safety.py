@@ -415,3 +415,51 @@ def test_error_lines_never_carry_the_password():
         line = errors.describe(exc, password=ADMIN_SECRET)
         assert ADMIN_SECRET not in line and "\n" not in line and line
         assert ADMIN_SECRET not in describe_mysql_error(exc, ADMIN_SECRET)
+
+
+def test_passwords_from_the_configuration_file_and_login_paths_appear_nowhere(proxytop_term, recording, mariadb,
+                                                                              tmp_path):
+    """The admin password in a [node:NAME] section, the MySQL password in a login path, a
+    wrong one in another node: not on the screen, in --print-defaults, the log or a recording."""
+    from tests.login_paths import write_login_file
+
+    double = secret_double(recording)
+    home = tmp_path / "home"
+    (home / ".config" / "proxytop").mkdir(parents=True)
+    write_login_file(str(home / ".mylogin.cnf"), {"mysql-lp": {"user": "secretuser", "password": MYSQL_SECRET}})
+    (home / ".config" / "proxytop" / "proxytop.cnf").write_text(
+        f"[proxytop]\nmysql-login-path = mysql-lp\n"
+        f"[node:good]\nport = {double.port}\nuser = secretadmin\npassword = {ADMIN_SECRET}\n"
+        f"[node:bad]\nport = {double.port}\nuser = secretadmin\npassword = {WRONG_SECRET}\n")
+    record, log = str(tmp_path / "session.rec"), str(tmp_path / "debug.log")
+    env = {"HOME": str(home)}
+    try:
+        printed = subprocess.run(list(proxytop_command()) + ["@good", "--print-defaults"], capture_output=True,
+                                 text=True, timeout=60, stdin=subprocess.DEVNULL, env=dict(os.environ, **env))
+        assert printed.returncode == 0 and "secretadmin" in printed.stdout and "secretuser" in printed.stdout
+        assert not leaked(printed.stdout + printed.stderr)
+
+        term = proxytop_term("@bad", "--log-file", log, env=env)
+        assert not leaked(term.wait_for("access denied", timeout=15))
+        term.send("q")
+        assert term.wait_exit(10) == 0
+
+        term = proxytop_term("@good", "--record", record, "--log-file", log, "--screen", "innodb",
+                             "--mysql", f"{mariadb.host}:{mariadb.port}", cols=160, rows=40, env=env)
+        port = re.escape(str(mariadb.port))
+        screens = [term.wait_for(rf"127\.0\.0\.1:{port}.*DOWN.*retrying in \d+s: ac", timeout=20)]  # no such user
+        term.send(ENTER)
+        screens.append(term.wait_for("InnoDB flushing on", timeout=10))  # the detail: the whole error line
+        term.send(ESC)
+        term.wait_for("HG/Status", timeout=10)  # back on the table: q is not taken as Alt-q
+        term.send("q")
+        assert term.wait_exit(10) == 0
+        for screen in screens:
+            assert not leaked(screen), screen
+        assert not leaked(term.output())
+        assert not leaked(read_recording(record))
+        with open(log, "rb") as handle:
+            logged = handle.read()
+        assert b"connected to" in logged and not leaked(logged)
+    finally:
+        double.stop()

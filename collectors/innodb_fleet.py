@@ -1,0 +1,180 @@
+"""The MySQL servers the InnoDB screen watches (its fleet): those given with --mysql /
+--mysql-socket and those ProxySQL's runtime_mysql_servers lists, each with its own source
+and collectors registered with the engine, and how often a large fleet is read.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Dict, List, Optional
+
+from proxytop.collectors.innodb import (DISCOVERY, DiscoveredServer, Discovery, MySQLDiscovery, MySQLSource,
+                                        server_collectors, server_label, source_name)
+from proxytop.connection import Endpoint
+from proxytop.mysql_options import DEFAULT_PORT, Credentials
+
+
+@dataclass
+class Server:
+    """One watched server: where it is, why it is watched, and its engine names."""
+
+    key: str
+    endpoint: Endpoint
+    explicit: bool = False
+    discovered: Optional[DiscoveredServer] = None
+    monitor_user: bool = False  # read with ProxySQL's monitor credentials
+    listed: bool = True  # still in runtime_mysql_servers (or given on the command line)
+
+    @property
+    def source(self) -> str:
+        return source_name(self.endpoint)
+
+    @property
+    def status_name(self) -> str:
+        return f"innodb.status.{self.key}"
+
+    @property
+    def vars_name(self) -> str:
+        return f"innodb.vars.{self.key}"
+
+    @property
+    def engine_name(self) -> str:
+        return f"innodb.engine.{self.key}"
+
+    @property
+    def names(self) -> List[str]:
+        return [self.status_name, self.vars_name, self.engine_name]
+
+    @property
+    def proxysql_label(self) -> str:
+        """'10,20 ONLINE' (hostgroups, then the distinct statuses); '' for a server ProxySQL
+        does not list."""
+        if not self.discovered:
+            return ""
+        hostgroups = ",".join(str(h) for h in self.discovered.hostgroups)
+        return f"{hostgroups} {','.join(dict.fromkeys(self.discovered.statuses))}"
+
+
+def fleet_min_interval(servers: int) -> float:
+    """The shortest interval for a fleet of servers. Each server's reading costs about 1 ms of
+    CPU (decoding its results): past 50 servers the interval grows with the fleet, so reading
+    it stays near a tenth of a core and the keys keep answering (500 servers: every 5 s).
+
+    >>> fleet_min_interval(1), fleet_min_interval(50), fleet_min_interval(100), fleet_min_interval(500)
+    (0.5, 0.5, 1.0, 5.0)
+    """
+    return max(0.5, servers / 100.0)
+
+
+
+class Fleet:
+    """The watched servers by key, and their sources and collectors in the engine. Adding a
+    source only starts its thread, which connects on its own: nothing here does I/O."""
+
+    def __init__(self, credentials: Credentials, timeout: float, discover: bool = True):
+        self.credentials = credentials
+        self.timeout = timeout
+        self.discover = discover
+        self.servers: Dict[str, Server] = {}
+        self._engine = None
+        self._discovery_seen = None
+
+    @classmethod
+    def from_options(cls, args, credentials: Credentials, timeout: float) -> "Fleet":
+        """The servers named by --mysql and --mysql-socket; discovery unless --no-discover."""
+        fleet = cls(credentials, timeout, discover=not getattr(args, "no_discover", False))
+        for host, port in (getattr(args, "mysql", None) or []):
+            fleet.add_explicit(Endpoint(host=host, port=port, socket=None, **fleet.auth()))
+        for path in (getattr(args, "mysql_socket", None) or []):
+            fleet.add_explicit(Endpoint(host="localhost", port=DEFAULT_PORT, socket=path, **fleet.auth()))
+        return fleet
+
+    def auth(self, user: Optional[str] = None, password: Optional[str] = None) -> dict:
+        return dict(user=user if user is not None else self.credentials.user,
+                    password=password if password is not None else self.credentials.password,
+                    timeout=self.timeout, tls=self.credentials.tls)
+
+    def add_explicit(self, endpoint: Endpoint) -> None:
+        key = server_label(endpoint)
+        if key not in self.servers:
+            self.servers[key] = Server(key, endpoint, explicit=True)
+
+    def listed(self) -> List[Server]:
+        return [server for server in self.servers.values() if server.listed]
+
+    # ----- what the app asks once ----------------------------------------------------------------
+    def sources(self):
+        return [MySQLSource(s.endpoint) for s in self.servers.values()]
+
+    def collectors(self):
+        made = [MySQLDiscovery(monitor_credentials=not self.credentials.given)] if self.discover else []
+        for server in self.servers.values():
+            made += server_collectors(server.endpoint)
+        return made
+
+    def attach(self, engine) -> None:
+        self._engine = engine
+
+    # ----- servers found through ProxySQL ------------------------------------------------------
+    def active_collectors(self) -> List[str]:
+        self.sync_discovered()
+        names = [DISCOVERY] if self.discover else []
+        listed = self.listed()
+        floor = fleet_min_interval(len(listed))
+        for server in listed:
+            names += server.names
+            self._pace(server, floor)
+        return names
+
+    def _pace(self, server: Server, floor: float) -> None:
+        """A large fleet is read less often (see fleet_min_interval)."""
+        engine = self._engine
+        if engine is None:
+            return
+        for name in (server.status_name, server.engine_name):
+            collector = engine.collector(name)
+            if collector is not None:
+                collector.min_interval = max(type(collector).min_interval, floor)
+
+    def sync_discovered(self) -> None:
+        """Register newly discovered backends with the engine. No I/O: adding a source only
+        starts its thread, which connects on its own."""
+        engine = self._engine
+        if engine is None or not self.discover:
+            return
+        snapshot = engine.latest(DISCOVERY)
+        if snapshot is None or snapshot is self._discovery_seen:
+            return
+        self._discovery_seen = snapshot
+        discovery = snapshot.data
+        if not isinstance(discovery, Discovery) or not discovery.admin:
+            return
+        use_monitor = not self.credentials.given and discovery.monitor_user is not None
+        listed = set()
+        for found in discovery.servers:
+            key = found.label
+            listed.add(key)
+            server = self.servers.get(key)
+            if server is None:
+                auth = self.auth(discovery.monitor_user, discovery.monitor_password or "") if use_monitor \
+                    else self.auth()
+                server = Server(key, Endpoint(host=found.host, port=found.port, socket=None, **auth),
+                                discovered=found, monitor_user=use_monitor)
+                self.servers[key] = server
+                engine.add_source(MySQLSource(server.endpoint, description=f"MySQL {key} (from ProxySQL)"))
+                for collector in server_collectors(server.endpoint):
+                    engine.add_collector(collector)
+            else:
+                server.discovered = found
+                server.listed = True
+                if server.monitor_user and use_monitor and (
+                        server.endpoint.user != discovery.monitor_user
+                        or server.endpoint.password != (discovery.monitor_password or "")):
+                    # ProxySQL's monitor credentials changed: the next connection uses the new ones.
+                    server.endpoint = replace(server.endpoint, user=discovery.monitor_user,
+                                              password=discovery.monitor_password or "")
+                    source = engine.source(server.source)
+                    if isinstance(source, MySQLSource):
+                        source.endpoint = server.endpoint
+        for key, server in self.servers.items():
+            if not server.explicit and key not in listed:
+                server.listed = False  # gone from runtime_mysql_servers: no longer polled
