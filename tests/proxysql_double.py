@@ -25,6 +25,7 @@ import json
 import os
 import re
 import socket
+import ssl
 import sqlite3
 import struct
 import threading
@@ -214,6 +215,19 @@ def native_password_token(password: str, scramble: bytes) -> bytes:
 
 class ClientGone(Exception):
     pass
+
+
+def _close_gently(sock: socket.socket) -> None:
+    """End a failed TLS handshake so its alert reaches the client: closing at once, with the
+    client's first packet still unread, sends a reset that can overtake the alert (the client
+    then sees only a lost connection instead of, say, "certificate required")."""
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        sock.settimeout(1.0)
+        while sock.recv(4096):
+            pass
+    except OSError:
+        pass
 
 
 class PacketIO:
@@ -457,7 +471,12 @@ class ProxySQLDouble:
         if self.tls is not None and len(response) == 32 and struct.unpack("<I", response[:4])[0] & CLIENT_SSL:
             # An SSL request: the client's flags alone; TLS starts, then the real handshake response.
             plain = io.sock
-            io.sock = self.tls.wrap_socket(plain, server_side=True)
+            io.sock = self.tls.wrap_socket(plain, server_side=True, do_handshake_on_connect=False)
+            try:
+                io.sock.do_handshake()
+            except ssl.SSLError:
+                _close_gently(io.sock)
+                raise ClientGone() from None
             with self._lock:
                 self._clients = [io.sock if c is plain else c for c in self._clients]
                 self.tls_sessions.append(io.sock.version() or "TLS")
