@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import errno
+import re
 import socket
 from typing import Optional
 
@@ -45,23 +46,39 @@ def is_connection_error(exc: BaseException) -> bool:
 
 def describe(exc: BaseException, target: str = "", password: Optional[str] = None) -> str:
     """One line: what went wrong, in words, with the target it concerns."""
-    message = _describe(exc, target)
-    if password:
-        message = message.replace(password, "***")
+    message = _describe(exc, target, password)
     return " ".join(message.split())
+
+
+def mask_password(message: str, password: str) -> str:
+    """Hide the password wherever it stands as a value of its own; leave an equal string that
+    is the user name (``user 'admin'@'host'``) or part of a longer name (a host, a word).
+
+    >>> mask_password("Access denied for user 'admin'@'10.0.0.5' (using password: YES)", "admin")
+    "Access denied for user 'admin'@'10.0.0.5' (using password: YES)"
+    >>> mask_password("bad DSN mysql://app:s3cr=t@db1 (password 's3cr=t')", "s3cr=t")
+    "bad DSN mysql://app:***@db1 (password '***')"
+    >>> mask_password("cannot reach db-app-1.example", "app")
+    'cannot reach db-app-1.example'
+    """
+    standing_alone = (r"(?<![\w.-])(?<!user ')" + re.escape(password) + r"(?!'@)(?![\w.-])")
+    return re.sub(standing_alone, "***", message)
 
 
 def _prefix(target: str) -> str:
     return f"{target}: " if target else ""
 
 
-def _describe(exc: BaseException, target: str) -> str:
+def _describe(exc: BaseException, target: str, password: Optional[str]) -> str:
+    # The password is masked in what the failure says, never in proxytop's own words.
     where = _prefix(target)
-    if isinstance(exc, NotProxySQLAdmin):
-        return f"{where}not a ProxySQL admin interface ({exc})"
-    if isinstance(exc, UnsafeQuery):
-        return f"{where}refused to send query: {exc}"
     code, text = _code_and_text(exc)
+    if password:
+        text = mask_password(text, password)
+    if isinstance(exc, NotProxySQLAdmin):
+        return f"{where}not a ProxySQL admin interface ({text})"
+    if isinstance(exc, UnsafeQuery):
+        return f"{where}refused to send query: {text}"
     lowered = text.lower()
     if isinstance(exc, (socket.timeout, TimeoutError)) or "timed out" in lowered:
         return f"{where}timeout: the server did not answer in time"

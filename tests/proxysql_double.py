@@ -57,6 +57,13 @@ USERS = {  # user -> (password, kind)
     "stats": ("stats", "stats"),
 }
 
+# Playing ProxySQL's traffic port (ProxySQLDouble(traffic=True)): the frontend users of
+# mysql_users log in, ProxySQL answers "select @@version_comment limit 1" itself and forwards
+# every other query to a backend (a MariaDB whose default schema is sbtest).
+TRAFFIC_USERS = {"sbtest": ("sbtest", "traffic")}
+BACKEND_VERSION = "10.11.19-MariaDB"
+BACKEND_TABLES = ("sbtest1", "sbtest2", "sbtest3", "sbtest4")
+
 # Column sets of ProxySQL 1.4, derived from 2.7's by dropping what 1.4 lacks.
 COLUMNS_1_4_DROPPED = {
     "stats_mysql_connection_pool": {"MaxConnUsed", "Queries_GTID_sync"},
@@ -271,7 +278,9 @@ class ProxySQLDouble:
     """Start with ``start()``; ``port`` is then the listening port. Thread-safe controls."""
 
     def __init__(self, port: int = 0, host: str = "127.0.0.1", start_frame: int = 20,
-                 version: str = "2.7", recording: Optional[Recording] = None, loop: bool = True):
+                 version: str = "2.7", recording: Optional[Recording] = None, loop: bool = True,
+                 traffic: bool = False):
+        self.traffic = traffic  # play ProxySQL's traffic port (6033) instead of its admin port
         self.host = host
         self.port = port
         self.recording = recording or Recording.load()
@@ -445,7 +454,7 @@ class ProxySQLDouble:
         pos = end + 1
         token_len = response[pos]
         token = response[pos + 1: pos + 1 + token_len]
-        known = USERS.get(user)
+        known = (TRAFFIC_USERS if self.traffic else USERS).get(user)
         if known is None or token != native_password_token(known[0], scramble):
             io.write(err_packet(1045, f"ProxySQL Error: Access denied for user '{user}'@'127.0.0.1' "
                                       f"(using password: {'YES' if token else 'NO'})"))
@@ -498,6 +507,9 @@ class Session:
     def __init__(self, double: ProxySQLDouble, user: str):
         self.double = double
         self.user = user
+        if double.traffic:
+            self.kind = "traffic"
+            return
         self.kind = USERS[user][1]
         self.db = sqlite3.connect(":memory:", check_same_thread=False)
         rec = double.recording
@@ -557,7 +569,25 @@ class Session:
             schema = "stats." if self.kind == "admin" else ""
             self.db.execute(f"DELETE FROM {schema}{table}")
 
+    def forwarded(self, sql: str):
+        """A traffic-port query: ProxySQL's own answer, or the backend's."""
+        if sql == "select @@version_comment limit 1":  # the one byte-exact match ProxySQL answers
+            return (["@@version_comment"], [["(ProxySQL)"]])
+        lowered = " ".join(sql.lower().split())
+        if lowered.startswith("set "):
+            return None
+        if lowered in ("select @@version", "select version()"):
+            return ([sql.split(None, 1)[1]], [[BACKEND_VERSION]])
+        if lowered == "show tables":
+            return (["Tables_in_sbtest"], [[name] for name in BACKEND_TABLES])
+        named = re.search(r"\bfrom\s+`?(\w+)", lowered)
+        if named and named.group(1) not in BACKEND_TABLES:
+            raise AdminError(1109, f"Unknown table '{named.group(1)}' in sbtest", "42S02")
+        raise AdminError(1064, "You have an error in your SQL syntax", "42000")
+
     def query(self, sql: str):
+        if self.kind == "traffic":
+            return self.forwarded(sql)
         sql = first_statement(sql).strip()
         lowered = " ".join(sql.lower().split())
         rec = self.double.recording
@@ -618,10 +648,12 @@ def main() -> None:
                         help="1.4: serve ProxySQL 1.4's column set")
     parser.add_argument("--recording", choices=sorted(RECORDINGS), default="2.7")
     parser.add_argument("--node", help="with --recording cluster: the node to serve (host:port)")
+    parser.add_argument("--traffic", action="store_true",
+                        help="play ProxySQL's traffic port (user sbtest/sbtest, a MariaDB behind it)")
     args = parser.parse_args()
     recording = Recording.load(args.recording, node=args.node)
     double = ProxySQLDouble(port=args.port, start_frame=args.start_frame, version=args.version,
-                            recording=recording).start()
+                            recording=recording, traffic=args.traffic).start()
     print(f"ProxySQL admin test double on 127.0.0.1:{double.port} (admin/admin, stats/stats)", flush=True)
     try:
         while True:

@@ -169,23 +169,36 @@ def test_servers_that_accept_and_never_answer(proxytop_term, proxysql_double):
 
 # ----- wrong places, wrong credentials -----------------------------------------------------------
 
-@pytest.mark.parametrize("case", ["wrong password", "unknown host", "mariadb on the admin port"])
-def test_bad_connection_settings_are_one_plain_line(proxytop_term, proxysql_double, mariadb, case):
+@pytest.mark.parametrize("case", ["wrong password", "unknown host", "mariadb on the admin port",
+                                  "admin/admin on mariadb", "proxysql's traffic port"])
+def test_bad_connection_settings_are_one_plain_line(proxytop_term, proxysql_double, mariadb, recording, case):
+    traffic = None
     if case == "wrong password":
         args, expected, secret = ["-P", str(proxysql_double.port), "-p", "not-the-pw-42"], "access denied", "not-the-pw-42"
     elif case == "unknown host":
         args, expected, secret = ["-H", "no-such-host.invalid"], "unknown host", None
-    else:
+    elif case == "mariadb on the admin port":
         args = ["-P", str(mariadb.port), "-u", mariadb.user, "-p", mariadb.password]
         expected, secret = "not a ProxySQL admin interface", mariadb.password
-    term = proxytop_term(*args, "--connect-timeout", "2", cols=200, rows=24)
-    screen = term.wait_for(expected, timeout=15)
-    line = next(line for line in screen.splitlines() if expected in line)
-    assert line.startswith("every ") and "disconnected, retrying" in line  # the header's second line
-    if secret:
-        assert secret not in screen
-    visit_every_screen(term)  # nothing else breaks
-    leaves_cleanly(term)
+    elif case == "admin/admin on mariadb":  # the user name equals the password and is still shown
+        args = ["-P", str(mariadb.port), "-u", "admin", "-p", "admin"]
+        expected, secret = "not a ProxySQL admin interface (a MySQL server answered: Access denied for user 'admin'@", None
+    else:
+        traffic = ProxySQLDouble(recording=recording, traffic=True).start()
+        args = ["-P", str(traffic.port), "-u", "sbtest", "-p", "sbtest"]
+        expected, secret = "not a ProxySQL admin interface (6033 is ProxySQL's traffic port, 6032 the admin port)", None
+    try:
+        term = proxytop_term(*args, "--connect-timeout", "2", cols=200, rows=24)
+        screen = term.wait_for(re.escape(expected), timeout=15)
+        line = next(line for line in screen.splitlines() if expected in line)
+        assert line.startswith("every ") and "disconnected, retrying" in line  # the header's second line
+        if secret:
+            assert secret not in screen
+        visit_every_screen(term)  # nothing else breaks
+        leaves_cleanly(term)
+    finally:
+        if traffic is not None:
+            traffic.stop()
 
 
 # ----- what ProxySQL sends -----------------------------------------------------------------------
