@@ -255,4 +255,4 @@ class ProxySQLSource(PyMySQLSource):
         return errors.is_connection_error(exc)
 
     def describe_error(self, exc: BaseException) -> str:
-        return errors.describe(exc, password=self.endpoint.password)
+        return errors.describe(exc, password=self.endpoint.password, timeout=self.endpoint.timeout)

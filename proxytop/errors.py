@@ -44,9 +44,13 @@ def is_connection_error(exc: BaseException) -> bool:
     return False
 
 
-def describe(exc: BaseException, target: str = "", password: Optional[str] = None) -> str:
-    """One line: what went wrong, in words, with the target it concerns."""
+def describe(exc: BaseException, target: str = "", password: Optional[str] = None,
+             timeout: Optional[float] = None) -> str:
+    """One line: what went wrong, in words, with the target it concerns. ``timeout`` (the
+    seconds waited) turns a timeout into advice: a big answer may just need longer."""
     message = _describe(exc, target, password)
+    if timeout is not None and message.endswith(_TIMED_OUT):
+        message += f" ({timeout:g} s; a slow server needs a longer --connect-timeout)"
     return " ".join(message.split())
 
 
@@ -65,6 +69,9 @@ def mask_password(message: str, password: str) -> str:
     return re.sub(standing_alone, "***", message)
 
 
+_TIMED_OUT = "timeout: the server did not answer in time"
+
+
 def _prefix(target: str) -> str:
     return f"{target}: " if target else ""
 
@@ -81,7 +88,7 @@ def _describe(exc: BaseException, target: str, password: Optional[str]) -> str:
         return f"{where}refused to send query: {text}"
     lowered = text.lower()
     if isinstance(exc, (socket.timeout, TimeoutError)) or "timed out" in lowered:
-        return f"{where}timeout: the server did not answer in time"
+        return f"{where}{_TIMED_OUT}"
     if code == 1045 and "proxysql admin error" in lowered:
         detail = text.split("ProxySQL Admin Error:", 1)[-1].strip()
         return f"{where}ProxySQL admin error: {detail}"
