@@ -304,8 +304,9 @@ def test_non_utf8_bytes_and_a_one_megabyte_query_in_the_processlist(proxytop_ter
     double.start()
     try:
         term = proxytop_term("-P", str(double.port), "--screen", "proclist", "--no-discover", cols=160, rows=40)
-        screen = term.wait_for(r"SELECT 'xxxxxxxx", timeout=10)
-        assert "\ufffd" in screen and "caf\ufffd" in screen  # undecodable bytes shown as replacement characters
+        # undecodable bytes shown as replacement characters
+        screen = term.wait_until(lambda s: "SELECT 'xxxxxxxx" in s and "caf\ufffd" in s, timeout=10,
+                                 what="the 1 MB query and the undecodable one")
         assert len(max(screen.splitlines(), key=len)) <= 160
         term.send(ENTER, pause=0)  # the 1 MB query's detail
         screen = term.wait_for("Session 2", timeout=10)
@@ -334,8 +335,8 @@ def test_a_hundred_thousand_sessions(proxytop_term):
     try:
         term = proxytop_term("-P", str(double.port), "--screen", "proclist", "--no-discover",
                              "--connect-timeout", "90", cols=160, rows=30)
-        term.wait_for(r"sort Time \u2193\s+80000 rows", timeout=180)
-        assert "100000 sessions" in term.text()
+        term.wait_until(lambda s: re.search(r"sort Time \u2193\s+80000 rows", s) is not None and "100000 sessions" in s,
+                        timeout=180, what="80000 of 100000 sessions listed")
         sort_answers(term, within=10)
         answers(term, "i", lambda s: re.search(r"\s100000 rows", s) is not None, within=15)
         answers(term, "/", lambda s: "filter: " in s, within=10)
@@ -359,17 +360,19 @@ def test_resized_to_40x10_and_300x100_while_running(proxytop_term, proxysql_doub
     for key in "1234567?":
         term.send(key, pause=0.5)
         if key == "?":
-            small = term.wait_for("proxytop keys", timeout=5)
+            small = term.wait_until(lambda s: "proxytop keys" in s and len(s.splitlines()) == 10, timeout=5,
+                                    what="help at 40x10")
         else:
-            small = term.wait_until(lambda s: TABS[:40] + "\n" in s + "\n", timeout=5, what="tabs at 40x10")
+            small = term.wait_until(lambda s: TABS[:40] + "\n" in s + "\n" and len(s.splitlines()) == 10
+                                    , timeout=5, what="tabs at 40x10")
         lines = small.splitlines()
         assert len(lines) == 10 and all(len(line) <= 40 for line in lines), small
         assert "Traceback" not in small
     term.send(ESC, pause=0.4)
     term.send("1", pause=0.3)
     term.resize(300, 100)
-    big = term.wait_until(lambda s: "Comment" in s and "reader-a" in s and TABS in s, timeout=10, what="300x100")
-    assert len(big.splitlines()) == 100 and big.splitlines()[-1].startswith("q quit")
+    term.wait_until(lambda s: "Comment" in s and "reader-a" in s and TABS in s and len(s.splitlines()) == 100
+                    and s.splitlines()[-1].startswith("q quit"), timeout=10, what="300x100")
     for key in "234567":
         term.send(key, pause=0)
         term.wait_until(showing(key), timeout=5)

@@ -12,6 +12,7 @@ import pytest
 from proxytop import options, view
 from proxytop.cli import build
 from proxytop.collectors.base import Snapshot
+from proxytop.screens.base import Placeholder
 from proxytop.controller import Controller
 from proxytop.engine import SourceState
 from proxytop.recording import RecordingWriter, is_secret_name
@@ -71,6 +72,8 @@ def test_screens_render_the_same_rows_from_the_replay(live_recording):
     engine, controller = build(config, engine)
     assert engine.source("proxysql").endpoint.password == ""
     for index, screen in enumerate(controller.screens):
+        if isinstance(screen, Placeholder):
+            continue  # a screen not part of this build has no rows, live or replayed
         controller.switch(index)
         rows = screen.rows(controller.view)
         assert rows, f"{screen.title} has no rows in the replay"
