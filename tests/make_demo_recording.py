@@ -13,9 +13,9 @@ against the ports of a real setup:
 So every screen has something to show: the pool, rules, counters and sessions from ProxySQL,
 the InnoDB flushing of the writer, and the disk those servers write to (IOstat roles).
 
-Before the recorded minute, proxytop's IOstat runs under the same load (plus single direct
-reads and writes, one at a time) until it has learned the disk's single-request read and write
-awaits; the recorded run starts from those saved baselines, so its saturation columns show
+Before the recorded minute, and before the write load starts, proxytop's IOstat watches the
+disk serve single direct reads and writes, one at a time, until it has learned its
+single-request read and write awaits; the recorded run starts from those saved baselines, so its saturation columns show
 ratios rather than "learning". On a machine too busy to learn them within two minutes (the
 learner takes only intervals with a short queue), the awaits of the single requests are
 measured instead and given with ``--disk-baseline``. Afterwards the disk is renamed ``sda`` (and its partitions ``sdaN``)
@@ -316,9 +316,7 @@ def main(argv=None) -> int:
         load = WriteLoad(writer, threads=1)
         load.prepare()
         double = ProxySQLDouble(port=ADMIN_PORT, recording=Recording.load()).start()
-        load.start()
         probes = SingleRequests(writer.basedir).start()
-        time.sleep(3)  # let the load get going before the first reading
         output = os.path.abspath(args.output)
         if os.path.exists(output):
             os.remove(output)
@@ -331,6 +329,8 @@ def main(argv=None) -> int:
             print(f"learning the single-request awaits of {disk} (at most {WARM_UP_LIMIT:.0f} s)", file=sys.stderr)
             samples = warm_up(command, env, state_file, disk)
             print(f"baseline samples of {disk}: {samples} (needed {RULES.min_samples} each)", file=sys.stderr)
+            load.start()
+            time.sleep(3)  # let the load get going before the first reading
             recording = command + ["--screen", "all", "--count", str(args.seconds), "--record", output]
             if any(count < RULES.min_samples for count in samples.values()):
                 # too busy a machine to learn: the baselines are measured and given by hand
