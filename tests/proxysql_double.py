@@ -14,6 +14,10 @@ Replay: each query that names a time-series table gets that table's next recorde
 counters move and rates appear. Tests can stop the double, make it hang (accept and never
 answer), bring it back, present ProxySQL 1.4's column set, and transform any table.
 
+``ProxySQLDouble(traffic=True)`` (``--traffic``) plays ProxySQL's traffic port instead: user
+sbtest/sbtest, ``select @@version_comment limit 1`` answered by the proxy, the rest by a MariaDB
+behind it (no stats tables: error 1109).
+
 Run it by hand: ``python -m tests.proxysql_double --port 6032``.
 """
 from __future__ import annotations
