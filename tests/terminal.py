@@ -171,7 +171,8 @@ class Terminal:
             if pid:
                 self.exit_status = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") \
                     else (status >> 8)
-                time.sleep(0.2)  # let the reader take the last output
+                # the reader stops at the end of the program's output: all of it is read then
+                self._reader.join(max(5.0, deadline - time.monotonic()))
                 return self.exit_status
             time.sleep(0.05)
         raise AssertionError(f"proxytop did not exit within {timeout}s; screen:\n{self.text()}")
