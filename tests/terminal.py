@@ -80,6 +80,9 @@ class Terminal:
         pid, fd = pty.fork()
         if pid == 0:  # child
             try:
+                # the size is set before the program starts: set afterwards by the parent, it
+                # would arrive as a SIGWINCH in the middle of the program's start-up
+                fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
                 os.execvpe(argv[0], argv, environment)
             finally:
                 os._exit(127)
