@@ -170,7 +170,11 @@ class AdminSession:
 
 
 def open_admin(endpoint: Endpoint) -> AdminSession:
-    conn = open_mysql(endpoint)
+    try:
+        conn = open_mysql(endpoint)
+    except pymysql.err.OperationalError as exc:
+        refused_by_mysql(exc)
+        raise
     try:
         session = AdminSession(conn=conn, endpoint=endpoint, encryption=encryption(conn))
         identify(session)
@@ -181,6 +185,27 @@ def open_admin(endpoint: Endpoint) -> AdminSession:
         except Exception:
             pass
         raise
+
+
+# ProxySQL's traffic port answers ``select @@version_comment`` itself ("(ProxySQL)") and forwards
+# everything else to a backend, so only the stats schema tells the admin interface apart: every
+# ProxySQL since 1.x has this table, and both the admin and the stats user can read it.
+STATS_SCHEMA_TABLE = "stats_mysql_global"
+TRAFFIC_PORT = "6033 is ProxySQL's traffic port, 6032 the admin port"
+
+
+def refused_by_mysql(exc: pymysql.err.OperationalError) -> None:
+    """A login refused by a MySQL server rather than by ProxySQL, whose refusals all start with
+    "ProxySQL Error:": say that it is not the admin interface, which is the useful news."""
+    code, message = (exc.args + (None, ""))[:2]
+    if code == 1045 and not str(message).startswith("ProxySQL"):
+        raise errors.NotProxySQLAdmin(f"a MySQL server answered: {message}") from exc
+
+
+def _server_error(exc: BaseException) -> bool:
+    """An error the server sent back (codes below 2000), not a broken connection."""
+    code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+    return code is not None and code < 2000
 
 
 def identify(session: AdminSession) -> None:
@@ -197,14 +222,22 @@ def identify(session: AdminSession) -> None:
     if "ProxySQL" not in (text or ""):
         server = getattr(session.conn, "server_version", "") or "unknown server"
         raise errors.NotProxySQLAdmin(f"server says {text or server!r}")
-    version = run_query(session.conn, "select @@version")
+    try:
+        version = run_query(session.conn, "select @@version")
+        tables = run_query(session.conn, "SHOW TABLES")
+        session.tables = frozenset(row[0] for row in tables.rows)
+        if "runtime_mysql_servers" in session.tables:
+            stats = run_query(session.conn, "SHOW TABLES FROM stats")
+            session.tables = session.tables | frozenset(row[0] for row in stats.rows)
+    except pymysql.err.MySQLError as exc:
+        if not _server_error(exc) or "ProxySQL Admin Error" in str(exc):
+            raise
+        # e.g. "No database selected" from the backend a traffic port forwarded this to
+        raise errors.NotProxySQLAdmin(TRAFFIC_PORT) from exc
+    if STATS_SCHEMA_TABLE not in session.tables:
+        raise errors.NotProxySQLAdmin(TRAFFIC_PORT)
     session.version_text = version.rows[0][0] if version.rows else ""
     session.version = parse_version(session.version_text)
-    tables = run_query(session.conn, "SHOW TABLES")
-    session.tables = frozenset(row[0] for row in tables.rows)
-    if "runtime_mysql_servers" in session.tables:
-        stats = run_query(session.conn, "SHOW TABLES FROM stats")
-        session.tables = session.tables | frozenset(row[0] for row in stats.rows)
     session.pgsql_servers = count_pgsql_servers(session, run_query)
 
 
@@ -241,4 +274,5 @@ class ProxySQLSource(PyMySQLSource):
         return errors.is_connection_error(exc)
 
     def describe_error(self, exc: BaseException) -> str:
-        return errors.describe(exc, password=self.endpoint.password, server=self.endpoint.socket or self.endpoint.host)
+        return errors.describe(exc, password=self.endpoint.password, timeout=self.endpoint.timeout,
+                               server=self.endpoint.socket or self.endpoint.host)

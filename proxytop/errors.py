@@ -59,33 +59,56 @@ def is_connection_error(exc: BaseException) -> bool:
     return False
 
 
-def describe(exc: BaseException, target: str = "", password: Optional[str] = None, server: str = "") -> str:
-    """One line: what went wrong, in words, with the target it concerns (``server``: the host
-    that TLS problems name)."""
-    message = _describe(exc, target, server)
-    if password:
-        message = message.replace(password, "***")
+def describe(exc: BaseException, target: str = "", password: Optional[str] = None,
+             timeout: Optional[float] = None, server: str = "") -> str:
+    """One line: what went wrong, in words, with the target it concerns. ``timeout`` (the
+    seconds waited) turns a timeout into advice: a big answer may just need longer; ``server``
+    is the host that TLS problems name."""
+    message = _describe(exc, target, password, server)
+    if timeout is not None and message.endswith(_TIMED_OUT):
+        message += f" ({timeout:g} s; a slow server needs a longer --connect-timeout)"
     return " ".join(message.split())
+
+
+def mask_password(message: str, password: str) -> str:
+    """Hide the password wherever it stands as a value of its own; leave an equal string that
+    is the user name (``user 'admin'@'host'``) or part of a longer name (a host, a word).
+
+    >>> mask_password("Access denied for user 'admin'@'10.0.0.5' (using password: YES)", "admin")
+    "Access denied for user 'admin'@'10.0.0.5' (using password: YES)"
+    >>> mask_password("bad DSN mysql://app:s3cr=t@db1 (password 's3cr=t')", "s3cr=t")
+    "bad DSN mysql://app:***@db1 (password '***')"
+    >>> mask_password("cannot reach db-app-1.example", "app")
+    'cannot reach db-app-1.example'
+    """
+    standing_alone = (r"(?<![\w.-])(?<!user ')" + re.escape(password) + r"(?!'@)(?![\w.-])")
+    return re.sub(standing_alone, "***", message)
+
+
+_TIMED_OUT = "timeout: the server did not answer in time"
 
 
 def _prefix(target: str) -> str:
     return f"{target}: " if target else ""
 
 
-def _describe(exc: BaseException, target: str, server: str = "") -> str:
+def _describe(exc: BaseException, target: str, password: Optional[str], server: str = "") -> str:
+    # The password is masked in what the failure says, never in proxytop's own words.
     where = _prefix(target)
-    if isinstance(exc, NotProxySQLAdmin):
-        return f"{where}not a ProxySQL admin interface ({exc})"
-    if isinstance(exc, UnsafeQuery):
-        return f"{where}refused to send query: {exc}"
     if isinstance(exc, NotInThisVersion):
         return f"{where}{exc}"
     code, text = _code_and_text(exc)
+    if password:
+        text = mask_password(text, password)
+    if isinstance(exc, NotProxySQLAdmin):
+        return f"{where}not a ProxySQL admin interface ({text})"
+    if isinstance(exc, UnsafeQuery):
+        return f"{where}refused to send query: {text}"
     lowered = text.lower()
     if code == CR_SSL_CONNECTION_ERROR or isinstance(exc, ssl.SSLError) or any(w in lowered for w in _TLS_WORDS):
         return tls_problem(text, server or target)
     if isinstance(exc, (socket.timeout, TimeoutError)) or "timed out" in lowered:
-        return f"{where}timeout: the server did not answer in time"
+        return f"{where}{_TIMED_OUT}"
     if code == 1045 and "proxysql admin error" in lowered:
         detail = text.split("ProxySQL Admin Error:", 1)[-1].strip()
         return f"{where}ProxySQL admin error: {detail}"

@@ -13,7 +13,9 @@ from proxytop.rates import to_number
 
 Row = Dict[str, Any]
 # Special row keys: "_id" identifies a row across refreshes (the cursor follows it),
-# "_kind" is "row" or "subtotal", "_group" groups rows for subtotals, "_style" styles the row.
+# "_kind" is "row" or "subtotal", "_group" groups rows for subtotals, "_style" styles the row,
+# "_spill" names a column whose text may run left over the empty cells before it (a down
+# server's reason where its numbers would be).
 
 
 @dataclass(frozen=True)
@@ -191,7 +193,32 @@ def row_cells(row: Row, fitted: Sequence[Tuple[Column, int]]) -> List[Tuple[str,
     for column, width in fitted:
         style = column.style(row) if column.style and row.get("_kind") != "subtotal" else None
         cells.append((clip(column.text(row), width, column.align), style or row_style))
+    spill = row.get("_spill")
+    if spill is not None:
+        cells = _spilled(row, fitted, cells, spill)
     return cells
+
+
+def _spilled(row: Row, fitted, cells, key: str, gap: int = 1):
+    """Merge the cell of column ``key`` with the run of empty (None) cells just before it.
+
+    >>> cols = [(Column("a", "A", 3), 3), (Column("b", "B", 4), 4), (Column("n", "N", 5, "<"), 5)]
+    >>> [text for text, _ in row_cells({"a": 1, "n": "timeout, retrying", "_spill": "n"}, cols)]
+    ['  1', 'timeout, …']
+    """
+    keys = [column.key for column, _ in fitted]
+    if key not in keys:
+        return cells
+    end = keys.index(key)
+    start = end
+    while start > 0 and row.get(keys[start - 1]) is None:
+        start -= 1
+    if start == end:
+        return cells
+    column = fitted[end][0]
+    width = sum(w for _, w in fitted[start:end + 1]) + gap * (end - start)
+    merged = (clip(column.text(row), width, column.align), cells[end][1])
+    return cells[:start] + [merged] + cells[end + 1:]
 
 
 def next_sort_key(columns: Sequence[Column], current: str, step: int = 1) -> str:

@@ -264,7 +264,8 @@ class InnoDBScreen(Screen):
             flavour = getattr(session, "flavour", None)
             row["flavour"] = flavour.short if flavour is not None else None
             if down:
-                row.update(state=state_override, note=connection_note,
+                # the reason runs over the numbers the server could not give (readable at 140 columns)
+                row.update(state=state_override, note=connection_note, _spill="note",
                            _note_style="danger" if state_override else "dim")
                 rows.append(row)
                 continue

@@ -1,33 +1,55 @@
 """Make the recording ``proxytop --demo`` replays (proxytop/data/demo.rec.gz).
 
 It runs the real program, ``proxytop --batch --screen all --record FILE``, for about a minute
-against:
+against the ports of a real setup:
 
-- the ProxySQL admin test double (tests/proxysql_double.py), which serves the tables recorded
-  from a real ProxySQL 2.7.2 under sysbench load, with its three backends (127.0.0.1:3311,
-  3312, 3313) renamed to the ports of
-- three throw-away MariaDB servers (tests/mariadb.py): the writer under the InnoDB tests' write
-  load (tests/test_innodb_live.py, slow flushing so the checkpoint age climbs), two idle
-  readers.
+- the ProxySQL admin test double (tests/proxysql_double.py) on 127.0.0.1:6032, serving the
+  tables recorded from a real ProxySQL 2.7.2 under sysbench load, whose backends are
+  127.0.0.1:3311 (writer), 3312 and 3313 (readers);
+- three throw-away MariaDB servers (tests/mariadb.py) on exactly those ports: the writer under
+  the InnoDB tests' write load (tests/test_innodb_live.py, slow flushing so the checkpoint age
+  climbs), two idle readers.
 
 So every screen has something to show: the pool, rules, counters and sessions from ProxySQL,
-the InnoDB flushing of the writer, and the disks those servers write to (IOstat roles).
+the InnoDB flushing of the writer, and the disk those servers write to (IOstat roles).
+
+Before the recorded minute, and before the write load starts, proxytop's IOstat watches the
+disk serve single direct reads and writes, one at a time, until it has learned its
+single-request read and write awaits; the recorded run starts from those saved baselines, so its saturation columns show
+ratios rather than "learning". On a machine too busy to learn them within two minutes (the
+learner takes only intervals with a short queue), the awaits of the single requests are
+measured instead and given with ``--disk-baseline``. Afterwards the disk is renamed ``sda`` (and its partitions ``sdaN``)
+the baseline file's temporary path shown as the default one, the servers' temporary folders
+as /var/lib/mysql (socket /run/mysqld/mysqld.sock) and their host names as db1-db3: the
+recording shows nothing of the machine it was made on.
 
     python -m tests.make_demo_recording [--seconds 60] [--output proxytop/data/demo.rec.gz]
 
-Needs MariaDB installed (as the test suite does). The recording holds no password: the MariaDB
-root password goes to proxytop through MYSQL_PWD and is never written.
+Needs MariaDB installed (as the test suite does) and ports 6032 and 3311-3313 free. The
+recording holds no password: the MariaDB root password goes to proxytop through MYSQL_PWD and
+is never written.
 """
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
+import mmap
 import os
+import random
+import re
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from typing import Callable, Dict, List, Tuple
+from typing import Any, Dict, List, Mapping, Optional
 
+from proxytop.devices import DeviceMapper
+from proxytop.iostat import DIRECTIONS, RULES, STATE_NAME, percentile
+from proxytop.recording import iter_lines
 from tests.mariadb import MariaDBServer
 from tests.proxysql_double import ProxySQLDouble, Recording
 from tests.terminal import proxytop_command
@@ -35,21 +57,234 @@ from tests.test_innodb_live import LOAD_OPTIONS, WriteLoad
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUTPUT = os.path.join(os.path.dirname(HERE), "proxytop", "data", "demo.rec.gz")
-RECORDED_PORTS = ("3311", "3312", "3313")  # the backends in the ProxySQL recording
-PORT_COLUMNS = ("port", "srv_port")
+ADMIN_PORT = 6032
+BACKEND_PORTS = (3311, 3312, 3313)  # the backends in the ProxySQL recording: writer, reader, reader
+NEUTRAL_DISK = "sda"
+SHOWN_STATE_FILE = f"~/.local/state/proxytop/{STATE_NAME}"  # where a DBA's own run keeps its baselines
+WARM_UP_LIMIT = 120.0  # seconds to learn the disk's baselines before measuring them instead
 
 
-def port_mapper(ports: Dict[str, str]) -> Callable:
-    """A test-double transform: backend ports of the ProxySQL recording -> our servers' ports."""
+def busy_ports(ports) -> List[int]:
+    busy = []
+    for port in ports:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                busy.append(port)
+    return busy
 
-    def transform(columns: List[str], rows: List[list]) -> Tuple[List[str], List[list]]:
-        at = [i for i, c in enumerate(columns) if c.lower() in PORT_COLUMNS]
-        for row in rows:
-            for i in at:
-                row[i] = ports.get(str(row[i]), row[i])
-        return columns, rows
 
-    return transform
+class SingleRequests:
+    """Direct 4 KiB reads and writes at random offsets of a file, one at a
+    time (about 50 of each a second): they give the IOstat learner quiet intervals of both
+    directions, and their own timings measure the disk's single-request awaits when the machine
+    is too busy for proxytop to learn them (it learns only from intervals with a short queue)."""
+
+    def __init__(self, folder: str, size: int = 64 << 20, per_second: float = 50.0):
+        self.path = os.path.join(folder, "single-requests.bin")
+        self.size = size
+        self.pause = 1.0 / per_second
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self.timings: Dict[str, List[float]] = {direction: [] for direction in DIRECTIONS}
+
+    def start(self) -> "SingleRequests":
+        with open(self.path, "wb") as handle:
+            for _ in range(self.size >> 20):
+                handle.write(os.urandom(1 << 20))
+            handle.flush()
+            os.fsync(handle.fileno())
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        direct = getattr(os, "O_DIRECT", 0)
+        # a direct write returns when the device has it, like the writes iostat's w_await times
+        # (flushes are counted apart); without direct I/O only O_DSYNC reaches the device
+        fd = os.open(self.path, os.O_RDWR | (direct or os.O_DSYNC))
+        buffer = mmap.mmap(-1, 4096)  # page-aligned, as O_DIRECT requires
+        try:
+            while not self._stop.wait(self.pause):
+                for direction in DIRECTIONS:
+                    offset = random.randrange(self.size // 4096) * 4096
+                    if not direct:  # no direct I/O here: drop the page from the cache
+                        os.posix_fadvise(fd, offset, 4096, os.POSIX_FADV_DONTNEED)
+                    started = time.perf_counter()
+                    if direction == DIRECTIONS[0]:
+                        os.preadv(fd, [buffer], offset)
+                    else:
+                        os.pwritev(fd, [buffer], offset)
+                    self.timings[direction].append((time.perf_counter() - started) * 1000.0)
+        finally:
+            os.close(fd)
+            buffer.close()
+
+    def median_ms(self, direction: str) -> Optional[float]:
+        timings = list(self.timings[direction])
+        return round(percentile(timings, 50.0), 3) if timings else None
+
+    @property
+    def count(self) -> int:
+        return sum(len(t) for t in self.timings.values())
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        try:
+            os.remove(self.path)
+        except OSError:
+            pass
+
+
+def disk_of(path: str) -> str:
+    """The whole disk a path is on (sdb for /var/lib/mysql on sdb1)."""
+    mapper = DeviceMapper()
+    device, why = mapper.locate(path)
+    if device is None:
+        raise SystemExit(f"{path} has no block device ({why}): the IOstat screen would have nothing to show")
+    return mapper.beneath(device)[-1] if mapper.kind(device) != "disk" else device
+
+
+def learned_samples(state_file: str, disk: str) -> Dict[str, int]:
+    """Samples per direction the saved baselines hold for ``disk`` (0 before the first save)."""
+    try:
+        with open(state_file, encoding="utf-8") as handle:
+            entry = json.load(handle).get("devices", {}).get(disk, {})
+    except (OSError, ValueError):
+        return {direction: 0 for direction in DIRECTIONS}
+    return {direction: len(entry.get(direction) or ()) for direction in DIRECTIONS}
+
+
+def warm_up(command: List[str], env: Mapping[str, str], state_file: str, disk: str) -> Dict[str, int]:
+    """Run proxytop's IOstat until the disk's read and write baselines are learned (it saves them
+    the moment each becomes known) or WARM_UP_LIMIT passes; returns the samples saved."""
+    process = subprocess.Popen(command + ["--screen", "iostat", "--count", str(int(WARM_UP_LIMIT) + 5)],
+                               env=dict(env), stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + WARM_UP_LIMIT
+    samples = learned_samples(state_file, disk)
+    try:
+        while time.monotonic() < deadline and process.poll() is None:
+            samples = learned_samples(state_file, disk)
+            if all(count >= RULES.min_samples for count in samples.values()):
+                break
+            time.sleep(1)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.wait(30)
+    return learned_samples(state_file, disk)
+
+
+# ----- what the recording shows of this machine -------------------------------------------------
+
+def disk_renames(names, disk: str) -> Dict[str, str]:
+    """This machine's disk and its partitions -> the neutral names.
+
+    >>> disk_renames(["vda", "vda1", "vda15", "loop0", "vdab"], "vda")
+    {'vda': 'sda', 'vda1': 'sda1', 'vda15': 'sda15'}
+    >>> disk_renames(["nvme0n1", "nvme0n1p2"], "nvme0n1")
+    {'nvme0n1': 'sda', 'nvme0n1p2': 'sda2'}
+    """
+    renames = {}
+    for name in names:
+        if name == disk:
+            renames[name] = NEUTRAL_DISK
+            continue
+        partition = re.fullmatch(re.escape(disk) + r"p?(\d+)", name)
+        if partition:
+            renames[name] = NEUTRAL_DISK + partition.group(1)
+    return renames
+
+
+def renamed(value: Any, renames: Mapping[str, str]) -> Any:
+    """A recorded value (its JSON form) with every device name, as a key or a string, renamed.
+
+    >>> renamed({"vda": {"f": {"name": "vda", "n": 3}}, "roles": {"vda1": ["data"]}}, {"vda": "sda", "vda1": "sda1"})
+    {'sda': {'f': {'name': 'sda', 'n': 3}}, 'roles': {'sda1': ['data']}}
+    """
+    if isinstance(value, dict):
+        return {renames.get(k, k): renamed(v, renames) for k, v in value.items()}
+    if isinstance(value, list):
+        return [renamed(v, renames) for v in value]
+    if isinstance(value, str):
+        return renames.get(value, value)
+    return value
+
+
+def placed(value: Any, folders: Mapping[str, str], hosts: Mapping[str, str]) -> Any:
+    """A recorded value with the test servers' temporary folders at a real server's places and,
+    in a server's variables, its host name by its port.
+
+    >>> placed({"datadir": "/tmp/x-1/data/", "port": "3311", "hostname": "vm", "socket": "/tmp/x-1/mysqld.sock"},
+    ...        {"/tmp/x-1/data": "/var/lib/mysql", "/tmp/x-1/mysqld.sock": "/run/mysqld/mysqld.sock"}, {"3311": "db1"})
+    {'datadir': '/var/lib/mysql/', 'port': '3311', 'hostname': 'db1', 'socket': '/run/mysqld/mysqld.sock'}
+    """
+    if isinstance(value, dict):
+        out = {k: placed(v, folders, hosts) for k, v in value.items()}
+        if "datadir" in out and "hostname" in out and str(out.get("port")) in hosts:
+            out["hostname"] = hosts[str(out["port"])]
+        return out
+    if isinstance(value, list):
+        return [placed(v, folders, hosts) for v in value]
+    if isinstance(value, str):
+        for folder, place in folders.items():
+            if value == folder or value.startswith(folder + "/"):
+                return place + value[len(folder):]
+    return value
+
+
+def real_places(servers) -> Dict[str, str]:
+    """Each test server's temporary folders -> where a packaged MariaDB keeps them."""
+    folders = {}
+    for server in servers:
+        folders[os.path.join(server.basedir, "data")] = "/var/lib/mysql"
+        folders[server.socket] = "/run/mysqld/mysqld.sock"
+        folders[os.path.join(server.basedir, "tmp")] = "/tmp"
+        folders[server.basedir] = "/var/lib/mysql"
+    return folders
+
+
+def neutralise(path: str, disk: str, folders: Mapping[str, str] = {}, hosts: Mapping[str, str] = {}) -> None:
+    """Rewrite the recording at ``path`` so that it shows nothing of this machine: neutral disk
+    names, the baseline file at its default place, the servers' folders and host names those
+    of a real setup."""
+    lines = []
+    for line in iter_lines(path):
+        envelope_text, tab, data_text = line.decode("utf-8").partition("\t")
+        envelope = json.loads(envelope_text)
+        if tab and folders:
+            data_text = json.dumps(placed(json.loads(data_text), folders, hosts), separators=(",", ":"),
+                                   allow_nan=False)
+        if envelope.get("k") == "h":  # --disk-baseline DEV=... among the recorded options
+            envelope["options"] = renamed(envelope.get("options", {}), {disk: NEUTRAL_DISK})
+            envelope_text = json.dumps(envelope, separators=(",", ":"), allow_nan=False)
+        if envelope.get("k") == "s" and envelope.get("c") == "host.diskstats" and tab:
+            data = json.loads(data_text)
+            fields = data.get("f", {})
+            data = renamed(data, disk_renames(fields.get("devices", {}), disk))
+            if data.get("f", {}).get("state_file"):
+                data["f"]["state_file"] = SHOWN_STATE_FILE
+            data_text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+        lines.append(envelope_text + tab + data_text + "\n")
+    temporary = path + ".tmp"
+    with gzip.open(temporary, "wt", encoding="utf-8") as handle:
+        handle.writelines(lines)
+    os.replace(temporary, path)
+
+
+def last_baselines(path: str) -> Dict[str, Any]:
+    """The neutral disk's (read, write) baselines in the recording's last disk snapshot."""
+    last = None
+    for line in iter_lines(path):
+        if b'"c":"host.diskstats"' in line.split(b"\t", 1)[0]:
+            last = line
+    if last is None:
+        return {}
+    baselines = json.loads(last.split(b"\t", 1)[1])["f"]["baselines"].get(NEUTRAL_DISK, {})
+    return {direction: pair["f"] for direction, pair in zip(DIRECTIONS, baselines.get("__t", ()))}
 
 
 CLUSTER_TABLES = ("stats_proxysql_servers_metrics", "stats_proxysql_servers_checksums",
@@ -72,46 +307,73 @@ def main(argv=None) -> int:
     parser.add_argument("--seconds", type=int, default=60, help="length of the recording (default 60)")
     parser.add_argument("--output", default=DEFAULT_OUTPUT, help=f"where to write it (default {DEFAULT_OUTPUT})")
     args = parser.parse_args(argv)
+    ports = (ADMIN_PORT,) + BACKEND_PORTS
+    deadline = time.monotonic() + 30  # a port briefly taken by some client's connection comes free
+    while busy_ports(ports) and time.monotonic() < deadline:
+        time.sleep(1)
+    busy = busy_ports(ports)
+    if busy:
+        print(f"ports {', '.join(map(str, busy))} are in use: the demo is recorded on the ports of a real "
+              f"setup (ProxySQL admin {ADMIN_PORT}, backends {BACKEND_PORTS[0]}-{BACKEND_PORTS[-1]})", file=sys.stderr)
+        return 1
 
-    servers = [MariaDBServer(LOAD_OPTIONS, name="demo-writer")]
-    servers += [MariaDBServer(name=f"demo-reader{i}") for i in (1, 2)]
+    servers = [MariaDBServer(LOAD_OPTIONS, name="demo-writer", port=BACKEND_PORTS[0])]
+    servers += [MariaDBServer(name=f"demo-reader{i}", port=port) for i, port in enumerate(BACKEND_PORTS[1:], 1)]
     double = None
     load = None
+    probes = None
     try:
         for server in servers:
             server.start()
             print(f"MariaDB {server.version} on {server.address}", file=sys.stderr)
         writer = servers[0]
+        disk = disk_of(writer.datadir)
         load = WriteLoad(writer, threads=1)
         load.prepare()
         recording = Recording.load()
         graft_cluster_tables(recording)
-        double = ProxySQLDouble(recording=recording)
-        mapper = port_mapper(dict(zip(RECORDED_PORTS, (str(s.port) for s in servers))))
-        for table in set(double.recording.series) | {"mysql_servers", "runtime_mysql_servers"}:
-            double.transforms[table] = mapper
-        double.start()
-        load.start()
-        time.sleep(3)  # let the load get going before the first reading
+        double = ProxySQLDouble(port=ADMIN_PORT, recording=recording).start()
+        probes = SingleRequests(writer.basedir).start()
         output = os.path.abspath(args.output)
         if os.path.exists(output):
             os.remove(output)
         with tempfile.TemporaryDirectory(prefix="proxytop-demo-") as state:
             env = dict(os.environ, MYSQL_PWD=writer.password, XDG_STATE_HOME=state, NO_COLOR="1")
             command = list(proxytop_command()) + [
-                "--batch", "--screen", "all", "--format", "json", "--count", str(args.seconds),
-                "-P", str(double.port), "--mysql", writer.address, "--mysql-user", writer.user,
-                "--record", output]
-            print("running: " + " ".join(command), file=sys.stderr)
-            result = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                "--batch", "--format", "json", "-P", str(ADMIN_PORT), "--mysql", writer.address,
+                "--mysql-user", writer.user]
+            state_file = os.path.join(state, "proxytop", STATE_NAME)
+            print(f"learning the single-request awaits of {disk} (at most {WARM_UP_LIMIT:.0f} s)", file=sys.stderr)
+            samples = warm_up(command, env, state_file, disk)
+            print(f"baseline samples of {disk}: {samples} (needed {RULES.min_samples} each)", file=sys.stderr)
+            load.start()
+            time.sleep(3)  # let the load get going before the first reading
+            recording = command + ["--screen", "all", "--count", str(args.seconds), "--record", output]
+            if any(count < RULES.min_samples for count in samples.values()):
+                # too busy a machine to learn: the baselines are measured and given by hand
+                measured = [probes.median_ms(direction) for direction in DIRECTIONS]
+                print(f"measured single-request awaits of {disk}: {measured} ms", file=sys.stderr)
+                recording += ["--disk-baseline", f"{disk}={measured[0]},{measured[1]}"]
+            print("running: " + " ".join(recording), file=sys.stderr)
+            result = subprocess.run(recording, env=env, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
                                     timeout=args.seconds * 3 + 60)
         if result.returncode != 0:
             print(f"proxytop exited with {result.returncode}", file=sys.stderr)
             return 1
-        print(f"{output}: {os.path.getsize(output):,} bytes; {load.statements:,} writes during the run",
-              file=sys.stderr)
+        hosts = {str(port): f"db{i}" for i, port in enumerate(BACKEND_PORTS, 1)}
+        neutralise(output, disk, real_places(servers), hosts)
+        baselines = last_baselines(output)
+        print(f"{output}: {os.path.getsize(output):,} bytes; {load.statements:,} writes and {probes.count:,} "
+              f"single requests during the run", file=sys.stderr)
+        for direction, base in baselines.items():
+            print(f"  {NEUTRAL_DISK} {direction} baseline: {base['ms']} ms ({base['source']}, {base['samples']} samples)",
+                  file=sys.stderr)
+        if not baselines or any(base["source"] == "learning" for base in baselines.values()):
+            print("  a baseline is still being learned: the saturation columns will say so", file=sys.stderr)
         return 0
     finally:
+        if probes is not None:
+            probes.stop()
         if load is not None:
             load.stop()
         if double is not None:

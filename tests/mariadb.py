@@ -96,7 +96,8 @@ class MariaDBServer:
     a value of None gives a bare flag (``{"skip_log_bin": None}``)."""
 
     def __init__(self, options: Optional[Mapping[str, Optional[str]]] = None, name: str = "mariadb",
-                 use_defaults: bool = True):
+                 use_defaults: bool = True, port: int = 0):
+        self.fixed_port = port  # 0: any free port
         merged: Dict[str, Optional[str]] = dict(DEFAULT_OPTIONS) if use_defaults else {}
         merged.update(options or {})
         if "skip_log_bin" in merged:
@@ -154,12 +155,12 @@ class MariaDBServer:
                 print(f"tests/mariadb.py: retrying the bootstrap after: {exc}", file=sys.stderr)
         deadline = time.monotonic() + timeout
         for attempt in range(5):
-            self.port = free_port()
+            self.port = self.fixed_port or free_port()
             try:
                 self._launch(server, as_root, deadline)
                 break
             except MariaDBStartError as exc:
-                if "already in use" in str(exc) and attempt < 4:
+                if "already in use" in str(exc) and attempt < 4 and not self.fixed_port:
                     continue  # another process took the port between probe and bind
                 self.stop()
                 raise

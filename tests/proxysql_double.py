@@ -14,6 +14,10 @@ Replay: each query that names a time-series table gets that table's next recorde
 counters move and rates appear. Tests can stop the double, make it hang (accept and never
 answer), bring it back, present ProxySQL 1.4's column set, and transform any table.
 
+``ProxySQLDouble(traffic=True)`` (``--traffic``) plays ProxySQL's traffic port instead: user
+sbtest/sbtest, ``select @@version_comment limit 1`` answered by the proxy, the rest by a MariaDB
+behind it (no stats tables: error 1109).
+
 Run it by hand: ``python -m tests.proxysql_double --port 6032``.
 """
 from __future__ import annotations
@@ -58,6 +62,13 @@ USERS = {  # user -> (password, kind)
     "radmin": ("radmin", "admin"),
     "stats": ("stats", "stats"),
 }
+
+# Playing ProxySQL's traffic port (ProxySQLDouble(traffic=True)): the frontend users of
+# mysql_users log in, ProxySQL answers "select @@version_comment limit 1" itself and forwards
+# every other query to a backend (a MariaDB whose default schema is sbtest).
+TRAFFIC_USERS = {"sbtest": ("sbtest", "traffic")}
+BACKEND_VERSION = "10.11.19-MariaDB"
+BACKEND_TABLES = ("sbtest1", "sbtest2", "sbtest3", "sbtest4")
 
 # Column sets of ProxySQL 1.4, derived from 2.7's by dropping what 1.4 lacks.
 COLUMNS_1_4_DROPPED = {
@@ -174,8 +185,9 @@ def _accumulated(frames):
 
 def _sqlite_value(value):
     """Numbers stored as numbers so that ORDER BY and comparisons behave like ProxySQL's INT columns."""
-    if isinstance(value, str) and re.fullmatch(r"-?\d{1,18}", value):
-        return int(value)
+    if isinstance(value, str) and 0 < len(value) <= 19 and value.isascii() \
+            and value.lstrip("-").isdigit() and value.count("-") == (value[0] == "-") and len(value.lstrip("-")) <= 18:
+        return int(value)  # the same test as re.fullmatch(r"-?\d{1,18}"), without a regex per value
     return value
 
 
@@ -256,6 +268,9 @@ class PacketIO:
                 return payload
 
     def write(self, payload: bytes) -> None:
+        self.sock.sendall(self.frame(payload))
+
+    def frame(self, payload: bytes) -> bytes:
         out = []
         while True:
             part, payload = payload[:0xFFFFFF], payload[0xFFFFFF:]
@@ -263,7 +278,19 @@ class PacketIO:
             self.seq = (self.seq + 1) % 256
             if len(part) < 0xFFFFFF:
                 break
-        self.sock.sendall(b"".join(out))
+        return b"".join(out)
+
+    def write_many(self, payloads) -> None:
+        """Packets sent in chunks of about 64 KiB rather than one send each (100,000 rows)."""
+        chunk, size = [], 0
+        for payload in payloads:
+            chunk.append(self.frame(payload))
+            size += len(chunk[-1])
+            if size >= 65536:
+                self.sock.sendall(b"".join(chunk))
+                chunk, size = [], 0
+        if chunk:
+            self.sock.sendall(b"".join(chunk))
 
 
 def ok_packet() -> bytes:
@@ -296,9 +323,10 @@ class ProxySQLDouble:
 
     def __init__(self, port: int = 0, host: str = "127.0.0.1", start_frame: int = 20,
                  version: str = "2.7", recording: Optional[Recording] = None, loop: bool = True,
-                 tls=None):
+                 tls=None, traffic: bool = False):
         self.tls = tls  # an ssl.SSLContext (server side): offer TLS as ProxySQL does with its certificates
         self.tls_sessions: List[str] = []  # the TLS version of each client that switched to TLS
+        self.traffic = traffic  # play ProxySQL's traffic port (6033) instead of its admin port
         self.host = host
         self.port = port
         self.recording = recording or Recording.load()
@@ -487,7 +515,7 @@ class ProxySQLDouble:
         pos = end + 1
         token_len = response[pos]
         token = response[pos + 1: pos + 1 + token_len]
-        known = USERS.get(user)
+        known = (TRAFFIC_USERS if self.traffic else USERS).get(user)
         if known is None or token != native_password_token(known[0], scramble):
             io.write(err_packet(1045, f"ProxySQL Error: Access denied for user '{user}'@'127.0.0.1' "
                                       f"(using password: {'YES' if token else 'NO'})"))
@@ -504,13 +532,16 @@ class ProxySQLDouble:
         for name in columns:
             io.write(column_definition(name))
         io.write(eof_packet())
-        for row in rows:
-            parts = []
-            for value in row:
-                data = _text(value)
-                parts.append(b"\xfb" if data is None else lenenc_str(data))
-            io.write(b"".join(parts))
-        io.write(eof_packet())
+
+        def packets():
+            for row in rows:
+                parts = []
+                for value in row:
+                    data = _text(value)
+                    parts.append(b"\xfb" if data is None else lenenc_str(data))
+                yield b"".join(parts)
+            yield eof_packet()
+        io.write_many(packets())
 
 
 # Tables whose *_reset twin exists (reading the twin zeroes the counters for everybody).
@@ -540,6 +571,9 @@ class Session:
     def __init__(self, double: ProxySQLDouble, user: str):
         self.double = double
         self.user = user
+        if double.traffic:
+            self.kind = "traffic"
+            return
         self.kind = USERS[user][1]
         self.db = sqlite3.connect(":memory:", check_same_thread=False)
         rec = double.recording
@@ -599,7 +633,25 @@ class Session:
             schema = "stats." if self.kind == "admin" else ""
             self.db.execute(f"DELETE FROM {schema}{table}")
 
+    def forwarded(self, sql: str):
+        """A traffic-port query: ProxySQL's own answer, or the backend's."""
+        if sql == "select @@version_comment limit 1":  # the one byte-exact match ProxySQL answers
+            return (["@@version_comment"], [["(ProxySQL)"]])
+        lowered = " ".join(sql.lower().split())
+        if lowered.startswith("set "):
+            return None
+        if lowered in ("select @@version", "select version()"):
+            return ([sql.split(None, 1)[1]], [[BACKEND_VERSION]])
+        if lowered == "show tables":
+            return (["Tables_in_sbtest"], [[name] for name in BACKEND_TABLES])
+        named = re.search(r"\bfrom\s+`?(\w+)", lowered)
+        if named and named.group(1) not in BACKEND_TABLES:
+            raise AdminError(1109, f"Unknown table '{named.group(1)}' in sbtest", "42S02")
+        raise AdminError(1064, "You have an error in your SQL syntax", "42000")
+
     def query(self, sql: str):
+        if self.kind == "traffic":
+            return self.forwarded(sql)
         sql = first_statement(sql).strip()
         lowered = " ".join(sql.lower().split())
         rec = self.double.recording
@@ -660,10 +712,12 @@ def main() -> None:
                         help="1.4: serve ProxySQL 1.4's column set")
     parser.add_argument("--recording", choices=sorted(RECORDINGS), default="2.7")
     parser.add_argument("--node", help="with --recording cluster: the node to serve (host:port)")
+    parser.add_argument("--traffic", action="store_true",
+                        help="play ProxySQL's traffic port (user sbtest/sbtest, a MariaDB behind it)")
     args = parser.parse_args()
     recording = Recording.load(args.recording, node=args.node)
     double = ProxySQLDouble(port=args.port, start_frame=args.start_frame, version=args.version,
-                            recording=recording).start()
+                            recording=recording, traffic=args.traffic).start()
     print(f"ProxySQL admin test double on 127.0.0.1:{double.port} (admin/admin, stats/stats)", flush=True)
     try:
         while True:

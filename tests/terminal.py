@@ -68,6 +68,7 @@ class Terminal:
         self.stream = _ByteStream(self.screen)
         self.raw = bytearray()
         self._lock = threading.Lock()
+        self._fed_at = time.monotonic()  # when output last arrived (see wait_until)
         self.exit_status: Optional[int] = None
         argv = list(command or proxytop_command()) + list(args)
         environment = dict(os.environ)
@@ -79,6 +80,9 @@ class Terminal:
         pid, fd = pty.fork()
         if pid == 0:  # child
             try:
+                # the size is set before the program starts: set afterwards by the parent, it
+                # would arrive as a SIGWINCH in the middle of the program's start-up
+                fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
                 os.execvpe(argv[0], argv, environment)
             finally:
                 os._exit(127)
@@ -116,6 +120,7 @@ class Terminal:
             with self._lock:
                 self.raw.extend(data)
                 self.stream.feed(data)
+                self._fed_at = time.monotonic()
 
     def send(self, keys: Union[str, bytes], pause: float = 0.15) -> None:
         data = keys.encode() if isinstance(keys, str) else keys
@@ -130,11 +135,26 @@ class Terminal:
         with self._lock:
             return self.screen.display[y].rstrip()
 
+    # A screen is judged only once the output has paused this long: a frame drawn in several
+    # writes (a busy machine can pause the program between them) is never judged half-drawn.
+    SETTLE = 0.04
+
+    def settled(self) -> bool:
+        with self._lock:
+            return time.monotonic() - self._fed_at >= self.SETTLE
+
     def wait_until(self, predicate: Callable[[str], bool], timeout: float = 10.0, what: str = "condition") -> str:
+        """The first settled screen that satisfies ``predicate``; assert on everything you need
+        from it inside the predicate, not on the returned text afterwards."""
         deadline = time.monotonic() + timeout
+        busy_since = None
         while True:
+            now = time.monotonic()
+            settled = self.settled()
+            busy_since = None if settled else (busy_since or now)
             screen = self.text()
-            if predicate(screen):
+            # output that never pauses for a second (a fast clock) is judged as it is
+            if (settled or now - busy_since > 1.0) and predicate(screen):
                 return screen
             if time.monotonic() > deadline:
                 raise AssertionError(f"timed out after {timeout}s waiting for {what}; screen was:\n{screen}")
@@ -154,7 +174,8 @@ class Terminal:
             if pid:
                 self.exit_status = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") \
                     else (status >> 8)
-                time.sleep(0.2)  # let the reader take the last output
+                # the reader stops at the end of the program's output: all of it is read then
+                self._reader.join(max(5.0, deadline - time.monotonic()))
                 return self.exit_status
             time.sleep(0.05)
         raise AssertionError(f"proxytop did not exit within {timeout}s; screen:\n{self.text()}")

@@ -136,8 +136,8 @@ def test_e2e_drill_down_shows_the_bucket_bars(proxytop_term, proxysql_double):
     term = start(proxytop_term, proxysql_double)
     term.send("g")  # the first row: SELECT, the busiest
     term.send("\r")
-    screen = term.wait_for("SELECT: latency")
-    assert "Since start" in screen and "Last " in screen
+    screen = term.wait_until(lambda s: "SELECT: latency" in s and "Since start" in s and "Last " in s,
+                             what="the SELECT latency histograms")
     bars = [l for l in screen.splitlines() if re.match(r"^\s+(\u2264|>)\S+\s+\u2588+\s+[\d,]+\s+[\d.]+%", l)]
     assert len(bars) >= 4, screen
     assert re.search(r"percentiles\s+since start p50 \u2264", screen)

@@ -28,8 +28,9 @@ def start(proxytop_term, double, *args, cols=120, rows=30):
 
 def test_shows_recorded_backends_with_rates_after_two_polls(proxytop_term, proxysql_double):
     term = start(proxytop_term, proxysql_double)
-    screen = term.wait_until(lambda s: re.search(r"127\.0\.0\.1:3311\s+ONLINE.*\d[\d.]*k", s) is not None,
-                             what="a Queries/s rate on the writer")
+    screen = term.wait_until(lambda s: re.search(r"127\.0\.0\.1:3311\s+ONLINE.*\d[\d.]*k", s) is not None
+                             and "hostgroup 20 total" in s and len(backend_rows(s)) == 3,
+                             what="a Queries/s rate on the writer and every backend")
     servers = [r[1] for r in backend_rows(screen)]
     assert servers == ["127.0.0.1:3311", "127.0.0.1:3312", "127.0.0.1:3313"]
     assert "hostgroup 20 total" in screen
@@ -155,10 +156,8 @@ def test_other_exits_restore_the_terminal(proxytop_term, proxysql_double, how):
 
 def test_stats_user_sees_the_pool_and_is_told_what_needs_admin(proxytop_term, proxysql_double):
     term = proxytop_term("-P", str(proxysql_double.port), "-u", "stats", "-p", "stats", cols=120, rows=30)
-    screen = term.wait_for("127.0.0.1:3313")
-    screen = term.wait_for("need an admin user")
-    assert "(stats user)" in screen
-    assert len(backend_rows(screen)) == 3
+    screen = term.wait_until(lambda s: "need an admin user" in s and "(stats user)" in s and len(backend_rows(s)) == 3,
+                             what="the pool and what needs an admin user")
 
 
 def test_proxysql_1_4_column_set(proxytop_term, recording):

@@ -38,6 +38,39 @@ def test_the_demo_holds_no_password():
     assert not any("password" in key for key in options)
 
 
+def test_the_demo_shows_the_ports_of_a_real_setup_and_a_neutral_disk():
+    found = scan(DEMO_FILE)
+    header = found.records[0][0]
+    assert header["target"] == "127.0.0.1:6032"
+    sources = {envelope["name"] for envelope, _ in found.records if envelope["k"] == "src"}
+    assert {"mysql:127.0.0.1:3311", "mysql:127.0.0.1:3312", "mysql:127.0.0.1:3313"} <= sources
+    disks = [loads(data) for envelope, data in found.records if envelope.get("c") == "host.diskstats"]
+    assert disks and all("sda" in d.devices for d in disks)
+    assert disks[-1].roles.get("sda")  # the MySQL servers' files are on it (once their variables are read)
+    machine = {name for d in disks for name, kind in d.kinds.items() if kind in ("disk", "partition")}
+    assert all(re.fullmatch(r"sda\d*", name) for name in machine), machine
+    assert all(d.state_file in (None, "~/.local/state/proxytop/disk-baselines.json") for d in disks)
+    text = "\n".join(f"{envelope}\t{data}" for envelope, data in found.records)
+    assert "/tmp/proxytop-" not in text  # the test servers' folders are shown where a real server keeps them
+
+
+def test_the_demo_shows_saturation_from_its_first_reading():
+    # the baselines ship with the recording (learned, or measured, before the recorded minute)
+    found = scan(DEMO_FILE)
+    disks = [loads(data) for envelope, data in found.records if envelope.get("c") == "host.diskstats"]
+    for snapshot in disks:
+        read, write = snapshot.baselines["sda"]
+        assert read.known and write.known and "learning" not in (read.source, write.source)
+    result = subprocess.run(list(proxytop_command()) + ["--demo", "--batch", "--count", "3", "--screen", "iostat",
+                                                         "--format", "json"],
+                            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr
+    rows = [row for report in map(json.loads, result.stdout.splitlines()) for row in report["rows"]
+            if row.get("device") == "sda"]
+    assert rows and all(row.get("w_sat") != "learning" and row.get("r_sat") != "learning" for row in rows), rows
+    assert any(isinstance(row.get("w_sat"), (int, float)) for row in rows), rows
+
+
 def test_every_screen_has_rows_in_batch():
     result = subprocess.run(list(proxytop_command()) + ["--demo", "--batch", "--count", "1", "--screen", "all",
                                                          "--format", "json"],
@@ -51,9 +84,8 @@ def test_every_screen_has_rows_in_batch():
 
 def test_demo_starts_in_the_terminal_and_every_screen_shows_rows(proxytop_term):
     term = proxytop_term("--demo", cols=140, rows=40)
-    screen = term.wait_for("REPLAY", timeout=15)
-    assert screen.splitlines()[0].startswith("proxytop REPLAY ")
-    assert "playing 1x" in screen.splitlines()[1]
+    term.wait_until(lambda s: s.splitlines()[0].startswith("proxytop REPLAY ") and "playing 1x" in s.splitlines()[1],
+                    timeout=15, what="the demo playing")
     keys = {s.key: screen_key(i) for i, s in enumerate(all_screens())}  # a tab keeps its key when others are absent
     for expected in SCREENS:
         term.send(keys[expected.key])

@@ -1,5 +1,6 @@
 """Error classification on real failures: real sockets, the real PyMySQL, the ProxySQL double
 and a real MariaDB (for 'not a ProxySQL admin interface')."""
+import doctest
 import socket
 
 import pymysql
@@ -7,6 +8,7 @@ import pytest
 
 from proxytop import errors
 from proxytop.connection import Endpoint, open_admin
+from tests.proxysql_double import ProxySQLDouble
 
 
 def free_port():
@@ -35,6 +37,9 @@ def test_timeout_on_a_server_that_never_answers(proxysql_double):
     proxysql_double.hang(True)
     exc, text = failure(Endpoint(port=proxysql_double.port, timeout=0.5))
     assert "timeout" in text and errors.is_connection_error(exc)
+    # where the seconds waited are known, the line says what to change
+    advice = errors.describe(exc, timeout=0.5)
+    assert advice == "timeout: the server did not answer in time (0.5 s; a slow server needs a longer --connect-timeout)"
     proxysql_double.hang(False)
 
 
@@ -69,3 +74,51 @@ def test_session_learns_version_and_user_kind(proxysql_double):
     assert admin.version == (2, 7, 2) and admin.is_admin
     stats = open_admin(Endpoint(port=proxysql_double.port, user="stats", password="stats"))
     assert stats.version == (2, 7, 2) and not stats.is_admin
+
+
+TRAFFIC_PORT = "not a ProxySQL admin interface (6033 is ProxySQL's traffic port, 6032 the admin port)"
+
+
+def test_proxysqls_traffic_port_is_not_its_admin_interface(recording):
+    # The traffic port answers @@version_comment with "(ProxySQL)" itself and forwards the rest
+    # to a MariaDB: only the missing stats schema gives it away.
+    traffic = ProxySQLDouble(recording=recording, traffic=True).start()
+    try:
+        exc, text = failure(Endpoint(port=traffic.port, user="sbtest", password="sbtest"))
+        assert text == TRAFFIC_PORT and errors.is_connection_error(exc)
+        assert not any("stats_" in q for q in traffic.queries())  # told before reading a stats table
+        # admin credentials on the traffic port: ProxySQL itself refuses them
+        exc, text = failure(Endpoint(port=traffic.port))
+        assert text.startswith("access denied: ProxySQL Error: Access denied for user 'admin'")
+    finally:
+        traffic.stop()
+
+
+def test_the_stats_user_still_counts_as_an_admin_interface(proxysql_double):
+    session = open_admin(Endpoint(port=proxysql_double.port, user="stats", password="stats"))
+    assert "stats_mysql_global" in session.tables and not session.is_admin
+
+
+def test_admin_credentials_refused_by_a_mysql_server(mariadb):
+    # admin/admin against MariaDB: its refusal has no "ProxySQL Error:", so the port is wrong,
+    # and the user name is shown even though it equals the password.
+    exc, text = failure(Endpoint(host="127.0.0.1", port=mariadb.port, user="admin", password="admin", timeout=3))
+    assert text.startswith("not a ProxySQL admin interface (a MySQL server answered: Access denied for user 'admin'@")
+    assert "***" not in text and errors.is_connection_error(exc)
+
+
+@pytest.mark.parametrize("message, password, shown", [
+    ("Access denied for user 'admin'@'127.0.0.1' (using password: YES)", "admin",
+     "Access denied for user 'admin'@'127.0.0.1' (using password: YES)"),
+    ("cannot connect: 127.0.0.1:6032", "127", "cannot connect: 127.0.0.1:6032"),
+    ("login as radmin failed", "admin", "login as radmin failed"),
+    ("sent password 'Pa$$ (w0rd)' to radmin", "Pa$$ (w0rd)", "sent password '***' to radmin"),
+    ("dsn admin:s3cret@db1", "s3cret", "dsn admin:***@db1"),
+])
+def test_the_password_is_masked_where_it_stands(message, password, shown):
+    assert errors.mask_password(message, password) == shown
+
+
+def test_worked_examples_in_errors():
+    result = doctest.testmod(errors)
+    assert result.attempted > 0 and result.failed == 0

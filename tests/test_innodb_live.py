@@ -341,11 +341,11 @@ def test_discovery_reads_backends_with_the_monitor_user(mariadb, proxysql_double
     point_double_at(proxysql_double, mariadb, "pmon", "pmon-secret-77")
     key = mariadb.address
     with monitor("-P", str(proxysql_double.port), "--screen", "innodb") as (engine, controller):
-        text = wait(lambda: (lambda t: t if re.search(re.escape(key) + r".*MariaDB 10\.\d+ +OK", t) else None)(
-            screen_text(controller)), 15, "the discovered server's row")
-        row = next(line for line in text.splitlines() if key in line)
-        assert "10,20 ONLINE" in row
-        assert "needs PROCESS" in row
+        # the row says OK from the first status reading; "needs PROCESS" comes with the
+        # engine-status reading after it: wait for the row to say both
+        pattern = re.escape(key) + r".*10,20 ONLINE.*MariaDB 10\.\d+ +OK.*needs PROCESS"
+        text = wait(lambda: (lambda t: t if re.search(pattern, t) else None)(screen_text(controller)), 15,
+                    "the discovered server's row with what needs PROCESS")
         assert "1 backend(s) from ProxySQL's runtime_mysql_servers, read as ProxySQL's monitor user 'pmon'" in text
         source = engine.source(f"mysql:{key}")
         assert source.endpoint.user == "pmon"

@@ -190,7 +190,7 @@ def test_e2e_sort_by_hits_per_second_is_one_key_away(proxytop_term, proxysql_dou
     assert ids[:3] == [2, 4, 3], screen  # point selects, other reads, DISTINCT
     term.send("/")
     term.send("hg:20\r")
-    screen = term.wait_for("filter hg:20")
+    screen = term.wait_until(lambda s: "filter hg:20" in s and "5/8 rows" in s, what="rules sending to hostgroup 20")
     shown = sorted(int(line.split()[0]) for line in rule_lines(screen))
     assert shown == [2, 3, 4, 6, 7] and "5/8 rows" in screen, screen  # destination hostgroup 20
 

@@ -266,7 +266,8 @@ def recorded_time(screen: str) -> str:
 def test_the_tui_over_a_recording(proxytop_term, live_recording):
     path, _, _ = live_recording
     term = proxytop_term("--replay", path, "--speed", "0.25", cols=140, rows=36)
-    screen = term.wait_for("127.0.0.1:3313", timeout=15)
+    screen = term.wait_until(lambda s: "127.0.0.1:3313" in s and "connected" in s.splitlines()[1]
+                             and "t time" in s.splitlines()[-1], timeout=15, what="the replay's first frame")
     first = screen.splitlines()
     assert first[0].startswith("proxytop REPLAY ") and "ProxySQL 2.7.2" in first[0]
     assert "playing 1/4x" in first[1] and "connected" in first[1]
@@ -282,8 +283,7 @@ def test_the_tui_over_a_recording(proxytop_term, live_recording):
     term.send(".")
     term.send(".")
     term.send(".")
-    after = term.wait_until(lambda s: recorded_time(s) != before, what="a step forward")
-    assert "paused" in after
+    term.wait_until(lambda s: recorded_time(s) != before and "paused" in s, what="a step forward, still paused")
 
     term.send(RIGHT)  # 10 s on: past the end of this short recording
     term.wait_until(lambda s: re.search(r"  (\d+:\d\d) / \1", s) is not None, what="the end")

@@ -1,7 +1,7 @@
 import pytest
 
 from proxytop import filters, units
-from proxytop.table import Column, TableState, arrange, clip, fit_columns, sort_rows
+from proxytop.table import Column, TableState, arrange, clip, fit_columns, row_cells, sort_rows
 
 COLUMNS = (
     Column("hostgroup", "HG", 4, priority=0),
@@ -106,3 +106,19 @@ def test_clip():
     assert clip("abcdef", 4) == "abc\u2026"
     assert clip("ab", 4, ">") == "  ab"
     assert clip("ab", 0) == ""
+
+
+def test_a_spilling_cell_takes_the_empty_cells_before_it():
+    # server(8) state(5) age(6) rate(6) note(8): a down row's reason gets 6+1+6+1+8 = 22 columns
+    columns = [Column("server", "Server", 8, "<"), Column("state", "State", 5, "<"), Column("age", "Age", 6),
+               Column("rate", "Rate", 6), Column("note", "Note", 8, "<", style=lambda row: "danger")]
+    fitted = fit_columns(columns, 40)
+    down = {"server": "db1:3306", "state": "DOWN", "note": "down: timeout: no answer", "_spill": "note"}
+    cells = row_cells(down, fitted)
+    assert [text for text, _ in cells] == ["db1:3306", "DOWN ", "down: timeout: no answer".ljust(22)[:21] + "\u2026"]
+    plain = row_cells({k: v for k, v in down.items() if k != "_spill"}, fitted)
+    assert cells[-1][1] == "danger" and len(" ".join(t for t, _ in cells)) == len(" ".join(t for t, _ in plain)) == 37
+    # only empty cells give way: a value before the note keeps its cell
+    partial = dict(down, rate=5)
+    assert [text for text, _ in row_cells(partial, fitted)][2:] == ["     \u2014", "     5", "down: t\u2026"]
+    assert len(plain) == 5  # without _spill every cell keeps its place
