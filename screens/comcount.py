@@ -4,6 +4,9 @@ stats_mysql_commands_counters counts every command (SELECT, INSERT, COMMIT, ...)
 each execution into one of twelve exclusive latency buckets. Rates, shares, the average and
 the percentiles are all computed over the last interval (the difference between the two latest
 readings); a counter that went down is a reset and gives no value for that interval.
+ProxySQL adds each worker thread's counts to this table about once a second, so the interval
+runs between readings that first showed new counts, over proxytop.rates.RATE_WINDOW seconds
+at the least (proxytop.rates.update_span): one update more or less can't swing the figures.
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from proxytop import histogram, units
 from proxytop.collectors.proxysql_stats import CommandCounters
 from proxytop.keys import Binding
-from proxytop.rates import rate, to_number
+from proxytop.rates import SteadyPair, covers_text, rate, to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.table import Column, Row
 
@@ -23,14 +26,16 @@ BAR_WIDTH = 30
 Segment = Tuple[str, Optional[str]]
 
 
-def command_rows(previous, current, show_unused: bool = False) -> List[Row]:
+def command_rows(previous, current, show_unused: bool = False, seconds: Optional[float] = None) -> List[Row]:
     """Pure: two commands-counters snapshots -> one row per command.
 
-    Commands never executed (Total_cnt 0) are left out unless ``show_unused``.
+    Commands never executed (Total_cnt 0) are left out unless ``show_unused``. ``seconds`` is
+    the time the counters' difference covers (by default the time between the readings).
     """
     if current is None or current.data is None:
         return []
-    seconds = seconds_between(previous, current)
+    if seconds is None:
+        seconds = seconds_between(previous, current)
     before: Dict[str, Mapping] = {}
     if previous is not None and previous.data is not None:
         before = {r.get("Command"): r for r in previous.data.dicts()}
@@ -63,6 +68,19 @@ def command_rows(previous, current, show_unused: bool = False) -> List[Row]:
         rows.append(row)
     add_shares(rows)
     return rows
+
+
+def total_executions(table) -> object:
+    """What tells two readings apart: the sum of Total_cnt (every execution adds one).
+
+    >>> from proxytop.collectors.base import Table
+    >>> total_executions(Table(("Command", "Total_cnt"), (("SELECT", "10"), ("COMMIT", "2"))))
+    12
+    """
+    if "Total_cnt" not in table.columns:
+        return table.rows
+    at = table.columns.index("Total_cnt")
+    return sum(to_number(row[at]) or 0 for row in table.rows)
 
 
 def average_since_start(row: Mapping) -> Optional[float]:
@@ -196,12 +214,18 @@ class ComCountScreen(Screen):
     def collectors(self):
         return [CommandCounters()]
 
+    def _span(self, view: DataView):
+        """(base reading, latest reading, seconds between the updates they show)."""
+        if not hasattr(self, "_steady"):
+            self._steady = SteadyPair(total_executions)
+        return self._steady(view.history(CommandCounters.name))
+
     def rows(self, view: DataView) -> List[Row]:
-        previous, current = view.pair(CommandCounters.name)
-        return command_rows(previous, current, bool(self.options.get("unused")))
+        previous, current, seconds = self._span(view)
+        return command_rows(previous, current, bool(self.options.get("unused")), seconds)
 
     def notes(self, view: DataView):
-        previous, current = view.pair(CommandCounters.name)
+        previous, current, seconds = self._span(view)
         if current is None or current.data is None:
             return []
         # Drawn ten times a second; computed once per reading (the snapshots themselves are
@@ -209,12 +233,11 @@ class ComCountScreen(Screen):
         unused = bool(self.options.get("unused"))
         cached = getattr(self, "_notes_of", None)
         if cached is None or cached[0] is not previous or cached[1] is not current or cached[2] != unused:
-            self._notes_of = (previous, current, unused, self._summary(previous, current))
+            self._notes_of = (previous, current, unused, self._summary(previous, current, seconds, view))
         return self._notes_of[3]
 
-    def _summary(self, previous, current):
-        rows = command_rows(previous, current, True)
-        seconds = seconds_between(previous, current)
+    def _summary(self, previous, current, seconds, view: DataView):
+        rows = command_rows(previous, current, True, seconds)
         every = combined(rows, "_delta")
         total_rate = sum(r["rate"] for r in rows if r.get("rate") is not None) if previous else None
         line: List[Segment] = [("all commands ", "label"),
@@ -224,13 +247,16 @@ class ComCountScreen(Screen):
                      (percentile_text(every), "header")]
         unused = len([r for r in rows if not r.get("total")])
         notes = [tuple(line)]
+        last_two = view.pair(CommandCounters.name)
+        covers = covers_text(seconds, seconds_between(*last_two))
+        if covers:
+            notes.append(((covers + " (ProxySQL updates this table about once a second)", "dim"),))
         if unused and not self.options.get("unused"):
             notes.append(((f"{unused} commands never executed are hidden (i shows them)", "dim"),))
         return notes
 
     def detail(self, row: Row, view: DataView) -> Optional[Detail]:
-        previous, current = view.pair(CommandCounters.name)
-        return command_detail(row, seconds_between(previous, current))
+        return command_detail(row, self._span(view)[2])
 
     def action_toggle_unused(self, controller) -> None:
         self.options["unused"] = not self.options.get("unused")

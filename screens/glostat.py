@@ -17,7 +17,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop import units
 from proxytop.collectors.proxysql_stats import GlobalStatus, MemoryMetrics, MySQLVariables
-from proxytop.rates import delta, rate, to_number
+from proxytop.rates import RATE_WINDOW, covers_text, delta, rate, to_number, update_span
 from proxytop.screens.base import DataView, Screen, seconds_between
 from proxytop.table import Column, Row, TableState, filter_rows, sort_rows
 
@@ -87,24 +87,50 @@ def classify(name: str) -> Rule:
     return UNKNOWN
 
 
-def global_rows(previous, current, memory=None) -> List[Row]:
+def global_rows(previous, current, memory=None, history: Sequence = ()) -> List[Row]:
     """Pure: two global-status snapshots (+ the latest memory metrics) -> one row per variable.
 
     A value that is not a number (``mysql_listener_paused`` is true/false) stays text; an
-    unknown variable is text too, without a rate.
+    unknown variable is text too, without a rate. Given the ``history`` of readings (oldest
+    first, ending with ``current``), each counter's rate spans its own whole updates
+    (:func:`steady_bases`) instead of the last interval.
     """
     rows: List[Row] = []
     if current is not None and current.data:
         seconds = seconds_between(previous, current)
         before: Mapping[str, str] = previous.data if previous is not None and previous.data else {}
+        bases = steady_bases(history) if len(history) > 1 and history[-1] is current else {}
         for name, raw in current.data.items():
-            rows.append(_row("global", name, raw, before.get(name), seconds, classify(name)))
+            old, span = bases.get(name, (before.get(name), seconds))
+            rows.append(_row("global", name, raw, old, span, classify(name)))
     if memory is not None and memory.data:
         known = {row["name"] for row in rows}
         for name, raw in memory.data.items():
             if name not in known:  # SQLite3_memory_bytes is in both: the global one is fresher
                 rows.append(_row("memory", name, raw, None, None, MEMORY_METRIC))
     return rows
+
+
+def steady_bases(history: Sequence, window: float = RATE_WINDOW) -> Dict[str, Tuple[str, float]]:
+    """{counter: (its value at the start of its span, seconds)}: for each counter of the
+    latest reading, where a rate over its whole updates starts (proxytop.rates.update_span).
+
+    Some variables move with every query, others only when a worker thread adds its share
+    (about once a second): each one's span is found from its own values.
+    """
+    readings = [s for s in history if s.data]
+    if len(readings) < 2:
+        return {}
+    stamps = [s.taken_at for s in readings]
+    datas = [s.data for s in readings]
+    bases: Dict[str, Tuple[str, float]] = {}
+    for name in readings[-1].data:
+        if classify(name).kind != COUNTER:
+            continue
+        span = update_span(stamps, [data.get(name) for data in datas], window)
+        if span is not None:
+            bases[name] = (datas[span.base].get(name), span.seconds)
+    return bases
 
 
 def _row(origin: str, name: str, raw, old, seconds, rule: Rule) -> Row:
@@ -265,7 +291,7 @@ class GloStatScreen(Screen):
 
     def rows(self, view: DataView) -> List[Row]:
         previous, current = view.pair(GlobalStatus.name)
-        return global_rows(previous, current, view.latest(MemoryMetrics.name))
+        return global_rows(previous, current, view.latest(MemoryMetrics.name), view.history(GlobalStatus.name))
 
     def arrange(self, rows: Sequence[Row], state: TableState) -> List[Row]:
         """Sections in a fixed order, each under a heading; sort and filter within them."""
@@ -288,6 +314,12 @@ class GloStatScreen(Screen):
             return []
         stats = current.data
         lines = []
+        history = view.history(GlobalStatus.name)
+        span = history[-1].taken_at - history[0].taken_at if len(history) > 1 else None
+        covers = covers_text(min(span, RATE_WINDOW) if span else None, seconds_between(previous, current))
+        if covers:
+            lines.append(((f"Per second: {covers} (some counters move only when ProxySQL's threads "
+                           "add their share, about once a second)", "dim"),))
         mux = multiplexing(stats)
         if mux:
             lines.append((("Multiplexing  ", "label"), (mux, None)))

@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop import sparkline, units
 from proxytop.collectors.proxysql_stats import ConfigQueryRules, QueryRuleHits, RuleHits, RuntimeQueryRules
-from proxytop.rates import rate, to_number
+from proxytop.rates import SteadyPair, covers_text, rate, to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.table import Column, Row
 
@@ -173,14 +173,17 @@ _NO_DEFINITION: Row = {"active": None, "match": None, "dest": None, "apply": Non
 
 
 def rule_rows(previous, current, runtime: Optional[Dict[Any, Mapping]],
-              config: Optional[Dict[Any, Mapping]], fields: Optional[Dict[Any, Row]] = None) -> List[Row]:
+              config: Optional[Dict[Any, Mapping]], fields: Optional[Dict[Any, Row]] = None,
+              seconds: Optional[float] = None) -> List[Row]:
     """Pure: hits snapshots + rule definitions -> one row per rule.
 
     ``runtime`` / ``config`` map rule_id to the definition (None when unknown). Rules only in
     the configuration are dimmed; a rule whose configuration differs from runtime is marked.
-    ``fields`` is ``definition_fields(runtime, config)`` when the caller keeps it.
+    ``fields`` is ``definition_fields(runtime, config)`` when the caller keeps it. ``seconds``
+    is the time the hits' difference covers (by default the time between the readings).
     """
-    seconds = seconds_between(previous, current)
+    if seconds is None:
+        seconds = seconds_between(previous, current)
     now, before = hits_by_rule(current), hits_by_rule(previous)
     runtime = runtime or {}
     config = config or {}
@@ -205,6 +208,22 @@ def rule_rows(previous, current, runtime: Optional[Dict[Any, Mapping]],
         if row["hits_s"] is not None and total > 0:
             row["share"] = 100.0 * row["hits_s"] / total
     return rows
+
+
+def total_hits(data) -> Any:
+    """What tells two readings of stats_mysql_query_rules apart: the sum of all hits (ProxySQL
+    adds each worker thread's hits about once a second; between updates nothing moves).
+
+    >>> from proxytop.collectors.base import Table
+    >>> total_hits(Table(("rule_id", "hits"), (("1", "10"), ("2", "5"))))
+    15
+    """
+    if isinstance(data, RuleHits):
+        return sum(count for count in data.hits if count > 0)
+    if not data.has("hits"):
+        return data.rows
+    at = data.columns.index("hits")
+    return sum(to_number(row[at]) or 0 for row in data.rows)
 
 
 def hits_series(history: Sequence, rule_id: Any) -> List[Optional[float]]:
@@ -367,12 +386,21 @@ class QueryRulesScreen(Screen):
 
     def rows(self, view: DataView) -> List[Row]:
         self._learn_user(view)
-        previous, current = view.pair(QueryRuleHits.name)
+        if not hasattr(self, "_steady"):
+            self._steady = SteadyPair(total_hits)
+        # hits/s spans whole updates of the hits (proxytop.rates.update_span), not one interval
+        previous, current, seconds = self._steady(view.history(QueryRuleHits.name))
+        self._covers = covers_text(seconds, seconds_between(*view.pair(QueryRuleHits.name)))
         runtime, config = self._definitions(view)
         fields = self._cached("fields", (runtime, config), lambda: definition_fields(runtime, config))
-        return rule_rows(previous, current, runtime, config, fields)
+        return rule_rows(previous, current, runtime, config, fields, seconds)
 
     def notes(self, view: DataView):
+        covers = getattr(self, "_covers", None)  # set by rows(): what span hits/s covers
+        extra = [((covers + " (ProxySQL updates rule hits about once a second)", "dim"),)] if covers else []
+        return self._notes(view) + extra
+
+    def _notes(self, view: DataView):
         self._learn_user(view)
         if not self.admin:
             return [(("Rule definitions need an admin user (the stats user can't read runtime_mysql_query_rules).",
