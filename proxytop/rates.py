@@ -99,9 +99,10 @@ def row_rates(
 # the last such update, not as of the query: two readings one second apart cover zero, one or
 # two updates, and a plain Δvalue/Δt swung between 0 and 2x the real rate. The rates below
 # start and end at readings that first showed new values, and span whole updates over at
-# least RATE_WINDOW seconds, so that one update more or less moves them by a few percent.
+# least RATE_WINDOW seconds: an update comes at most about a second late into a reading, so
+# one update more or less moves a rate by at most 1/20 of it.
 
-RATE_WINDOW = 10.0  # seconds of whole updates a steady rate spans at the least
+RATE_WINDOW = 20.0  # seconds a steady rate spans at the least: an update (<= ~1 s) more or less is <= 5%
 COUNTER_REFRESH = 2.0  # values unchanged for longer than this mean no traffic (not a late update)
 
 
