@@ -74,6 +74,7 @@ class Engine:
         self._started = False
         self._tasks: Dict[str, Deque[Tuple[Callable, Callable]]] = {}
         self._observers: List[Callable[[str, object], None]] = []
+        self._listeners: List[Callable[[], None]] = []  # told when there is something new to show
 
     # ----- set-up ---------------------------------------------------------------------------
     def add_source(self, source: Source) -> None:
@@ -117,6 +118,27 @@ class Engine:
     def remove_observer(self, observer: Callable[[str, object], None]) -> None:
         if observer in self._observers:
             self._observers.remove(observer)
+
+    # A live engine tells its listeners when something new can be shown (the UI then sleeps
+    # until told, instead of looking for new data several times a second).
+    notifies_changes = True
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """``listener()`` is called on a worker thread once after each batch of new snapshots
+        of a source, and after a source's state, a collector's error or a task's result
+        changed. It must be quick and never raise (the UI's wake-up pipe)."""
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Callable[[], None]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def _tell_listeners(self) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener()
+            except Exception:
+                log.exception("listener failed")
 
     def _notify(self, kind: str, value: object) -> None:
         for observer in list(self._observers):
@@ -285,6 +307,7 @@ class Engine:
             state = self._states[name] = SourceState(**values)
         if self._observers:
             self._notify("state", state)
+        self._tell_listeners()
 
     def _active_of(self, source_name: str) -> List[Collector]:
         active = self._active
@@ -371,51 +394,74 @@ class Engine:
             except Exception as exc:
                 message = source.describe_error(exc)
                 done(message)
+                self._tell_listeners()
                 if source.is_connection_error(exc):
                     return message
                 continue
             done(None)
+            self._tell_listeners()
         return None
 
     def _poll_due(self, source: Source, handle, collectors: List[Collector]) -> Optional[str]:
         """Run the due collectors; returns an error line if the connection was lost."""
-        for collector in collectors:
-            if self._stopping or self._paused:
-                return None
-            name = collector.name
-            if self._next_due[name] > self._clock():
-                continue
-            started = self._clock()
-            started_wall = time.time()
-            try:
-                data = collector.collect(handle)
-            except Exception as exc:
-                message = source.describe_error(exc)
-                if source.is_connection_error(exc):
-                    log.info("%s: connection lost in %s: %s", source.name, name, message)
-                    return message
-                log.info("%s: %s", name, message)
-                with self._lock:
-                    self._errors[name] = (message, self._clock())
-                    self._next_due[name] = started + self._intervals[name]
-                if self._observers:
-                    self._notify("error", (name, message, self._clock()))
-                continue
-            finished = self._clock()
-            # Stamped when the query started: ProxySQL takes its figures as it begins to answer,
-            # and under load an answer took up to 150 ms (rates were off by up to 16%).
-            snapshot = Snapshot(collector=name, data=data, taken_at=started, duration=finished - started,
-                                wall_time=started_wall)
+        news = 0
+        try:
+            for collector in collectors:
+                if self._stopping or self._paused:
+                    return None
+                news += self._poll_one(source, handle, collector)
+        except _ConnectionLost as lost:
+            return lost.message
+        finally:
+            if news:
+                self._tell_listeners()  # once per batch: the header's and the screen's readings
+        return None
+
+    def _poll_one(self, source: Source, handle, collector: Collector) -> int:
+        """Run one collector if it is due: 1 when it brought news (a snapshot or an error).
+        Raises _ConnectionLost when the connection broke."""
+        name = collector.name
+        if self._next_due[name] > self._clock():
+            return 0
+        started = self._clock()
+        started_wall = time.time()
+        try:
+            data = collector.collect(handle)
+        except Exception as exc:
+            message = source.describe_error(exc)
+            if source.is_connection_error(exc):
+                log.info("%s: connection lost in %s: %s", source.name, name, message)
+                raise _ConnectionLost(message) from None
+            log.info("%s: %s", name, message)
             with self._lock:
-                history = self._history[name]
-                history.append(snapshot)
-                if len(history) > 2 and collector.history > 2:
-                    older = history[-3]
-                    kept = collector.shrink(older.data)
-                    if kept is not older.data:
-                        history[-3] = dataclasses.replace(older, data=kept)
-                self._errors.pop(name, None)
+                self._errors[name] = (message, self._clock())
                 self._next_due[name] = started + self._intervals[name]
             if self._observers:
-                self._notify("snapshot", snapshot)
-        return None
+                self._notify("error", (name, message, self._clock()))
+            return 1
+        finished = self._clock()
+        # Stamped when the query started: ProxySQL takes its figures as it begins to answer,
+        # and under load an answer took up to 150 ms (rates were off by up to 16%).
+        snapshot = Snapshot(collector=name, data=data, taken_at=started, duration=finished - started,
+                            wall_time=started_wall)
+        with self._lock:
+            history = self._history[name]
+            history.append(snapshot)
+            if len(history) > 2 and collector.history > 2:
+                older = history[-3]
+                kept = collector.shrink(older.data)
+                if kept is not older.data:
+                    history[-3] = dataclasses.replace(older, data=kept)
+            self._errors.pop(name, None)
+            self._next_due[name] = started + self._intervals[name]
+        if self._observers:
+            self._notify("snapshot", snapshot)
+        return 1
+
+
+class _ConnectionLost(Exception):
+    """A collector found the connection broken (its one-line description in ``message``)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
