@@ -68,7 +68,7 @@ def next_redraw_in(ctl, now: float) -> Optional[float]:
     if message and message[2] > ctl.clock():
         deadlines.append(message[2] - ctl.clock())
     engine = ctl.engine
-    if any(not state.connected for state in engine.states()):
+    if any(state.retry_at is not None and not state.connected for state in engine.states()):
         deadlines.append(1.0)  # "retrying in 3s" counts down
     if not engine.paused:
         latest = None
