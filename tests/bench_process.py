@@ -35,7 +35,7 @@ TARGET_CONNPOOL_MS = 2.0  # per 1 s refresh
 TARGET_OTHER_MS = 4.0
 SCREENS = ("connpool", "queryrules", "glostat", "proclist", "comcount", "iostat")
 READY = {  # text the screen shows once its rows are there
-    "connpool": "Q/s", "queryrules": "Hits/s", "glostat": "Per second", "proclist": "Time",
+    "connpool": "Q/s", "queryrules": "Hits/s", "glostat": "Per second", "proclist": "sessions",
     "comcount": "Count/s", "iostat": "r/s",
 }
 
