@@ -24,6 +24,7 @@ RETRY_INTERVALS = 1.5  # a lost server is tried again after at most this many in
 ACTIVATION_DELAY = 0.1  # seconds between a screen's activation and its first readings
 STAGGER_PER_SOURCE = 0.005  # seconds between the first readings of sources activated together
 WAKE_AT_ONCE = 8  # more sources than this activated together are woken in turn, not at once
+IDLE_WAIT = 60.0  # seconds a worker sleeps at most without being woken (a safety net, not a poll)
 
 
 def backoff_delay(failures: int) -> float:
@@ -324,7 +325,7 @@ class Engine:
             if self._paused or not collectors:
                 # Idle until woken (activation, resume, a task, stop): hundreds of servers'
                 # threads may be waiting here while their screen is hidden.
-                wake.wait(5.0)
+                wake.wait(IDLE_WAIT)
                 wake.clear()
                 continue
             if not connected:
@@ -361,7 +362,9 @@ class Engine:
                 self._sleep_until(wake, self._clock() + delay)
                 continue
             next_due = min((self._next_due[c.name] for c in self._active_of(source_name)), default=None)
-            timeout = 0.5 if next_due is None else max(0.005, min(0.5, next_due - self._clock()))
+            # Sleep until the next reading is due: whatever changes the plan sooner (a shorter
+            # interval, a screen shown, a task, resume, stop) sets ``wake``.
+            timeout = IDLE_WAIT if next_due is None else max(0.005, min(IDLE_WAIT, next_due - self._clock()))
             wake.wait(timeout)
             wake.clear()
         if handle is not None:
@@ -381,7 +384,7 @@ class Engine:
             remaining = deadline - self._clock()
             if remaining <= 0:
                 return
-            wake.wait(min(remaining, 0.5))
+            wake.wait(remaining)
             wake.clear()
 
     def _run_tasks(self, source: Source, handle) -> Optional[str]:

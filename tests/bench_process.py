@@ -10,6 +10,8 @@ shows its data, the process's own CPU counters (utime + stime of every thread, p
 read at the start and the end of a window of at least 30 s. Figures:
 
 - ms CPU per second while paused (p) and while idle between readings at ``-d 60``;
+  utime+stime counts 10 ms clock ticks, so the kernel's own run time of every thread
+  (/proc/PID/task/*/schedstat, nanoseconds) is printed beside it and judged against the target;
 - ms CPU per refresh on each screen at ``-d 1`` (ProcList: per 2 s reading, its minimum
   interval), i.e. CPU per second times the interval.
 
@@ -20,6 +22,7 @@ loop waking up, threads, the terminal output).
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -75,17 +78,36 @@ def measure(scenario: Scenario, seconds: float) -> Dict[str, float]:
             term.wait_until(lambda s: scenario.after_keys in s, timeout=10, what=scenario.after_keys)
         time.sleep(3)  # past the first readings and the first frame
         process = psutil.Process(term.pid)
-        before = process.cpu_times()
+        before, ran_before = process.cpu_times(), run_time(term.pid)
         started = time.monotonic()
         time.sleep(seconds)
-        after = process.cpu_times()
+        after, ran_after = process.cpu_times(), run_time(term.pid)
         elapsed = time.monotonic() - started
         used = (after.user + after.system) - (before.user + before.system)
-        return {"ms_per_s": 1000.0 * used / elapsed, "elapsed": elapsed,
-                "threads": float(process.num_threads())}
+        figures = {"ms_per_s": 1000.0 * used / elapsed, "elapsed": elapsed, "threads": float(process.num_threads())}
+        if ran_before is not None and ran_after is not None:
+            figures["run_ms_per_s"] = (ran_after - ran_before) / 1e6 / elapsed
+        return figures
     finally:
         term.close()
         shutil.rmtree(state, ignore_errors=True)
+
+
+def run_time(pid: int) -> Optional[int]:
+    """Nanoseconds the process's threads have run (the kernel's /proc/PID/task/*/schedstat):
+    utime+stime count whole 10 ms clock ticks, too coarse for 0.2 ms per second over 30 s."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as stats:
+                total += int(stats.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -97,7 +119,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     out = sys.stdout
     print(f"Whole-process CPU of the real proxytop in a pseudo-terminal (utime+stime, all threads), "
           f"{args.seconds:g} s per scenario; {machine()}", file=out)
-    print(f"  {'scenario':<14} {'CPU ms/s':>9} {'figure':>22} {'target':>16}  met", file=out)
+    print(f"  {'scenario':<14} {'ticks ms/s':>10} {'run ms/s':>9} {'figure':>26} {'target':>14}  met", file=out)
     double = DoubleProcess(TYPICAL).start()
     missed = False
     try:
@@ -105,7 +127,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if wanted and not any(scenario.name.startswith(w) for w in wanted):
                 continue
             figures = measure(scenario, args.seconds)
-            per_s = figures["ms_per_s"]
+            # The kernel's run time when it has it (nanoseconds), else utime+stime (ticks).
+            per_s = figures.get("run_ms_per_s", figures["ms_per_s"])
             if scenario.per_second:
                 figure, value = f"{per_s:.3f} ms per second", per_s
                 target = f"<= {scenario.target:g} ms/s"
@@ -116,8 +139,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             ok = value <= scenario.target
             missed |= not ok
             title = TITLES.get(scenario.name, scenario.name)
-            print(f"  {title:<14} {per_s:>9.3f} {figure:>22} {target:>16}  {'yes' if ok else 'NO'}"
-                  f"  ({int(figures['threads'])} threads)", file=out, flush=True)
+            print(f"  {title:<14} {figures['ms_per_s']:>10.3f} {per_s:>9.3f} {figure:>26} {target:>14}  "
+                  f"{'yes' if ok else 'NO'}  ({int(figures['threads'])} threads)", file=out, flush=True)
     finally:
         double.stop()
     return 1 if missed else 0
