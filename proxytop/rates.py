@@ -201,3 +201,57 @@ def covers_text(seconds: Optional[float], interval: Optional[float]) -> Optional
     if seconds is None or (interval and abs(seconds - interval) <= 0.1 * interval):
         return None
     return f"rates over the last {seconds:.1f}s of counter updates"
+
+
+class UpdateTracker:
+    """:func:`update_span` for many counters of one reading at a time (GloStat's hundred
+    variables), kept up to date one reading at a time instead of walking every counter back
+    through the readings on each one: per counter, the times its value changed.
+
+    >>> tracker = UpdateTracker(window=1.5)
+    >>> for stamp, values in enumerate(({"a": 1, "b": 5}, {"a": 2, "b": 5}, {"a": 3, "b": 7}, {"a": 4, "b": 7})):
+    ...     tracker.add(float(stamp), values)
+    >>> tracker.span("a"), tracker.span("b")  # (value at the start, seconds)
+    ((2, 2.0), (5, 2.0))
+    """
+
+    def __init__(self, window: float = RATE_WINDOW, refresh: float = COUNTER_REFRESH):
+        self.window, self.refresh = window, refresh
+        self.first_stamp: Optional[float] = None
+        self.last_stamp: Optional[float] = None
+        self._latest: dict = {}  # name -> latest value
+        self._changes: dict = {}  # name -> [(stamp first showing a value, that value)], oldest first
+
+    def add(self, stamp: float, values: Mapping[str, Any]) -> None:
+        """The next reading (``stamp`` after the previous one's)."""
+        if self.first_stamp is None:
+            self.first_stamp = stamp
+        self.last_stamp = stamp
+        keep_after = stamp - self.window - 2 * self.refresh - 60.0  # older change points can't be a base
+        for name, value in values.items():
+            changes = self._changes.get(name)
+            if changes is None:
+                self._changes[name] = [(stamp, value)]
+            elif self._latest[name] != value:
+                changes.append((stamp, value))
+                if len(changes) > 2 and changes[1][0] < keep_after:
+                    del changes[0]
+            self._latest[name] = value
+
+    def span(self, name: str) -> Optional[Tuple[Any, float]]:
+        """(the counter's value where its rate starts, seconds), as update_span finds them."""
+        changes = self._changes.get(name)
+        if not changes or self.last_stamp is None:
+            return None
+        first_seen = changes[-1][0]
+        end_time = max(first_seen, self.last_stamp - self.refresh)
+        if len(changes) == 1:  # no update seen: no traffic, once that has lasted long enough
+            seconds = end_time - changes[0][0]
+            return (changes[0][1], seconds) if seconds > 0 else None
+        base = changes[0]
+        for point in reversed(changes[:-1]):  # the newest change point far enough back
+            if end_time - point[0] >= self.window:
+                base = point
+                break
+        seconds = end_time - base[0]
+        return (base[1], seconds) if seconds > 0 else None

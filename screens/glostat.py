@@ -11,13 +11,14 @@ are read every 10 s at the most.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop import units
 from proxytop.collectors.proxysql_stats import GlobalStatus, MemoryMetrics, MySQLVariables
-from proxytop.rates import RATE_WINDOW, covers_text, delta, rate, to_number, update_span
+from proxytop.rates import RATE_WINDOW, UpdateTracker, covers_text, delta, rate, to_number
 from proxytop.screens.base import DataView, Screen, seconds_between
 from proxytop.table import Column, Row, TableState, filter_rows, sort_rows
 
@@ -75,6 +76,7 @@ UNKNOWN = Rule(re.compile(""), "Other", TEXT, COUNT)
 MEMORY_METRIC = Rule(re.compile(""), "Memory", GAUGE, BYTES)  # every stats_memory_metrics row is bytes
 
 
+@functools.lru_cache(maxsize=4096)  # the same ~110 names every reading; a regex scan each
 def classify(name: str) -> Rule:
     """Section, kind (counter / gauge / text) and unit of a stats_mysql_global variable.
 
@@ -87,7 +89,8 @@ def classify(name: str) -> Rule:
     return UNKNOWN
 
 
-def global_rows(previous, current, memory=None, history: Sequence = ()) -> List[Row]:
+def global_rows(previous, current, memory=None, history: Sequence = (),
+                tracker: Optional[UpdateTracker] = None) -> List[Row]:
     """Pure: two global-status snapshots (+ the latest memory metrics) -> one row per variable.
 
     A value that is not a number (``mysql_listener_paused`` is true/false) stays text; an
@@ -99,7 +102,7 @@ def global_rows(previous, current, memory=None, history: Sequence = ()) -> List[
     if current is not None and current.data:
         seconds = seconds_between(previous, current)
         before: Mapping[str, str] = previous.data if previous is not None and previous.data else {}
-        bases = steady_bases(history) if len(history) > 1 and history[-1] is current else {}
+        bases = steady_bases(history, tracker=tracker) if len(history) > 1 and history[-1] is current else {}
         for name, raw in current.data.items():
             old, span = bases.get(name, (before.get(name), seconds))
             rows.append(_row("global", name, raw, old, span, classify(name)))
@@ -111,25 +114,28 @@ def global_rows(previous, current, memory=None, history: Sequence = ()) -> List[
     return rows
 
 
-def steady_bases(history: Sequence, window: float = RATE_WINDOW) -> Dict[str, Tuple[str, float]]:
+def steady_bases(history: Sequence, window: float = RATE_WINDOW,
+                 tracker: Optional[UpdateTracker] = None) -> Dict[str, Tuple[str, float]]:
     """{counter: (its value at the start of its span, seconds)}: for each counter of the
     latest reading, where a rate over its whole updates starts (proxytop.rates.update_span).
 
     Some variables move with every query, others only when a worker thread adds its share
-    (about once a second): each one's span is found from its own values.
+    (about once a second): each one's span is found from its own values. ``tracker`` is an
+    UpdateTracker already fed with the readings (the screen keeps one across readings).
     """
     readings = [s for s in history if s.data]
     if len(readings) < 2:
         return {}
-    stamps = [s.taken_at for s in readings]
-    datas = [s.data for s in readings]
+    if tracker is None:
+        tracker = UpdateTracker(window)
+        for snapshot in readings:
+            tracker.add(snapshot.taken_at, snapshot.data)
     bases: Dict[str, Tuple[str, float]] = {}
     for name in readings[-1].data:
-        if classify(name).kind != COUNTER:
-            continue
-        span = update_span(stamps, [data.get(name) for data in datas], window)
-        if span is not None:
-            bases[name] = (datas[span.base].get(name), span.seconds)
+        if classify(name).kind == COUNTER:
+            span = tracker.span(name)
+            if span is not None:
+                bases[name] = span
     return bases
 
 
@@ -291,7 +297,20 @@ class GloStatScreen(Screen):
 
     def rows(self, view: DataView) -> List[Row]:
         previous, current = view.pair(GlobalStatus.name)
-        return global_rows(previous, current, view.latest(MemoryMetrics.name), view.history(GlobalStatus.name))
+        history = view.history(GlobalStatus.name)
+        return global_rows(previous, current, view.latest(MemoryMetrics.name), history, self._tracker_of(history))
+
+    def _tracker_of(self, history: Sequence) -> UpdateTracker:
+        """The screen's UpdateTracker, given the readings it has not seen yet (started again
+        after a gap: readings the engine no longer keeps)."""
+        tracker = getattr(self, "_tracker", None)
+        readings = [s for s in history if s.data]
+        if tracker is None or not readings or tracker.last_stamp is None or readings[0].taken_at > tracker.last_stamp:
+            tracker = self._tracker = UpdateTracker()
+        for snapshot in readings:
+            if tracker.last_stamp is None or snapshot.taken_at > tracker.last_stamp:
+                tracker.add(snapshot.taken_at, snapshot.data)
+        return tracker
 
     def arrange(self, rows: Sequence[Row], state: TableState) -> List[Row]:
         """Sections in a fixed order, each under a heading; sort and filter within them."""
