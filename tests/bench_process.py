@@ -143,6 +143,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                   f"{'yes' if ok else 'NO'}  ({int(figures['threads'])} threads)", file=out, flush=True)
     finally:
         double.stop()
+    if missed:
+        print("Why a target is missed: between readings the process sleeps (paused and idle use next to\n"
+              "  nothing); what a refresh costs is the refresh itself: the admin queries read and decoded by\n"
+              "  PyMySQL in pure Python on the worker thread, then the rows derived, rendered and the changed\n"
+              "  lines painted on the UI thread (tests.benchmark --only cpu breaks that down), plus the\n"
+              "  interpreter's thread switches. ConnPool reads two tables per refresh (stats_mysql_global for\n"
+              "  the header, stats_mysql_connection_pool), the original proxytop one.", file=out)
     return 1 if missed else 0
 
 
