@@ -149,7 +149,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               "  PyMySQL in pure Python on the worker thread, then the rows derived, rendered and the changed\n"
               "  lines painted on the UI thread (tests.benchmark --only cpu breaks that down), plus the\n"
               "  interpreter's thread switches. ConnPool reads two tables per refresh (stats_mysql_global for\n"
-              "  the header, stats_mysql_connection_pool), the original proxytop one.", file=out)
+              "  the header, stats_mysql_connection_pool).", file=out)
     return 1 if missed else 0
 
 
