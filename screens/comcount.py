@@ -36,18 +36,16 @@ def command_rows(previous, current, show_unused: bool = False, seconds: Optional
         return []
     if seconds is None:
         seconds = seconds_between(previous, current)
-    before: Dict[str, Mapping] = {}
+    before: Dict[str, Tuple[Mapping, Tuple[int, ...]]] = {}
     if previous is not None and previous.data is not None:
-        before = {r.get("Command"): r for r in previous.data.dicts()}
+        before = _commands_of(previous)
     rows: List[Row] = []
-    for r in current.data.dicts():
-        name = r.get("Command")
+    for name, (r, counts) in _commands_of(current).items():
         total = to_number(r.get("Total_cnt"))
         if not show_unused and not total:
             continue
-        old = before.get(name)
-        counts = histogram.bucket_counts(r)
-        delta = histogram.bucket_delta(histogram.bucket_counts(old), counts) if old else None
+        old, old_counts = before.get(name, (None, None))
+        delta = histogram.bucket_delta(old_counts, counts) if old else None
         per_second = rate(old.get("Total_cnt"), r.get("Total_cnt"), seconds) if old else None
         if per_second is None:
             delta = None  # the total went down (a reset) or no time passed: no interval histogram
@@ -68,6 +66,23 @@ def command_rows(previous, current, show_unused: bool = False, seconds: Optional
         rows.append(row)
     add_shares(rows)
     return rows
+
+
+_parsed: "Dict[int, Tuple[object, Dict[str, Tuple[Mapping, Tuple[int, ...]]]]]" = {}
+PARSED_KEPT = 64  # readings: more than a rate's span holds (the base is read again each interval)
+
+
+def _commands_of(snapshot) -> Dict[str, Tuple[Mapping, Tuple[int, ...]]]:
+    """{command: (its row, its bucket counts)} of a reading, made once: a reading is the
+    latest, then for the next 20 s the start of a rate's span."""
+    entry = _parsed.get(id(snapshot))
+    if entry is not None and entry[0] is snapshot:
+        return entry[1]
+    commands = {r.get("Command"): (r, histogram.bucket_counts(r)) for r in snapshot.data.dicts()}
+    if len(_parsed) >= PARSED_KEPT:
+        del _parsed[next(iter(_parsed))]  # the oldest entry (dicts keep their order)
+    _parsed[id(snapshot)] = (snapshot, commands)
+    return commands
 
 
 def total_executions(table) -> object:
@@ -220,9 +235,17 @@ class ComCountScreen(Screen):
             self._steady = SteadyPair(total_executions)
         return self._steady(view.history(CommandCounters.name))
 
+    def _every_row(self, previous, current, seconds) -> List[Row]:
+        """Every command's row, once per reading: the table and the summary line share them."""
+        cached = getattr(self, "_rows_of", None)
+        if cached is None or cached[0] is not previous or cached[1] is not current:
+            self._rows_of = cached = (previous, current, command_rows(previous, current, True, seconds))
+        return cached[2]
+
     def rows(self, view: DataView) -> List[Row]:
         previous, current, seconds = self._span(view)
-        return command_rows(previous, current, bool(self.options.get("unused")), seconds)
+        every = self._every_row(previous, current, seconds)
+        return every if self.options.get("unused") else [r for r in every if r.get("total")]
 
     def notes(self, view: DataView):
         previous, current, seconds = self._span(view)
@@ -237,7 +260,7 @@ class ComCountScreen(Screen):
         return self._notes_of[3]
 
     def _summary(self, previous, current, seconds, view: DataView):
-        rows = command_rows(previous, current, True, seconds)
+        rows = self._every_row(previous, current, seconds)
         every = combined(rows, "_delta")
         total_rate = sum(r["rate"] for r in rows if r.get("rate") is not None) if previous else None
         line: List[Segment] = [("all commands ", "label"),
