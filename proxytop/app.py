@@ -19,7 +19,7 @@ import npyscreen
 
 from proxytop import view, wakeup
 
-KEYPRESS_TIMEOUT = 2  # tenths of a second between idle wake-ups (redraws while no key is pressed)
+KEYPRESS_TIMEOUT = 2  # tenths of a second between wake-ups of a replay (a live view sleeps until woken)
 ESCAPE_DELAY_MS = 100  # how long after Esc a key still belongs to an escape sequence (ncurses: 1000)
 
 # style name -> (theme colour name, extra attributes)

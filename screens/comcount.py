@@ -251,7 +251,7 @@ class ComCountScreen(Screen):
         previous, current, seconds = self._span(view)
         if current is None or current.data is None:
             return []
-        # Drawn ten times a second; computed once per reading (the snapshots themselves are
+        # Drawn on every wake-up; computed once per reading (the snapshots themselves are
         # the key: compared by identity, and held so that their ids can't be reused).
         unused = bool(self.options.get("unused"))
         cached = getattr(self, "_notes_of", None)
