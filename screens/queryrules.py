@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop import sparkline, units
 from proxytop.collectors.proxysql_stats import ConfigQueryRules, QueryRuleHits, RuleHits, RuntimeQueryRules
-from proxytop.rates import SteadyPair, covers_text, rate, to_number
+from proxytop.rates import COUNTER_REFRESH, SteadyPair, covers_text, rate, to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.table import Column, Row
 
@@ -227,15 +227,41 @@ def total_hits(data) -> Any:
 
 
 def hits_series(history: Sequence, rule_id: Any) -> List[Optional[float]]:
-    """hits/s of one rule between consecutive readings (None across a reset or a gap)."""
+    """hits/s of one rule for each interval between consecutive readings (None across a reset
+    or a gap). A reading in which no rule's hits moved saw no update from ProxySQL (it adds
+    its threads' hits about once a second), not an interval without traffic: the rate of the
+    update that follows is spread over it; readings unchanged for longer than
+    proxytop.rates.COUNTER_REFRESH are an interval without traffic.
+
+    Readings 1 s apart whose hits went 10, 10, 30 (no update at 1 s): 10/s for both intervals.
+
+    >>> from proxytop.collectors.base import Snapshot, Table
+    >>> readings = [Snapshot("h", Table(("rule_id", "hits"), ((i, str(n)),)), float(t), 0.0)
+    ...             for t, (i, n) in enumerate((("1", 10), ("1", 10), ("1", 30)))]
+    >>> hits_series(readings, 1)
+    [10.0, 10.0]
+    """
     counts = [_hits_of(snapshot, rule_id) for snapshot in history]
+    keys = [total_hits(s.data) if s is not None and s.data is not None else None for s in history]
     series: List[Optional[float]] = []
-    for n, (previous, current) in enumerate(zip(history, history[1:])):
-        before, now = counts[n], counts[n + 1]
+    n = 0
+    while n < len(history) - 1:
+        end = n + 1  # the next reading that shows an update (or the last one)
+        while end < len(history) - 1 and keys[end] == keys[n] and keys[end] is not None:
+            end += 1
+        before, now = counts[n], counts[end]
+        if keys[end] == keys[n] and keys[n] is not None and end == len(history) - 1:
+            # no update up to the latest reading: no traffic once that lasted long enough
+            quiet = history[end].taken_at - history[n].taken_at > COUNTER_REFRESH
+            value = 0.0 if quiet and before is not _ABSENT else None
+            series.extend([value] * (end - n))
+            break
         if before is _ABSENT or now is _ABSENT:
-            series.append(None)
+            value = None
         else:
-            series.append(rate(before, now, seconds_between(previous, current)))
+            value = rate(before, now, seconds_between(history[n], history[end]))
+        series.extend([value] * (end - n))
+        n = end
     return series
 
 

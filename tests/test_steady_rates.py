@@ -210,3 +210,22 @@ def test_comcount_key_is_the_total_of_executions():
 
     table = Table(("Command", "Total_cnt"), (("SELECT", "7"), ("INSERT", "3")))
     assert total_executions(table) == 10
+
+
+def test_the_rule_sparkline_spreads_an_update_over_the_readings_that_waited_for_it():
+    from proxytop.collectors.base import Table
+    from proxytop.screens.queryrules import hits_series
+
+    def reading(t, hits_1, hits_2):
+        return Snapshot("proxysql.query_rule_hits", Table(("rule_id", "hits"), (("1", str(hits_1)), ("2", str(hits_2)))),
+                        t, 0.01)
+
+    # Rule 1 takes 100 hits a second; ProxySQL's update of 2 s came late: 1 s shows nothing new.
+    history = [reading(0.0, 0, 5), reading(1.0, 0, 5), reading(2.0, 200, 5), reading(3.0, 300, 9)]
+    assert hits_series(history, 1) == [100.0, 100.0, 100.0]  # not 0, then 200
+    assert hits_series(history, 2) == [0.0, 0.0, 4.0]  # rule 2 really had no hits until 3 s
+    # Nothing moved for 4 s after the last update: that is no traffic, not a late update.
+    stopped = history + [reading(5.0, 300, 9), reading(7.0, 300, 9)]
+    assert hits_series(stopped, 1)[-2:] == [0.0, 0.0]
+    # ... but one unchanged reading right after an update is still waiting for the next one.
+    assert hits_series(history + [reading(4.0, 300, 9)], 1)[-1] is None
