@@ -17,7 +17,7 @@ class Snapshot:
 
     collector: str
     data: Any
-    taken_at: float  # time.monotonic() when the reading finished
+    taken_at: float  # time.monotonic() when the reading started (when the server took its figures)
     duration: float  # seconds the reading took
     wall_time: float = field(default_factory=time.time)
     error: Optional[str] = None  # a query-level error in one plain line (the source may be fine)

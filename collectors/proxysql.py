@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Dict, Optional
 
 from proxytop.collectors.base import Collector, Table
+from proxytop.rates import RATE_WINDOW
 
 PROXYSQL = "proxysql"
 
@@ -34,6 +35,7 @@ class GlobalStatus(Collector):
     source = PROXYSQL
     default_interval = 1.0
     min_interval = 0.5
+    history = 2 + int(RATE_WINDOW / min_interval)  # rates span RATE_WINDOW seconds of readings
 
     def collect(self, session) -> Dict[str, str]:
         table = session.query(f"select * from {self.table}")

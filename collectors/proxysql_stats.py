@@ -13,6 +13,7 @@ from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
 from proxytop.collectors.base import Collector, Table
 from proxytop.collectors.proxysql import PROXYSQL, GlobalStatus, TableCollector
+from proxytop.rates import RATE_WINDOW
 
 __all__ = [
     "GlobalStatus", "RuleHits", "QueryRuleHits", "RuntimeQueryRules", "ConfigQueryRules", "ProcessList",
@@ -130,6 +131,7 @@ class CommandCounters(TableCollector):
     table = "stats_mysql_commands_counters"
     default_interval = 1.0
     min_interval = 0.5
+    history = 2 + int(RATE_WINDOW / min_interval)  # rates span RATE_WINDOW seconds of readings
 
 
 class MemoryMetrics(Collector):

@@ -1,23 +1,25 @@
 """The curses shell, built on npyscreen: one form, one canvas widget that paints the lines
 rendered by proxytop.view, and every key handed to the controller.
 
-npyscreen's own keypress timeout (tenths of a second) wakes the form regularly so new snapshots
-appear without a key press; the UI thread only reads snapshots, so keys answer at once even
-while a server hangs.
+The loop sleeps until there is something to do (proxytop.wakeup): a key on the terminal, or a
+wake-up from the engine when a snapshot or a source's state is new, or from SIGWINCH. Only a
+replay, which has no engine threads to say so, is woken by npyscreen's keypress timeout. The
+UI thread only reads snapshots, so keys answer at once even while a server hangs.
 """
 from __future__ import annotations
 
 import curses
 import curses.ascii
 import os
+import signal
 import sys
 from typing import Optional
 
 import npyscreen
 
-from proxytop import view
+from proxytop import view, wakeup
 
-KEYPRESS_TIMEOUT = 2  # tenths of a second between idle wake-ups (redraws while no key is pressed)
+KEYPRESS_TIMEOUT = 2  # tenths of a second between wake-ups of a replay (a live view sleeps until woken)
 ESCAPE_DELAY_MS = 100  # how long after Esc a key still belongs to an escape sequence (ncurses: 1000)
 
 # style name -> (theme colour name, extra attributes)
@@ -68,6 +70,7 @@ class Canvas(npyscreen.widget.Widget):
         self.use_color = color
         self._attributes = {}
         self._modes_on = None  # the pad whose terminal modes are set
+        self._keys_behind = False  # ncurses may hold bytes it read with the last key
         self.forget()
         super().__init__(screen, **keywords)
 
@@ -102,7 +105,27 @@ class Canvas(npyscreen.widget.Widget):
             pad.keypad(1)
             curses.halfdelay(self.parent.keypress_timeout or KEYPRESS_TIMEOUT)
             self._modes_on = pad
-        ch = self._get_ch()
+        waker = getattr(self.parent.parentApp, "wakeup", None)
+        if waker is not None:
+            if self._keys_behind:
+                # Keys that arrived together (a paste, an escape sequence cut short) may sit in
+                # ncurses' own buffer, where select() can't see them: take them first.
+                pad.timeout(0)
+                self._modes_on = None
+                ch = self._get_ch()
+                if ch == -1:
+                    self._keys_behind = False
+                    return None  # the loop displays, then sleeps below
+            else:
+                timeout = wakeup.next_redraw_in(self.controller, self.controller.engine.now())
+                if not waker.wait(self.parent.parentApp.terminal_fd, timeout):
+                    return self.try_while_waiting()
+                ch = self._get_ch()
+                if ch == -1:
+                    return self.try_while_waiting()
+            self._keys_behind = True
+        else:
+            ch = self._get_ch()
         if ch == -1:
             return self.try_while_waiting()
         if ch == curses.ascii.ESC:  # Esc with another key right behind it is Alt-key, as in npyscreen
@@ -252,7 +275,25 @@ class MonitorApp(npyscreen.NPSAppManaged):
     def __init__(self, controller, use_color=True):
         self.controller = controller
         self.use_color = use_color
+        self.wakeup: Optional[wakeup.WakeUp] = None
+        self.terminal_fd = sys.stdin.fileno()
         super().__init__()
+
+    def run(self, *args, **keywords):
+        engine = self.controller.engine
+        if getattr(engine, "notifies_changes", False):
+            self.wakeup = wakeup.WakeUp()
+            engine.add_listener(self.wakeup.wake)
+        try:
+            return super().run(*args, **keywords)
+        finally:
+            if self.wakeup is not None:
+                engine.remove_listener(self.wakeup.wake)
+                try:
+                    signal.signal(signal.SIGWINCH, signal.SIG_DFL)
+                except (ValueError, OSError):
+                    pass
+                self.wakeup.close()
 
     def onStart(self):
         curses.mousemask(0)  # leave the mouse to the terminal: copy and paste keep working
@@ -269,4 +310,8 @@ class MonitorApp(npyscreen.NPSAppManaged):
         else:
             npyscreen.disableColor()
         self.keypress_timeout_default = KEYPRESS_TIMEOUT
+        if self.wakeup is not None:
+            # A resize wakes the loop, which asks the terminal its size (follow_terminal_size)
+            # instead of waiting for ncurses' KEY_RESIZE on the next key.
+            signal.signal(signal.SIGWINCH, self.wakeup.wake)
         self.addForm("MAIN", MonitorForm, name="proxytop", minimum_lines=5, minimum_columns=20)

@@ -158,6 +158,7 @@ class Block:
     note_lines: List[Sequence[Tuple[str, Optional[str]]]]
     status: Optional[str]
     node: Optional[str] = None  # the watched ProxySQL node, when several are given
+    data_wall: Optional[float] = None  # wall time of the newest reading the rows come from
 
     @property
     def data_rows(self) -> List[Row]:
@@ -183,13 +184,21 @@ def build_block(screen: Screen, state: TableState, data_view) -> Block:
     notes = ["".join(text for text, _ in line).rstrip() for line in note_lines]
     return Block(screen=screen, state=state, rows=screen.arrange(raw, state), total=len(raw),
                  notes=[n for n in notes if n], note_lines=note_lines, status=screen.status(data_view),
-                 node=watched_node(data_view))
+                 node=watched_node(data_view), data_wall=newest_reading(screen, data_view))
 
 
 def watched_node(data_view) -> Optional[str]:
     """The watched node's address when proxytop was given several (None for one node)."""
     nodes = getattr(data_view.source(PROXYSQL), "nodes", None)
     return nodes.watched.label if nodes is not None and nodes.several else None
+
+
+def newest_reading(screen: Screen, data_view) -> Optional[float]:
+    """Wall time of the newest reading of the screen's collectors (when its query started):
+    the processlist is read every 2 s at most, so its rows can be older than the report."""
+    walls = [snapshot.wall_time for snapshot in map(data_view.latest, screen.active_collectors())
+             if snapshot is not None]
+    return max(walls) if walls else None
 
 
 def _title(column: Column, state: TableState) -> str:
@@ -309,6 +318,8 @@ class JsonOutput:
                 "descending": block.state.descending,
                 "filter": block.state.filter.text or None,
                 "status": block.status,
+                "data_time": iso_time(block.data_wall) if block.data_wall is not None else None,
+                "data_timestamp": round(block.data_wall, 3) if block.data_wall is not None else None,
                 "notes": block.notes,
                 "columns": keys,
                 "rows": [{k: raw_value(row.get(k)) for k in keys} for row in block.data_rows],

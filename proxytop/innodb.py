@@ -582,8 +582,9 @@ class Assessment:
     state: Optional[str] = None
     redo_rate: Optional[float] = None  # bytes/s
     redo_rate_source: str = ""
-    full_in: Optional[float] = None  # seconds until the log is full at this rate
-    sync_in: Optional[float] = None  # seconds until synchronous flushing at this rate
+    full_in: Optional[float] = None  # seconds until the sync flush limit at this rate ("Full in")
+    sync_in: Optional[float] = None  # the same: seconds until synchronous flushing at this rate
+    log_full_in: Optional[float] = None  # seconds until the age reaches the whole log capacity
     dirty_pages: Optional[float] = None
     total_pages: Optional[float] = None
     dirty_pct: Optional[float] = None
@@ -771,7 +772,8 @@ def assess(status: Optional[Mapping], previous_status: Optional[Mapping], status
     modified_age = None
     if text is not None and (flavour is None or not flavour.is_mariadb):
         modified_age = text.modified_age if text.modified_age is not None else text.modified_age_computed
-    state = checkpoint_state(modified_age if modified_age is not None else age, limits)
+    compared_age = modified_age if modified_age is not None else age
+    state = checkpoint_state(compared_age, limits)
 
     # --- redo write rate ----------------------------------------------------------------------
     redo_rate = None
@@ -875,8 +877,11 @@ def assess(status: Optional[Mapping], previous_status: Optional[Mapping], status
         state=state,
         redo_rate=redo_rate,
         redo_rate_source=redo_source,
-        full_in=time_to_full(capacity, age, redo_rate),
-        sync_in=time_to_full(limits.sync_age if limits else None, age, redo_rate),
+        # "Full in" is where writes stall: the sync flush limit (MariaDB's own margin, about
+        # 12% below the log's capacity), against the age that limit is compared with.
+        full_in=time_to_full(limits.sync_age if limits else None, compared_age, redo_rate),
+        sync_in=time_to_full(limits.sync_age if limits else None, compared_age, redo_rate),
+        log_full_in=time_to_full(capacity, age, redo_rate),
         dirty_pages=dirty,
         total_pages=total,
         dirty_pct=percent_of(dirty, total),

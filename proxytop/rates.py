@@ -6,7 +6,8 @@ place: a negative delta means the counter started again, and that interval has n
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Tuple
 
 
 def to_number(value: Any) -> Optional[float]:
@@ -89,3 +90,168 @@ def row_rates(
     if previous is None:
         return {name: None for name in fields}
     return {name: rate(previous.get(name), current.get(name), seconds) for name in fields}
+
+
+# ----- rates over whole counter updates -----------------------------------------------------
+# ProxySQL's worker threads add their share of stats_mysql_commands_counters and of the query
+# rules' hits to the global figures in their maintenance loop, about once a second
+# (Query_Processor::update_query_processor_stats). A reading therefore shows the counters as of
+# the last such update, not as of the query: two readings one second apart cover zero, one or
+# two updates, and a plain Δvalue/Δt swung between 0 and 2x the real rate. The rates below
+# start and end at readings that first showed new values, and span whole updates over at
+# least RATE_WINDOW seconds: an update comes at most about a second late into a reading, so
+# one update more or less moves a rate by at most 1/20 of it.
+
+RATE_WINDOW = 20.0  # seconds a steady rate spans at the least: an update (<= ~1 s) more or less is <= 5%
+COUNTER_REFRESH = 2.0  # values unchanged for longer than this mean no traffic (not a late update)
+
+
+@dataclass(frozen=True)
+class Span:
+    """Which readings a rate is taken between: ``base`` and ``end`` index the readings (the
+    end shows the latest values), ``seconds`` is the time the counters' difference covers."""
+
+    base: int
+    end: int
+    seconds: float
+
+
+def update_span(stamps: Sequence[float], keys: Sequence[Any], window: float = RATE_WINDOW,
+                refresh: float = COUNTER_REFRESH) -> Optional[Span]:
+    """The readings a rate over whole counter updates spans, or None when there is none yet.
+
+    ``stamps`` are the readings' times (oldest first, when each query started: that is when
+    ProxySQL takes its snapshot), ``keys`` anything equal between two readings exactly when no
+    counter moved between them. The rate runs from a reading that first showed its values to
+    the one that first showed the latest values, over at least ``window`` seconds when the
+    readings reach that far back. A reading identical to the one before is not an interval
+    without traffic: only once the values have stood still for longer than ``refresh`` does
+    the span stretch towards the latest reading (the traffic has stopped).
+
+    Readings at 0, 1, 2, 3 s, of which the one at 2 s repeats the one at 1 s (the update fell
+    just after it): the rate spans 1 s -> 3 s, not 2 s -> 3 s.
+
+    >>> update_span([0.0, 1.0, 2.0, 3.0], [10, 20, 20, 40], window=1.5)
+    Span(base=1, end=3, seconds=2.0)
+    >>> update_span([0.0, 1.0, 2.0, 3.0], [10, 20, 20, 40], window=10.0)  # as far back as there is
+    Span(base=0, end=3, seconds=3.0)
+    >>> update_span([0.0, 1.0, 2.0], [10, 20, 20], window=0.5)  # the latest reading adds nothing
+    Span(base=0, end=2, seconds=1.0)
+    >>> update_span([0.0, 1.0, 5.0], [10, 20, 20], window=0.5)  # no update for 4 s: traffic stopped
+    Span(base=0, end=2, seconds=3.0)
+    >>> update_span([0.0, 1.0], [10, 10]) is None, update_span([0.0], [10]) is None
+    (True, True)
+    """
+    latest = len(stamps) - 1
+    if latest < 1:
+        return None
+    first = latest  # the reading that first showed the latest values
+    while first > 0 and keys[first - 1] == keys[first]:
+        first -= 1
+    end_time = max(stamps[first], stamps[latest] - refresh)
+    if first == 0:  # no update in the readings kept: no traffic, once that has lasted long enough
+        seconds = end_time - stamps[0]
+        return Span(0, latest, seconds) if seconds > 0 else None
+    base = first - 1
+    while True:  # back to the reading that first showed the values of ``base``
+        while base > 0 and keys[base - 1] == keys[base]:
+            base -= 1
+        if base == 0 or end_time - stamps[base] >= window:
+            break
+        base -= 1
+    seconds = end_time - stamps[base]
+    return Span(base, latest, seconds) if seconds > 0 else None
+
+
+class SteadyPair:
+    """(base, latest, seconds) of a collector's readings for rates over whole updates.
+
+    ``key(data)`` tells readings apart (e.g. the sum of a table's counters); it is computed
+    once per reading, not on every redraw.
+    """
+
+    def __init__(self, key: Callable[[Any], Any], window: float = RATE_WINDOW):
+        self._key = key
+        self.window = window
+        self._keys: dict = {}  # id(snapshot) -> (snapshot, key): the snapshot is held so its id stays its own
+
+    def __call__(self, history: Sequence) -> Tuple[Optional[Any], Optional[Any], Optional[float]]:
+        if not history:
+            return None, None, None
+        keys, kept = [], {}
+        for snapshot in history:
+            entry = self._keys.get(id(snapshot))
+            if entry is None or entry[0] is not snapshot:
+                entry = (snapshot, self._key(snapshot.data) if snapshot.data is not None else None)
+            kept[id(snapshot)] = entry
+            keys.append(entry[1])
+        self._keys = kept
+        span = update_span([s.taken_at for s in history], keys, self.window)
+        if span is None:
+            return None, history[-1], None
+        return history[span.base], history[span.end], span.seconds
+
+
+def covers_text(seconds: Optional[float], interval: Optional[float]) -> Optional[str]:
+    """What a notes line says of a rate's span when it differs from the refresh interval.
+
+    >>> covers_text(10.02, 1.0), covers_text(1.01, 1.0), covers_text(None, 1.0)
+    ('rates over the last 10.0s of counter updates', None, None)
+    """
+    if seconds is None or (interval and abs(seconds - interval) <= 0.1 * interval):
+        return None
+    return f"rates over the last {seconds:.1f}s of counter updates"
+
+
+class UpdateTracker:
+    """:func:`update_span` for many counters of one reading at a time (GloStat's hundred
+    variables), kept up to date one reading at a time instead of walking every counter back
+    through the readings on each one: per counter, the times its value changed.
+
+    >>> tracker = UpdateTracker(window=1.5)
+    >>> for stamp, values in enumerate(({"a": 1, "b": 5}, {"a": 2, "b": 5}, {"a": 3, "b": 7}, {"a": 4, "b": 7})):
+    ...     tracker.add(float(stamp), values)
+    >>> tracker.span("a"), tracker.span("b")  # (value at the start, seconds)
+    ((2, 2.0), (5, 2.0))
+    """
+
+    def __init__(self, window: float = RATE_WINDOW, refresh: float = COUNTER_REFRESH):
+        self.window, self.refresh = window, refresh
+        self.first_stamp: Optional[float] = None
+        self.last_stamp: Optional[float] = None
+        self._latest: dict = {}  # name -> latest value
+        self._changes: dict = {}  # name -> [(stamp first showing a value, that value)], oldest first
+
+    def add(self, stamp: float, values: Mapping[str, Any]) -> None:
+        """The next reading (``stamp`` after the previous one's)."""
+        if self.first_stamp is None:
+            self.first_stamp = stamp
+        self.last_stamp = stamp
+        keep_after = stamp - self.window - 2 * self.refresh - 60.0  # older change points can't be a base
+        for name, value in values.items():
+            changes = self._changes.get(name)
+            if changes is None:
+                self._changes[name] = [(stamp, value)]
+            elif self._latest[name] != value:
+                changes.append((stamp, value))
+                if len(changes) > 2 and changes[1][0] < keep_after:
+                    del changes[0]
+            self._latest[name] = value
+
+    def span(self, name: str) -> Optional[Tuple[Any, float]]:
+        """(the counter's value where its rate starts, seconds), as update_span finds them."""
+        changes = self._changes.get(name)
+        if not changes or self.last_stamp is None:
+            return None
+        first_seen = changes[-1][0]
+        end_time = max(first_seen, self.last_stamp - self.refresh)
+        if len(changes) == 1:  # no update seen: no traffic, once that has lasted long enough
+            seconds = end_time - changes[0][0]
+            return (changes[0][1], seconds) if seconds > 0 else None
+        base = changes[0]
+        for point in reversed(changes[:-1]):  # the newest change point far enough back
+            if end_time - point[0] >= self.window:
+                base = point
+                break
+        seconds = end_time - base[0]
+        return (base[1], seconds) if seconds > 0 else None

@@ -4,6 +4,9 @@ stats_mysql_commands_counters counts every command (SELECT, INSERT, COMMIT, ...)
 each execution into one of twelve exclusive latency buckets. Rates, shares, the average and
 the percentiles are all computed over the last interval (the difference between the two latest
 readings); a counter that went down is a reset and gives no value for that interval.
+ProxySQL adds each worker thread's counts to this table about once a second, so the interval
+runs between readings that first showed new counts, over proxytop.rates.RATE_WINDOW seconds
+at the least (proxytop.rates.update_span): one update more or less can't swing the figures.
 """
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from proxytop import allnodes, histogram, units
 from proxytop.collectors.proxysql_stats import CommandCounters
 from proxytop.keys import Binding
-from proxytop.rates import rate, to_number
+from proxytop.rates import SteadyPair, covers_text, rate, to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
 from proxytop.table import Column, Row
@@ -24,26 +27,26 @@ BAR_WIDTH = 30
 Segment = Tuple[str, Optional[str]]
 
 
-def command_rows(previous, current, show_unused: bool = False) -> List[Row]:
+def command_rows(previous, current, show_unused: bool = False, seconds: Optional[float] = None) -> List[Row]:
     """Pure: two commands-counters snapshots -> one row per command.
 
-    Commands never executed (Total_cnt 0) are left out unless ``show_unused``.
+    Commands never executed (Total_cnt 0) are left out unless ``show_unused``. ``seconds`` is
+    the time the counters' difference covers (by default the time between the readings).
     """
     if current is None or current.data is None:
         return []
-    seconds = seconds_between(previous, current)
-    before: Dict[str, Mapping] = {}
+    if seconds is None:
+        seconds = seconds_between(previous, current)
+    before: Dict[str, Tuple[Mapping, Tuple[int, ...]]] = {}
     if previous is not None and previous.data is not None:
-        before = {r.get("Command"): r for r in previous.data.dicts()}
+        before = _commands_of(previous)
     rows: List[Row] = []
-    for r in current.data.dicts():
-        name = r.get("Command")
+    for name, (r, counts) in _commands_of(current).items():
         total = to_number(r.get("Total_cnt"))
         if not show_unused and not total:
             continue
-        old = before.get(name)
-        counts = histogram.bucket_counts(r)
-        delta = histogram.bucket_delta(histogram.bucket_counts(old), counts) if old else None
+        old, old_counts = before.get(name, (None, None))
+        delta = histogram.bucket_delta(old_counts, counts) if old else None
         per_second = rate(old.get("Total_cnt"), r.get("Total_cnt"), seconds) if old else None
         if per_second is None:
             delta = None  # the total went down (a reset) or no time passed: no interval histogram
@@ -64,6 +67,36 @@ def command_rows(previous, current, show_unused: bool = False) -> List[Row]:
         rows.append(row)
     add_shares(rows)
     return rows
+
+
+_parsed: "Dict[int, Tuple[object, Dict[str, Tuple[Mapping, Tuple[int, ...]]]]]" = {}
+PARSED_KEPT = 64  # readings: more than a rate's span holds (the base is read again each interval)
+
+
+def _commands_of(snapshot) -> Dict[str, Tuple[Mapping, Tuple[int, ...]]]:
+    """{command: (its row, its bucket counts)} of a reading, made once: a reading is the
+    latest, then for the next 20 s the start of a rate's span."""
+    entry = _parsed.get(id(snapshot))
+    if entry is not None and entry[0] is snapshot:
+        return entry[1]
+    commands = {r.get("Command"): (r, histogram.bucket_counts(r)) for r in snapshot.data.dicts()}
+    if len(_parsed) >= PARSED_KEPT:
+        del _parsed[next(iter(_parsed))]  # the oldest entry (dicts keep their order)
+    _parsed[id(snapshot)] = (snapshot, commands)
+    return commands
+
+
+def total_executions(table) -> object:
+    """What tells two readings apart: the sum of Total_cnt (every execution adds one).
+
+    >>> from proxytop.collectors.base import Table
+    >>> total_executions(Table(("Command", "Total_cnt"), (("SELECT", "10"), ("COMMIT", "2"))))
+    12
+    """
+    if "Total_cnt" not in table.columns:
+        return table.rows
+    at = table.columns.index("Total_cnt")
+    return sum(to_number(row[at]) or 0 for row in table.rows)
 
 
 def average_since_start(row: Mapping) -> Optional[float]:
@@ -200,31 +233,44 @@ class ComCountScreen(SidedScreen, Screen):
     def active_collectors(self):
         return allnodes.active_collectors(self, super().active_collectors())
 
+    def _span(self, view: DataView):
+        """(base reading, latest reading, seconds between the updates they show)."""
+        steady = self.__dict__.setdefault("_steady", {})
+        name = self.on_side(CommandCounters.name)
+        if name not in steady:
+            steady[name] = SteadyPair(total_executions)
+        return steady[name](view.history(name))
+
+    def _every_row(self, previous, current, seconds) -> List[Row]:
+        """Every command's row, once per reading: the table and the summary line share them."""
+        cached = getattr(self, "_rows_of", None)
+        if cached is None or cached[0] is not previous or cached[1] is not current:
+            self._rows_of = cached = (previous, current, command_rows(previous, current, True, seconds))
+        return cached[2]
+
     def rows(self, view: DataView) -> List[Row]:
         if allnodes.on(self):  # every node's commands added up (key a)
             return allnodes.command_rows(self, view, bool(self.options.get("unused")))
-        previous, current = view.pair(self.on_side(CommandCounters.name))
-        return command_rows(previous, current, bool(self.options.get("unused")))
+        previous, current, seconds = self._span(view)
+        every = self._every_row(previous, current, seconds)
+        return every if self.options.get("unused") else [r for r in every if r.get("total")]
 
     def notes(self, view: DataView):
         if allnodes.on(self):
             return allnodes.notes(self, view, "stats_mysql_commands_counters")
-        previous, current = view.pair(self.on_side(CommandCounters.name))
+        previous, current, seconds = self._span(view)
         if current is None or current.data is None:
             return []
-        # Drawn ten times a second; computed once per reading (the snapshots themselves are
+        # Drawn on every wake-up; computed once per reading (the snapshots themselves are
         # the key: compared by identity, and held so that their ids can't be reused).
         unused = bool(self.options.get("unused"))
         cached = getattr(self, "_notes_of", None)
         if cached is None or cached[0] is not previous or cached[1] is not current or cached[2] != unused:
-            self._notes_of = (previous, current, unused, self._summary(previous, current))
+            self._notes_of = (previous, current, unused, self._summary(previous, current, seconds, view))
         return self._notes_of[3]
 
-    def _summary(self, previous, current):
-        # Commands never executed add nothing to the sums: only counted (ProxySQL 3.0's
-        # PostgreSQL side lists 149 commands, most of them never run).
-        rows = command_rows(previous, current, False)
-        seconds = seconds_between(previous, current)
+    def _summary(self, previous, current, seconds, view: DataView):
+        rows = self._every_row(previous, current, seconds)
         every = combined(rows, "_delta")
         total_rate = sum(r["rate"] for r in rows if r.get("rate") is not None) if previous else None
         line: List[Segment] = [("all commands ", "label"),
@@ -235,6 +281,10 @@ class ComCountScreen(SidedScreen, Screen):
         total_at = current.data.columns.index("Total_cnt") if current.data.has("Total_cnt") else None
         unused = 0 if total_at is None else sum(1 for r in current.data.rows if not to_number(r[total_at]))
         notes = [tuple(line)]
+        last_two = view.pair(self.on_side(CommandCounters.name))
+        covers = covers_text(seconds, seconds_between(*last_two))
+        if covers:
+            notes.append(((covers + " (ProxySQL updates this table about once a second)", "dim"),))
         if unused and not self.options.get("unused"):
             notes.append(((f"{unused} commands never executed are hidden (i shows them)", "dim"),))
         if self.side.key == "pgsql" and any(r.get("command") == "UNKNOWN" and r.get("total") for r in rows):
@@ -243,8 +293,7 @@ class ComCountScreen(SidedScreen, Screen):
         return notes
 
     def detail(self, row: Row, view: DataView) -> Optional[Detail]:
-        previous, current = view.pair(self.on_side(CommandCounters.name))
-        return command_detail(row, seconds_between(previous, current))
+        return command_detail(row, self._span(view)[2])
 
     def action_toggle_unused(self, controller) -> None:
         self.options["unused"] = not self.options.get("unused")

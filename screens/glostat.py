@@ -11,13 +11,14 @@ are read every 10 s at the most.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop import units
 from proxytop.collectors.proxysql_stats import GlobalStatus, MemoryMetrics, MySQLVariables
-from proxytop.rates import delta, rate, to_number
+from proxytop.rates import RATE_WINDOW, UpdateTracker, covers_text, delta, rate, to_number
 from proxytop.screens.base import DataView, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
 from proxytop.sides import digest_memory
@@ -77,6 +78,7 @@ UNKNOWN = Rule(re.compile(""), "Other", TEXT, COUNT)
 MEMORY_METRIC = Rule(re.compile(""), "Memory", GAUGE, BYTES)  # every stats_memory_metrics row is bytes
 
 
+@functools.lru_cache(maxsize=4096)  # the same ~110 names every reading; a regex scan each
 def classify(name: str) -> Rule:
     """Section, kind (counter / gauge / text) and unit of a stats_mysql_global variable.
 
@@ -89,24 +91,54 @@ def classify(name: str) -> Rule:
     return UNKNOWN
 
 
-def global_rows(previous, current, memory=None, classify: Callable[[str], Rule] = classify) -> List[Row]:
+def global_rows(previous, current, memory=None, history: Sequence = (),
+                tracker: Optional[UpdateTracker] = None, classify: Callable[[str], Rule] = classify) -> List[Row]:
     """Pure: two global-status snapshots (+ the latest memory metrics) -> one row per variable.
 
     A value that is not a number (``mysql_listener_paused`` is true/false) stays text; an
-    unknown variable is text too, without a rate.
+    unknown variable is text too, without a rate. Given the ``history`` of readings (oldest
+    first, ending with ``current``), each counter's rate spans its own whole updates
+    (:func:`steady_bases`) instead of the last interval.
     """
     rows: List[Row] = []
     if current is not None and current.data:
         seconds = seconds_between(previous, current)
         before: Mapping[str, str] = previous.data if previous is not None and previous.data else {}
+        bases = steady_bases(history, tracker=tracker) if len(history) > 1 and history[-1] is current else {}
         for name, raw in current.data.items():
-            rows.append(_row("global", name, raw, before.get(name), seconds, classify(name)))
+            old, span = bases.get(name, (before.get(name), seconds))
+            rows.append(_row("global", name, raw, old, span, classify(name)))
     if memory is not None and memory.data:
         known = {row["name"] for row in rows}
         for name, raw in memory.data.items():
             if name not in known:  # SQLite3_memory_bytes is in both: the global one is fresher
                 rows.append(_row("memory", name, raw, None, None, MEMORY_METRIC))
     return rows
+
+
+def steady_bases(history: Sequence, window: float = RATE_WINDOW,
+                 tracker: Optional[UpdateTracker] = None) -> Dict[str, Tuple[str, float]]:
+    """{counter: (its value at the start of its span, seconds)}: for each counter of the
+    latest reading, where a rate over its whole updates starts (proxytop.rates.update_span).
+
+    Some variables move with every query, others only when a worker thread adds its share
+    (about once a second): each one's span is found from its own values. ``tracker`` is an
+    UpdateTracker already fed with the readings (the screen keeps one across readings).
+    """
+    readings = [s for s in history if s.data]
+    if len(readings) < 2:
+        return {}
+    if tracker is None:
+        tracker = UpdateTracker(window)
+        for snapshot in readings:
+            tracker.add(snapshot.taken_at, snapshot.data)
+    bases: Dict[str, Tuple[str, float]] = {}
+    for name in readings[-1].data:
+        if classify(name).kind == COUNTER:
+            span = tracker.span(name)
+            if span is not None:
+                bases[name] = span
+    return bases
 
 
 def _row(origin: str, name: str, raw, old, seconds, rule: Rule) -> Row:
@@ -269,12 +301,30 @@ class GloStatScreen(SidedScreen, Screen):
         return [GlobalStatus(), MemoryMetrics(), MySQLVariables()]
 
     def rows(self, view: DataView) -> List[Row]:
-        previous, current = view.pair(self.on_side(GlobalStatus.name))
+        name = self.on_side(GlobalStatus.name)
+        previous, current = view.pair(name)
+        history = view.history(name)
+        classify_of = classify
         if self.side.key == "pgsql":
             from proxytop.screens.glostat_pgsql import classify_pgsql  # (it builds on this module)
 
-            return global_rows(previous, current, view.latest(MemoryMetrics.name), classify_pgsql)
-        return global_rows(previous, current, view.latest(MemoryMetrics.name))
+            classify_of = classify_pgsql
+        return global_rows(previous, current, view.latest(MemoryMetrics.name), history,
+                           self._tracker_of(name, history), classify_of)
+
+    def _tracker_of(self, name: str, history: Sequence) -> UpdateTracker:
+        """The side's UpdateTracker, given the readings it has not seen yet (started again
+        after a gap: readings the engine no longer keeps, or the other side's readings)."""
+        tracker = getattr(self, "_tracker", None)
+        readings = [s for s in history if s.data]
+        if tracker is None or getattr(self, "_tracker_name", None) != name or not readings \
+                or tracker.last_stamp is None or readings[0].taken_at > tracker.last_stamp:
+            tracker = self._tracker = UpdateTracker()
+            self._tracker_name = name
+        for snapshot in readings:
+            if tracker.last_stamp is None or snapshot.taken_at > tracker.last_stamp:
+                tracker.add(snapshot.taken_at, snapshot.data)
+        return tracker
 
     def arrange(self, rows: Sequence[Row], state: TableState) -> List[Row]:
         """Sections in a fixed order, each under a heading; sort and filter within them."""
@@ -297,6 +347,12 @@ class GloStatScreen(SidedScreen, Screen):
             return []
         stats = current.data
         lines = []
+        history = view.history(self.on_side(GlobalStatus.name))
+        span = history[-1].taken_at - history[0].taken_at if len(history) > 1 else None
+        covers = covers_text(min(span, RATE_WINDOW) if span else None, seconds_between(previous, current))
+        if covers:
+            lines.append(((f"Per second: {covers} (some counters move only when ProxySQL's threads "
+                           "add their share, about once a second)", "dim"),))
         mux = multiplexing(stats)
         if mux:
             lines.append((("Multiplexing  ", "label"), (mux, None)))

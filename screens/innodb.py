@@ -126,12 +126,15 @@ class InnoDBScreen(Screen):
         Column("age", "CkptAge", 8, fmt=units.human_bytes, style=age_style, priority=2,
                help="checkpoint age: LSN minus the last checkpoint, in bytes"),
         Column("age_pct", "Age%", 6, fmt=units.percent, style=age_style, priority=1,
-               help="checkpoint age as a share of the redo log capacity"),
+               help="checkpoint age as a share of the redo log capacity (innodb_log_file_size; "
+                    "x innodb_log_files_in_group before MariaDB 10.5; innodb_redo_log_capacity on MySQL 8.0.30+)"),
         Column("redo_rate", "Redo/s", 8, fmt=units.bytes_rate, priority=1, help="redo bytes written per second"),
         Column("full_in", "Full in", 7, fmt=units.duration, priority=3,
-               help="time until the redo log is full at the current write rate"),
+               help="time until the sync flush limit (writes stall) at the current redo rate: "
+                    "(sync limit - age) / Redo/s"),
         Column("dirty_pct", "Dirty%", 6, fmt=units.percent, style=dirty_style, priority=2,
-               help="dirty pages as a share of the buffer pool (against innodb_max_dirty_pages_pct)"),
+               help="dirty pages as a share of all buffer pool pages (Innodb_buffer_pool_pages_total), "
+                    "compared with innodb_max_dirty_pages_pct"),
         Column("dirty", "Dirty", 6, fmt=units.scaled, priority=6, help="dirty pages in the buffer pool"),
         Column("flushed_s", "Flush/s", 7, fmt=rate_text, style=flushed_style, priority=2,
                help="pages flushed per second"),
@@ -425,9 +428,9 @@ class InnoDBScreen(Screen):
                   ("  flushed to disk ", "label"), (units.number(a.flushed_lsn), None))
         field("redo written", (units.bytes_rate(a.redo_rate), None),
               (f"  ({a.redo_rate_source})" if a.redo_rate_source else "", "dim"))
-        field("log full in", (units.duration(a.full_in) if a.full_in is not None else units.MISSING, None),
-              ("  at this rate; sync flushing in ", "dim"),
-              (units.duration(a.sync_in) if a.sync_in is not None else units.MISSING, None))
+        field("sync flush in", (units.duration(a.sync_in) if a.sync_in is not None else units.MISSING, None),
+              ("  at this rate (writes stall); the whole log in ", "dim"),
+              (units.duration(a.log_full_in) if a.log_full_in is not None else units.MISSING, None))
         add()
 
         # --- dirty pages ---

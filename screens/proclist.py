@@ -404,6 +404,9 @@ class ProcListScreen(SidedScreen, Screen):
             self._summary_of = (snapshot, summary_text(by_command, by_hostgroup), by_command.get(IDLE, 0))
         _key, text, idle = self._summary_of
         lines = [(("Sessions  ", "label"), (text, None))]
+        # Read every 2 s at most (it locks ProxySQL's threads): Time is as of this reading.
+        age = max(0.0, view.now() - snapshot.taken_at)
+        lines.append(((f"as of the reading {units.duration(age)} ago: Time is each session's time then", "dim"),))
         if idle and not self.options.get("idle"):
             lines.append(((f"{idle} idle sessions hidden (i shows them)", "dim"),))
         session = getattr(view.source("proxysql"), "session", None)

@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop import sparkline, units
 from proxytop.collectors.proxysql_stats import ConfigQueryRules, QueryRuleHits, RuleHits, RuntimeQueryRules
-from proxytop.rates import rate, to_number
+from proxytop.rates import COUNTER_REFRESH, SteadyPair, covers_text, rate, to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
 from proxytop.table import Column, Row
@@ -174,14 +174,17 @@ _NO_DEFINITION: Row = {"active": None, "match": None, "dest": None, "apply": Non
 
 
 def rule_rows(previous, current, runtime: Optional[Dict[Any, Mapping]],
-              config: Optional[Dict[Any, Mapping]], fields: Optional[Dict[Any, Row]] = None) -> List[Row]:
+              config: Optional[Dict[Any, Mapping]], fields: Optional[Dict[Any, Row]] = None,
+              seconds: Optional[float] = None) -> List[Row]:
     """Pure: hits snapshots + rule definitions -> one row per rule.
 
     ``runtime`` / ``config`` map rule_id to the definition (None when unknown). Rules only in
     the configuration are dimmed; a rule whose configuration differs from runtime is marked.
-    ``fields`` is ``definition_fields(runtime, config)`` when the caller keeps it.
+    ``fields`` is ``definition_fields(runtime, config)`` when the caller keeps it. ``seconds``
+    is the time the hits' difference covers (by default the time between the readings).
     """
-    seconds = seconds_between(previous, current)
+    if seconds is None:
+        seconds = seconds_between(previous, current)
     now, before = hits_by_rule(current), hits_by_rule(previous)
     runtime = runtime or {}
     config = config or {}
@@ -208,16 +211,58 @@ def rule_rows(previous, current, runtime: Optional[Dict[Any, Mapping]],
     return rows
 
 
+def total_hits(data) -> Any:
+    """What tells two readings of stats_mysql_query_rules apart: the sum of all hits (ProxySQL
+    adds each worker thread's hits about once a second; between updates nothing moves).
+
+    >>> from proxytop.collectors.base import Table
+    >>> total_hits(Table(("rule_id", "hits"), (("1", "10"), ("2", "5"))))
+    15
+    """
+    if isinstance(data, RuleHits):
+        return sum(count for count in data.hits if count > 0)
+    if not data.has("hits"):
+        return data.rows
+    at = data.columns.index("hits")
+    return sum(to_number(row[at]) or 0 for row in data.rows)
+
+
 def hits_series(history: Sequence, rule_id: Any) -> List[Optional[float]]:
-    """hits/s of one rule between consecutive readings (None across a reset or a gap)."""
+    """hits/s of one rule for each interval between consecutive readings (None across a reset
+    or a gap). A reading in which no rule's hits moved saw no update from ProxySQL (it adds
+    its threads' hits about once a second), not an interval without traffic: the rate of the
+    update that follows is spread over it; readings unchanged for longer than
+    proxytop.rates.COUNTER_REFRESH are an interval without traffic.
+
+    Readings 1 s apart whose hits went 10, 10, 30 (no update at 1 s): 10/s for both intervals.
+
+    >>> from proxytop.collectors.base import Snapshot, Table
+    >>> readings = [Snapshot("h", Table(("rule_id", "hits"), ((i, str(n)),)), float(t), 0.0)
+    ...             for t, (i, n) in enumerate((("1", 10), ("1", 10), ("1", 30)))]
+    >>> hits_series(readings, 1)
+    [10.0, 10.0]
+    """
     counts = [_hits_of(snapshot, rule_id) for snapshot in history]
+    keys = [total_hits(s.data) if s is not None and s.data is not None else None for s in history]
     series: List[Optional[float]] = []
-    for n, (previous, current) in enumerate(zip(history, history[1:])):
-        before, now = counts[n], counts[n + 1]
+    n = 0
+    while n < len(history) - 1:
+        end = n + 1  # the next reading that shows an update (or the last one)
+        while end < len(history) - 1 and keys[end] == keys[n] and keys[end] is not None:
+            end += 1
+        before, now = counts[n], counts[end]
+        if keys[end] == keys[n] and keys[n] is not None and end == len(history) - 1:
+            # no update up to the latest reading: no traffic once that lasted long enough
+            quiet = history[end].taken_at - history[n].taken_at > COUNTER_REFRESH
+            value = 0.0 if quiet and before is not _ABSENT else None
+            series.extend([value] * (end - n))
+            break
         if before is _ABSENT or now is _ABSENT:
-            series.append(None)
+            value = None
         else:
-            series.append(rate(before, now, seconds_between(previous, current)))
+            value = rate(before, now, seconds_between(history[n], history[end]))
+        series.extend([value] * (end - n))
+        n = end
     return series
 
 
@@ -370,12 +415,23 @@ class QueryRulesScreen(SidedScreen, Screen):
 
     def rows(self, view: DataView) -> List[Row]:
         self._learn_user(view)
-        previous, current = view.pair(self.on_side(QueryRuleHits.name))
+        name = self.on_side(QueryRuleHits.name)
+        steady = self.__dict__.setdefault("_steady", {})
+        if name not in steady:
+            steady[name] = SteadyPair(total_hits)
+        # hits/s spans whole updates of the hits (proxytop.rates.update_span), not one interval
+        previous, current, seconds = steady[name](view.history(name))
+        self._covers = covers_text(seconds, seconds_between(*view.pair(name)))
         runtime, config = self._definitions(view)
         fields = self._cached("fields", (runtime, config), lambda: definition_fields(runtime, config))
-        return rule_rows(previous, current, runtime, config, fields)
+        return rule_rows(previous, current, runtime, config, fields, seconds)
 
     def notes(self, view: DataView):
+        covers = getattr(self, "_covers", None)  # set by rows(): what span hits/s covers
+        extra = [((covers + " (ProxySQL updates rule hits about once a second)", "dim"),)] if covers else []
+        return self._notes(view) + extra
+
+    def _notes(self, view: DataView):
         self._learn_user(view)
         if not self.admin:
             return [(("Rule definitions need an admin user (the stats user can't read runtime_mysql_query_rules).",

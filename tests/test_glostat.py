@@ -211,6 +211,9 @@ def test_notes_say_when_memory_metrics_are_missing():
         def last_two(self, name):
             return self.snaps.get(name, (None, None))
 
+        def history(self, name):
+            return tuple(s for s in self.snaps.get(name, ()) if s is not None)
+
         def source(self, name):
             return None
 

@@ -144,7 +144,7 @@ def test_pgsql_global_counters_give_rates_from_recorded_readings():
     as_dict = lambda t: {r[0]: r[1] for r in t.rows}  # noqa: E731
     previous = Snapshot("proxysql.pgsql.global", as_dict(first), taken_at=10.0, duration=0.01)
     current = Snapshot("proxysql.pgsql.global", as_dict(second), taken_at=11.0, duration=0.01)
-    rows = {r["name"]: r for r in global_rows(previous, current, None, classify_pgsql)}
+    rows = {r["name"]: r for r in global_rows(previous, current, None, classify=classify_pgsql)}
     get = rows["PgHGM_pgconnpoll_get"]
     assert get["section"] == "Connections" and get["type"] == "counter"
     assert get["rate"] == float(as_dict(second)["PgHGM_pgconnpoll_get"]) - float(as_dict(first)["PgHGM_pgconnpoll_get"])

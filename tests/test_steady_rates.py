@@ -1,0 +1,231 @@
+"""Rates against counters that move in steps, as ProxySQL's do.
+
+ProxySQL's worker threads add their counts to stats_mysql_commands_counters and to the query
+rules' hits about once a second (Query_Processor::update_query_processor_stats), so readings
+one second apart see zero, one or two updates. The double here serves counters that advance
+only on such an update clock; under that steady load every rate proxytop shows must stay
+within 5% of the true mean, while the plain difference of the last two readings does not.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+from proxytop.collectors.base import Snapshot
+from proxytop.collectors.proxysql import GlobalStatus
+from proxytop.collectors.proxysql_stats import CommandCounters, QueryRuleHits
+from proxytop.connection import Endpoint, ProxySQLSource
+from proxytop.engine import Engine
+from proxytop.rates import RATE_WINDOW, SteadyPair, rate, update_span
+from proxytop.screens.base import DataView, seconds_between
+from proxytop.screens.comcount import ComCountScreen, total_executions
+from proxytop.screens.glostat import GloStatScreen, steady_bases
+from proxytop.screens.queryrules import QueryRulesScreen
+
+SELECTS_PER_UPDATE = 2_000  # SELECTs one update adds
+HITS_PER_UPDATE = 700  # hits of rule 4 one update adds
+QUESTIONS_PER_UPDATE = 3_000
+
+
+class UpdateClock:
+    """Counter values as of ProxySQL's last update: ``per_update`` more every ``period`` s."""
+
+    def __init__(self, period: float, start: float):
+        self.period = period
+        self.start = start
+
+    def updates(self) -> int:
+        return int(math.floor((time.monotonic() - self.start) / self.period))
+
+    def per_second(self, per_update: float) -> float:
+        return per_update / self.period
+
+
+def stepped_double(double, commands: UpdateClock, rules: UpdateClock, questions: UpdateClock) -> None:
+    def counters(columns, rows):
+        n = commands.updates()
+        at = {name: i for i, name in enumerate(columns)}
+        for row in rows:
+            count = 10_000 + n * SELECTS_PER_UPDATE if row[at["Command"]] == "SELECT" else 0
+            for name in columns[1:]:
+                row[at[name]] = "0"
+            row[at["Total_cnt"]] = str(count)
+            row[at["cnt_1ms"]] = str(count)
+            row[at["Total_Time_us"]] = str(count * 700)
+        return columns, rows
+
+    def rule_hits(columns, rows):
+        n = rules.updates()
+        at = {name: i for i, name in enumerate(columns)}
+        for row in rows:
+            row[at["hits"]] = str(500 + n * HITS_PER_UPDATE) if row[at["rule_id"]] == "4" else "0"
+        return columns, rows
+
+    def global_status(columns, rows):
+        n = questions.updates()
+        name_at, value_at = columns.index("Variable_Name"), columns.index("Variable_Value")
+        for row in rows:
+            if row[name_at] == "Questions":
+                row[value_at] = str(90_000 + n * QUESTIONS_PER_UPDATE)
+        return columns, rows
+
+    double.transforms["stats_mysql_commands_counters"] = counters
+    double.transforms["stats_mysql_query_rules"] = rule_hits
+    double.transforms["stats_mysql_global"] = global_status
+
+
+def test_every_rate_stays_within_5_percent_of_the_mean_while_plain_differences_swing(proxysql_double):
+    now = time.monotonic()
+    # Updates a little faster than the 1 s readings (some readings see two), a little slower
+    # (some see none), and exactly as often (which of the two happens is up to the jitter).
+    commands, rules, questions = UpdateClock(0.95, now), UpdateClock(1.04, now), UpdateClock(1.0, now)
+    stepped_double(proxysql_double, commands, rules, questions)
+    engine = Engine()
+    engine.add_source(ProxySQLSource(Endpoint(port=proxysql_double.port, timeout=2)))
+    names = (CommandCounters.name, QueryRuleHits.name, GlobalStatus.name)
+    for collector in (CommandCounters(), QueryRuleHits(), GlobalStatus()):
+        engine.add_collector(collector)
+    engine.set_active(names)
+    view = DataView(engine)
+    comcount, queryrules, glostat = ComCountScreen(), QueryRulesScreen(), GloStatScreen()
+    truth = {"SELECT/s": commands.per_second(SELECTS_PER_UPDATE), "rule 4 hits/s": rules.per_second(HITS_PER_UPDATE),
+             "Questions/s": questions.per_second(QUESTIONS_PER_UPDATE)}
+    shown, plain = {key: [] for key in truth}, {key: [] for key in truth}
+    engine.start()
+    try:
+        seen = {name: None for name in names}
+        deadline = time.monotonic() + RATE_WINDOW + 14
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            fresh = [name for name in names if engine.latest(name) is not seen[name]]
+            for name in fresh:
+                seen[name] = engine.latest(name)
+                history = engine.history(name)
+                if history[-1].taken_at - history[0].taken_at < RATE_WINDOW:
+                    continue  # the window is not full yet: the first rates span what there is
+                previous, current = engine.last_two(name)
+                if name == CommandCounters.name:
+                    row = next(r for r in comcount.rows(view) if r["command"] == "SELECT")
+                    key, old, new = "SELECT/s", _select_total(previous), _select_total(current)
+                elif name == QueryRuleHits.name:
+                    row = next(r for r in queryrules.rows(view) if str(r["rule_id"]) == "4")
+                    key, old, new = "rule 4 hits/s", _rule_hits(previous), _rule_hits(current)
+                else:
+                    row = next(r for r in glostat.rows(view) if r["name"] == "Questions")
+                    key, old, new = "Questions/s", previous.data["Questions"], current.data["Questions"]
+                shown[key].append(row["rate"] if "rate" in row else row["hits_s"])
+                plain[key].append(rate(old, new, seconds_between(previous, current)))
+    finally:
+        engine.stop()
+    for key, expected in truth.items():
+        assert len(shown[key]) >= 8, (key, shown[key])
+        worst = max(abs(value / expected - 1) for value in shown[key])
+        assert worst <= 0.05, (key, expected, shown[key])
+    # The double's counters really are stepped: the last interval alone was off by far.
+    swings = [abs(value / truth[key] - 1) for key in ("SELECT/s", "rule 4 hits/s") for value in plain[key]]
+    assert max(swings) >= 0.3, plain
+
+
+def _select_total(snapshot):
+    at = {name: i for i, name in enumerate(snapshot.data.columns)}
+    return next(row[at["Total_cnt"]] for row in snapshot.data.rows if row[at["Command"]] == "SELECT")
+
+
+def _rule_hits(snapshot):
+    data = snapshot.data
+    if hasattr(data, "get"):
+        return data.get("4")
+    return next(row[1] for row in data.rows if row[0] == "4")
+
+
+# ----- the span itself, with worked numbers -------------------------------------------------
+def readings(values, start=0.0, step=1.0):
+    return [start + step * i for i in range(len(values))], list(values)
+
+
+def test_a_repeated_reading_is_not_an_interval_without_traffic():
+    # Updates of 100 every 1.25 s (80/s), read every second: the reading at 6 s repeats 5 s.
+    stamps = [float(i) for i in range(8)]
+    keys = [100 * math.floor(t / 1.25) for t in stamps]
+    assert keys == [0, 0, 100, 200, 300, 400, 400, 500]
+    assert (keys[6] - keys[5], keys[7] - keys[6]) == (0, 100)  # plain intervals: 0/s, then 100/s
+    span = update_span(stamps, keys, window=5.0)
+    assert (span.base, span.end, span.seconds) == (2, 7, 5.0)  # from the reading that first showed 100
+    assert (keys[span.end] - keys[span.base]) / span.seconds == 80.0
+
+
+def test_two_updates_in_one_interval_count_once_over_the_window():
+    # An update of 100 every 0.95 s, read every second: the reading at 19 s sees two.
+    stamps = [float(i) for i in range(20)]
+    keys = [100 * math.floor(t / 0.95) for t in stamps]
+    assert keys[19] - keys[18] == 200  # the plain last interval says 200/s
+    span = update_span(stamps, keys, window=8.0)
+    steady = (keys[span.end] - keys[span.base]) / span.seconds
+    assert abs(steady / (100 / 0.95) - 1) <= 1 / 8  # at most one update's lag in 8 s
+
+
+def test_traffic_that_stopped_brings_the_rate_down():
+    stamps, keys = readings([0, 100, 200, 300, 300, 300, 300, 300])
+    span = update_span(stamps, keys, window=1.0, refresh=2.0)
+    # Unchanged since 3 s, the reading at 7 s: no traffic from 5 s (7 - refresh) on.
+    assert (span.base, span.seconds) == (2, 3.0)
+    assert (keys[-1] - keys[span.base]) / span.seconds == 100 / 3
+
+
+def test_a_counter_reset_gives_no_rate_over_the_span():
+    stamps, keys = readings([500, 600, 10, 110])
+    span = update_span(stamps, keys, window=5.0)
+    assert span.base == 0 and rate(keys[span.base], keys[span.end], span.seconds) is None
+
+
+def test_steady_pair_computes_each_key_once_and_follows_the_history():
+    calls = []
+
+    def key(data):
+        calls.append(data)
+        return data
+
+    pair = SteadyPair(key, window=1.5)
+    history = [Snapshot("c", value, float(i), 0.01) for i, value in enumerate((1, 2, 2, 4))]
+    base, latest, seconds = pair(history)
+    assert (base.data, latest.data, seconds) == (2, 4, 2.0)
+    pair(history)
+    assert len(calls) == 4  # not again on the next redraw
+    assert pair([])[1] is None and pair(history[:1]) == (None, history[0], None)
+
+
+def test_glostat_spans_each_variable_by_its_own_updates():
+    # Questions moves every reading; Com_commit only every other one.
+    values = [("100", "10"), ("200", "10"), ("300", "30"), ("400", "30"), ("500", "50")]
+    history = [Snapshot("proxysql.global", {"Questions": q, "Com_commit": c}, float(i), 0.01)
+               for i, (q, c) in enumerate(values)]
+    bases = steady_bases(history, window=1.5)
+    assert bases["Questions"] == ("300", 2.0)
+    assert bases["Com_commit"] == ("30", 2.0)  # from the reading that first showed 30, not the repeat
+
+
+def test_comcount_key_is_the_total_of_executions():
+    from proxytop.collectors.base import Table
+
+    table = Table(("Command", "Total_cnt"), (("SELECT", "7"), ("INSERT", "3")))
+    assert total_executions(table) == 10
+
+
+def test_the_rule_sparkline_spreads_an_update_over_the_readings_that_waited_for_it():
+    from proxytop.collectors.base import Table
+    from proxytop.screens.queryrules import hits_series
+
+    def reading(t, hits_1, hits_2):
+        return Snapshot("proxysql.query_rule_hits", Table(("rule_id", "hits"), (("1", str(hits_1)), ("2", str(hits_2)))),
+                        t, 0.01)
+
+    # Rule 1 takes 100 hits a second; ProxySQL's update of 2 s came late: 1 s shows nothing new.
+    history = [reading(0.0, 0, 5), reading(1.0, 0, 5), reading(2.0, 200, 5), reading(3.0, 300, 9)]
+    assert hits_series(history, 1) == [100.0, 100.0, 100.0]  # not 0, then 200
+    assert hits_series(history, 2) == [0.0, 0.0, 4.0]  # rule 2 really had no hits until 3 s
+    # Nothing moved for 4 s after the last update: that is no traffic, not a late update.
+    stopped = history + [reading(5.0, 300, 9), reading(7.0, 300, 9)]
+    assert hits_series(stopped, 1)[-2:] == [0.0, 0.0]
+    # ... but one unchanged reading right after an update is still waiting for the next one.
+    assert hits_series(history + [reading(4.0, 300, 9)], 1)[-1] is None

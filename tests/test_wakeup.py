@@ -1,0 +1,92 @@
+"""The curses loop wakes only for something to do: a key, new data, a resize, a message.
+
+Driven in a pseudo-terminal (the real program): while paused, proxytop writes nothing to the
+terminal, yet a key or a resize is answered at once; new readings still appear by themselves.
+Also: the ProcList age line and the reading's time in batch JSON.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+
+from proxytop import wakeup
+from tests.terminal import proxytop_command
+
+
+def test_wake_up_returns_for_a_wake_a_key_or_the_timeout():
+    waker = wakeup.WakeUp()
+    key_read, key_write = os.pipe()
+    try:
+        threading.Timer(0.05, waker.wake).start()
+        assert waker.wait(key_read, None) is False  # woken, no key
+        waker.wake()
+        waker.wake()
+        assert waker.wait(key_read, 5.0) is False  # both wake-ups consumed at once
+        assert waker.wait(key_read, 0.01) is False  # nothing left: the timeout
+        os.write(key_write, b"q")
+        assert waker.wait(key_read, None) is True
+    finally:
+        waker.close()
+        os.close(key_read)
+        os.close(key_write)
+
+
+def test_paused_proxytop_writes_nothing_until_a_key_or_a_resize(proxytop_term, proxysql_double):
+    term = proxytop_term("-P", str(proxysql_double.port), "--no-discover", "-d", "1", cols=120, rows=30)
+    term.wait_for("127.0.0.1:3313")
+    term.wait_until(lambda s: "data " in s, what="the data age")
+    term.send("p")
+    term.wait_for("PAUSED")
+    # Once the "paused" message has gone, not a byte for 3 s: no redraws of an unchanged
+    # screen (a loop woken by a timer redrew the growing data age five times a second).
+    term.wait_until(lambda s: _quiet_for(term, len(term.output()), 3.0), timeout=20, what="3 s without output")
+    term.resize(100, 24)  # nothing else would wake it: the resize must
+    term.wait_until(lambda s: "1:ConnPool" in s and len(s.splitlines()[0]) <= 100 and "PAUSED" in s,
+                    what="the 100x24 layout while paused")
+    term.send("p")  # resumed: new readings appear without a key
+    term.wait_until(lambda s: "PAUSED" not in s, what="resumed")
+    ages = set()
+    term.wait_until(lambda s: _collect_age(s, ages) and len(ages) >= 3, timeout=15,
+                    what="the data age changing by itself")
+
+
+def _quiet_for(term, length: int, seconds: float) -> bool:
+    """True once the output has stayed at ``length`` bytes for ``seconds`` (checked as the
+    terminal harness polls its predicate)."""
+    first = getattr(term, "_quiet_since", None)
+    now = time.monotonic()
+    if first is None or first[0] != length:
+        term._quiet_since = (length, now)
+        return False
+    return now - first[1] >= seconds
+
+
+def _collect_age(screen: str, ages: set) -> bool:
+    found = re.search(r"data (\S+) old", screen)
+    if found:
+        ages.add(found.group(1))
+    return True
+
+
+def test_proclist_says_how_old_its_reading_is(proxytop_term, proxysql_double):
+    term = proxytop_term("-P", str(proxysql_double.port), "--no-discover", "--screen", "proclist", cols=140, rows=40)
+    term.wait_until(lambda s: re.search(r"as of the reading \d+\.\d\ds ago: Time is each session's time then", s)
+                    is not None, what="the reading's age")
+
+
+def test_batch_json_carries_the_time_of_the_reading(proxysql_double):
+    environment = dict(os.environ)
+    result = subprocess.run(list(proxytop_command()) + ["--batch", "--count", "2", "--screen", "proclist",
+                                                         "--format", "json", "-P", str(proxysql_double.port)],
+                            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, env=environment)
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(records) == 2
+    for record in records:
+        assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", record["data_time"])
+        # the reading is never newer than the report, and the processlist is read every 2 s
+        assert record["timestamp"] - 3.0 <= record["data_timestamp"] <= record["timestamp"] + 0.01
