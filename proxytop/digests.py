@@ -1,0 +1,366 @@
+"""Query digest metrics: from two readings of the digest table to rows per digest. Pure.
+
+The digest table has one row per (hostgroup, schema, user, client address, digest) with
+lifetime counters: count_star, sum_time (µs), sum_rows_affected, sum_rows_sent, min/max_time
+(µs), first_seen / last_seen (epoch seconds). Rates come from the difference between two
+readings, row by row. A row whose counters went down, whose first_seen changed, or that
+disappeared was reset (TRUNCATE, SAVE MYSQL DIGEST TO DISK, a read of the ``_reset`` table,
+admin-stats_mysql_query_digest_to_disk): it has no rate for that interval, never a negative or
+huge one. A row that appears is new since the previous reading: all its counts are from the
+interval.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from proxytop.rates import to_number
+
+# Groupings the ``b`` key cycles through: (name, the row-key fields that make a group).
+GROUPINGS = (
+    ("digest", ()),
+    ("digest + hostgroup", ("hostgroup",)),
+    ("digest + user", ("username",)),
+    ("digest + schema", ("schemaname",)),
+)
+TEXT_IN_TABLE = 2048  # characters of a digest text kept for the one-line table cell
+RESET_SHARE = 0.5  # more than this share of the rows reset together: "statistics were reset"
+NEW_ROW_SLACK = 1.0  # seconds: a new row's first_seen may precede the previous reading by this
+
+# Positions in an Entry.
+COUNT, SUM_TIME, FIRST, LAST, MIN, MAX, AFFECTED, SENT = range(8)
+COUNTERS = ("count_star", "sum_time", "first_seen", "last_seen", "min_time", "max_time",
+            "sum_rows_affected", "sum_rows_sent")
+
+RowKey = Tuple[str, str, str, str, str]  # hostgroup, schema, user, client address, digest
+Entry = Tuple[Optional[int], ...]  # the COUNTERS, as numbers (None for NULL or not a number)
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """One reading of the digest table, by row key."""
+
+    entries: Dict[RowKey, Entry]
+    texts: Dict[str, Optional[str]]  # digest -> full digest text (None: NULL or empty)
+    wall_time: float
+    null_counters: int = 0  # rows whose counters are NULL or not numbers
+
+
+def _int(value: Any) -> Optional[int]:
+    if value.__class__ is str:
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    number = to_number(value)
+    return int(number) if number is not None else None
+
+
+def parse(columns: Sequence[str], rows: Iterable[Sequence[Any]], wall_time: float,
+          schema_column: str = "schemaname") -> Parsed:
+    """A digest table (values as text) by row key.
+
+    >>> p = parse(("hostgroup", "schemaname", "username", "client_address", "digest", "digest_text",
+    ...            "count_star", "first_seen", "last_seen", "sum_time", "min_time", "max_time",
+    ...            "sum_rows_affected", "sum_rows_sent"),
+    ...           [("10", "sbtest", "sbtest", "", "0x1", "SELECT ?", "4", "100", "160", "2000", "300", "900", "0", "4")],
+    ...           wall_time=170.0)
+    >>> p.entries[("10", "sbtest", "sbtest", "", "0x1")], p.texts["0x1"]
+    ((4, 2000, 100, 160, 300, 900, 0, 4), 'SELECT ?')
+    """
+    at = {name: i for i, name in enumerate(columns)}
+    keys = [at.get(name) for name in ("hostgroup", schema_column, "username", "client_address", "digest")]
+    text_at = at.get("digest_text")
+    counter_at = [at.get(name) for name in COUNTERS]
+    entries: Dict[RowKey, Entry] = {}
+    texts: Dict[str, Optional[str]] = {}
+    nulls = 0
+    for row in rows:
+        key = tuple("" if i is None or row[i] is None else row[i] for i in keys)
+        entry = tuple(None if i is None else _int(row[i]) for i in counter_at)
+        if entry[COUNT] is None or entry[SUM_TIME] is None:
+            nulls += 1
+        entries[key] = entry  # type: ignore[index]
+        digest = key[4]
+        if digest not in texts:
+            text = row[text_at] if text_at is not None else None
+            texts[digest] = text if text else None
+    return Parsed(entries, texts, wall_time, nulls)
+
+
+@dataclass(frozen=True)
+class Delta:
+    """What one row did during the interval (None: no honest figure: reset or NULL)."""
+
+    count: Optional[int]
+    sum_time: Optional[int]
+    affected: Optional[int]
+    sent: Optional[int]
+
+
+def row_delta(before: Optional[Entry], now: Entry, previous_wall: Optional[float]) -> Optional[Delta]:
+    """The increase of one row's counters; None when the row was reset (or can't be rated).
+
+    >>> row_delta((4, 2000, 100, 160, 300, 900, 0, 4), (6, 2600, 100, 170, 300, 900, 0, 6), 165.0)
+    Delta(count=2, sum_time=600, affected=0, sent=2)
+    >>> row_delta((4, 2000, 100, 160, 300, 900, 0, 4), (1, 50, 168, 168, 50, 50, 0, 1), 165.0) is None  # counters down
+    True
+    >>> row_delta((4, 2000, 100, 160, 300, 900, 0, 4), (9, 9000, 150, 170, 50, 900, 0, 9), 165.0) is None  # first_seen moved
+    True
+    >>> row_delta(None, (3, 300, 166, 168, 90, 110, 0, 3), 165.0)  # new since the previous reading
+    Delta(count=3, sum_time=300, affected=0, sent=3)
+    """
+    if now[COUNT] is None or now[SUM_TIME] is None:
+        return None
+    if before is None:
+        first = now[FIRST]
+        if previous_wall is None or first is None or first < previous_wall - NEW_ROW_SLACK:
+            return None  # it existed before without being seen: its counts aren't this interval's
+        return Delta(now[COUNT], now[SUM_TIME], now[AFFECTED], now[SENT])
+    if before[COUNT] is None or before[SUM_TIME] is None:
+        return None
+    if before[FIRST] != now[FIRST] or now[COUNT] < before[COUNT] or now[SUM_TIME] < before[SUM_TIME]:
+        return None
+    return Delta(now[COUNT] - before[COUNT], now[SUM_TIME] - before[SUM_TIME],
+                 _difference(before[AFFECTED], now[AFFECTED]), _difference(before[SENT], now[SENT]))
+
+
+def _difference(before: Optional[int], now: Optional[int]) -> Optional[int]:
+    if before is None or now is None or now < before:
+        return None
+    return now - before
+
+
+def resets(previous: Optional[Parsed], current: Parsed) -> int:
+    """How many of the previous reading's rows were reset: gone, counters down, first_seen moved.
+
+    >>> a = Parsed({("10", "s", "u", "", "0x1"): (4, 2000, 100, 160, 1, 9, 0, 4),
+    ...             ("10", "s", "u", "", "0x2"): (5, 500, 100, 160, 1, 9, 0, 5)}, {}, 170.0)
+    >>> b = Parsed({("10", "s", "u", "", "0x1"): (1, 20, 171, 171, 20, 20, 0, 1)}, {}, 175.0)
+    >>> resets(a, b)
+    2
+    """
+    if previous is None:
+        return 0
+    count = 0
+    entries = current.entries
+    for key, before in previous.entries.items():
+        now = entries.get(key)
+        if now is None:
+            count += 1
+        elif before[FIRST] != now[FIRST] or (now[COUNT] is not None and before[COUNT] is not None
+                                             and now[COUNT] < before[COUNT]):
+            count += 1
+    return count
+
+
+def mass_reset(previous: Optional[Parsed], current: Parsed) -> bool:
+    """Most rows reset at once: someone reset the digest statistics (not a few rows ageing)."""
+    if previous is None or not previous.entries:
+        return False
+    return resets(previous, current) > RESET_SHARE * len(previous.entries)
+
+
+def group_of(key: RowKey, fields: Sequence[str]) -> tuple:
+    """The group a row belongs to under a grouping: the digest, plus the grouping's fields.
+
+    >>> group_of(("10", "sbtest", "app", "", "0xA"), ("username",))
+    ('0xA', 'app')
+    """
+    parts = [key[4]]
+    for name in fields:
+        parts.append(key[_FIELD_AT[name]])
+    return tuple(parts)
+
+
+_FIELD_AT = {"hostgroup": 0, "schemaname": 1, "username": 2, "client_address": 3, "digest": 4}
+
+
+def hostgroup_label(value: Any) -> str:
+    """Hostgroup -1 is the query cache.
+
+    >>> hostgroup_label("-1"), hostgroup_label("20")
+    ('cache', '20')
+    """
+    return "cache" if str(value) == "-1" else str(value)
+
+
+def hostgroups_text(hostgroups: Iterable[str]) -> str:
+    """Hostgroups in numeric order, the cache last.
+
+    >>> hostgroups_text({"20", "-1", "10"})
+    '10,20,cache'
+    """
+    def order(hg):
+        number = to_number(hg)
+        return (1, 0) if str(hg) == "-1" else (0, number if number is not None else 0)
+    return ",".join(hostgroup_label(h) for h in sorted(set(hostgroups), key=order))
+
+
+def one_line(text: Optional[str]) -> Optional[str]:
+    """A digest text for a table cell: one line, at most TEXT_IN_TABLE characters.
+
+    >>> one_line("SELECT a\\n  FROM t\\tWHERE x=?")
+    'SELECT a FROM t WHERE x=?'
+    """
+    if text is None:
+        return None
+    text = text[:TEXT_IN_TABLE]
+    return " ".join(text.split())
+
+
+def digest_rows(previous: Optional[Parsed], current: Optional[Parsed], seconds: Optional[float],
+                fields: Sequence[str] = ()) -> List[Dict[str, Any]]:
+    """One row per group (see GROUPINGS) with rates per second and times in milliseconds.
+
+    count_s, time_s (ms of query time per second), share (% of all time_s), avg_ms (over the
+    interval), avg_life_ms (since first seen), min_ms / max_ms (lifetime), sent_s, affected_s,
+    last_seen (epoch s), count (lifetime). A group whose rows were all reset has no rates.
+    """
+    if current is None:
+        return []
+    before = previous.entries if previous is not None else {}
+    previous_wall = previous.wall_time if previous is not None else None
+    rated = seconds is not None and seconds > 0 and previous is not None
+    groups: Dict[tuple, list] = {}
+    for key, entry in current.entries.items():
+        group = group_of(key, fields) if fields else (key[4],)
+        acc = groups.get(group)
+        if acc is None:
+            # hostgroups, users, schemas, clients, Δcount, Δtime, Δaffected, Δsent, rated rows,
+            # count, sum_time, min, max, last_seen, first_seen
+            acc = groups[group] = [set(), set(), set(), set(), 0, 0, 0, 0, 0, 0, 0, None, None, None, None]
+        acc[0].add(key[0])
+        acc[1].add(key[2])
+        acc[2].add(key[1])
+        acc[3].add(key[3])
+        if entry[COUNT] is not None:
+            acc[9] += entry[COUNT]
+        if entry[SUM_TIME] is not None:
+            acc[10] += entry[SUM_TIME]
+        if entry[MIN] is not None and (acc[11] is None or entry[MIN] < acc[11]) and entry[COUNT]:
+            acc[11] = entry[MIN]
+        if entry[MAX] is not None and (acc[12] is None or entry[MAX] > acc[12]):
+            acc[12] = entry[MAX]
+        if entry[LAST] is not None and (acc[13] is None or entry[LAST] > acc[13]):
+            acc[13] = entry[LAST]
+        if entry[FIRST] is not None and (acc[14] is None or entry[FIRST] < acc[14]):
+            acc[14] = entry[FIRST]
+        if rated:
+            delta = row_delta(before.get(key), entry, previous_wall)
+            if delta is not None:
+                acc[4] += delta.count
+                acc[5] += delta.sum_time
+                acc[6] += delta.affected or 0
+                acc[7] += delta.sent or 0
+                acc[8] += 1
+    rows: List[Dict[str, Any]] = []
+    total_time = 0.0
+    texts = current.texts
+    for group, acc in groups.items():
+        digest = group[0]
+        has_rate = rated and acc[8] > 0
+        row: Dict[str, Any] = {
+            "_id": group,
+            "digest": digest,
+            "text": one_line(texts.get(digest)),
+            "hg": hostgroups_text(acc[0]),
+            "user": ",".join(sorted(acc[1])),
+            "schema": ",".join(sorted(acc[2])),
+            "count_s": acc[4] / seconds if has_rate else None,
+            "time_s": acc[5] / 1000.0 / seconds if has_rate else None,
+            "share": None,
+            "avg_ms": (acc[5] / acc[4] / 1000.0 if acc[4] else None) if has_rate else None,
+            "avg_life_ms": acc[10] / acc[9] / 1000.0 if acc[9] else None,
+            "min_ms": acc[11] / 1000.0 if acc[11] is not None else None,
+            "max_ms": acc[12] / 1000.0 if acc[12] is not None else None,
+            "sent_s": acc[7] / seconds if has_rate else None,
+            "affected_s": acc[6] / seconds if has_rate else None,
+            "last_seen": acc[13],
+            "first_seen": acc[14],
+            "count": acc[9],
+            # before rates exist (the first reading), rows come heaviest-lifetime first
+            "_rank": -acc[10],
+        }
+        if texts.get(digest) is None:
+            row["_style"] = "dim"
+        if has_rate:
+            total_time += row["time_s"]
+        rows.append(row)
+    if total_time > 0:
+        for row in rows:
+            if row["time_s"] is not None:
+                row["share"] = 100.0 * row["time_s"] / total_time
+    return rows
+
+
+def split(previous: Optional[Parsed], current: Parsed, digest: str, seconds: Optional[float]) \
+        -> Dict[str, List[Tuple[str, float, float]]]:
+    """The last interval of one digest, split by hostgroup, user, schema and client address:
+    {field: [(value, count/s, time ms/s)]}, largest time first."""
+    result: Dict[str, Dict[str, List[float]]] = {name: {} for name in ("hostgroup", "username", "schemaname",
+                                                                         "client_address")}
+    if previous is None or not seconds:
+        return {name: [] for name in result}
+    for key, entry in current.entries.items():
+        if key[4] != digest:
+            continue
+        delta = row_delta(previous.entries.get(key), entry, previous.wall_time)
+        if delta is None:
+            continue
+        for name, at in (("hostgroup", 0), ("username", 2), ("schemaname", 1), ("client_address", 3)):
+            value = hostgroup_label(key[0]) if name == "hostgroup" else (key[at] or "(not tracked)")
+            acc = result[name].setdefault(value, [0.0, 0.0])
+            acc[0] += delta.count / seconds
+            acc[1] += delta.sum_time / 1000.0 / seconds
+    return {name: sorted(((v, a[0], a[1]) for v, a in values.items() if a[0] or a[1]), key=lambda t: -t[2])
+            for name, values in result.items()}
+
+
+@dataclass(frozen=True, eq=False)
+class DigestTotals:
+    """An older reading kept for the Time/s sparkline only: sum_time per digest (all rows
+    added up) and whether any of its rows' first_seen differs, as a signature for resets."""
+
+    sum_time: Mapping[str, int]
+    first_seen: Mapping[str, int]
+    wall_time: float
+
+
+def totals(parsed: Parsed) -> DigestTotals:
+    sums: Dict[str, int] = {}
+    firsts: Dict[str, int] = {}
+    for key, entry in parsed.entries.items():
+        digest = key[4]
+        if entry[SUM_TIME] is not None:
+            sums[digest] = sums.get(digest, 0) + entry[SUM_TIME]
+        if entry[FIRST] is not None:
+            firsts[digest] = firsts.get(digest, 0) + entry[FIRST]
+    return DigestTotals(sums, firsts, parsed.wall_time)
+
+
+def time_series(readings: Sequence[Tuple[float, Optional[DigestTotals]]], digest: str) -> List[Optional[float]]:
+    """Time/s (ms per second) of one digest between consecutive readings ((monotonic time,
+    totals) pairs); None across a reset (sum down, or its rows' first_seen changed) or a gap.
+
+    >>> a = DigestTotals({"0x1": 1000}, {"0x1": 100}, 0.0)
+    >>> b = DigestTotals({"0x1": 6000}, {"0x1": 100}, 5.0)
+    >>> c = DigestTotals({"0x1": 200}, {"0x1": 104}, 10.0)
+    >>> time_series([(0.0, a), (5.0, b), (10.0, c)], "0x1")
+    [1.0, None]
+    """
+    series: List[Optional[float]] = []
+    for (t0, before), (t1, now) in zip(readings, readings[1:]):
+        if before is None or now is None or t1 <= t0:
+            series.append(None)
+            continue
+        s0, s1 = before.sum_time.get(digest), now.sum_time.get(digest)
+        if s1 is None:
+            series.append(None)
+        elif s0 is None:
+            series.append(0.0 if s1 == 0 else None)
+        elif s1 < s0 or before.first_seen.get(digest) != now.first_seen.get(digest):
+            series.append(None)
+        else:
+            series.append((s1 - s0) / 1000.0 / (t1 - t0))
+    return series
