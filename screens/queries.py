@@ -465,3 +465,52 @@ class QueriesScreen(Screen):
 
 
 SCREEN = QueriesScreen
+
+
+# ----- QueryRules' drill-down: the queries a rule catches ----------------------------------------
+CAUGHT_SHOWN = 15
+_caught_memo: List[Tuple[Tuple, Any]] = []  # [((previous, current, rules snapshot), (rows, routes))]
+
+
+def _digest_routes(view: DataView):
+    """Digest rows (by digest) and every (digest, user, schema, client)'s route, once per reading."""
+    previous, current = view.pair(QueryDigest.name)
+    rules_snapshot = view.latest(RuntimeQueryRules.name)
+    variables = variables_of(view) or {}
+    key = (previous, current, rules_snapshot)
+    if _caught_memo and all(a is b for a, b in zip(_caught_memo[0][0], key)):
+        return _caught_memo[0][1]
+    before, now = parsed_of(previous), parsed_of(current)
+    rules = rules_of(rules_snapshot)
+    if now is None or rules is None:
+        result = (None, None)
+    else:
+        iterations = int(to_number(variables.get(MYSQL_TABLES.iterations_variable)) or 0)
+        result = (digests.digest_rows(before, now, seconds_between(previous, current)), routes(now, rules, iterations))
+    _caught_memo[:] = [(key, result)]
+    return result
+
+
+def caught_section(rule_id: Any, view: DataView) -> Tuple[Tuple[Segment, ...], ...]:
+    """Lines for QueryRules' drill-down: the digests whose route passes this rule, by Time/s."""
+    lines: List[Tuple[Segment, ...]] = [(), (("Queries this rule catches", "header"),
+                                             ("  (from the query digest, read while this view is open; "
+                                              "routes computed by proxytop)", "dim"))]
+    rows, found = _digest_routes(view)
+    if rows is None:
+        lines.append((("  reading the query digest\u2026", "dim"),))
+        return tuple(lines)
+    caught = caught_by(rule_id, rows, found)
+    undecided = {who[0] for who, route in found.items()
+                 if any(s.rule.rule_id == to_number(rule_id) for s in route.undecided)}
+    if not caught:
+        lines.append((("  no digest in the digest table meets this rule", "dim"),))
+    for row in caught[:CAUGHT_SHOWN]:
+        lines.append(((f"  {per_second_ms(row.get('time_s')):>9} Time/s  {units.scaled(row.get('count_s')):>6}/s  ", None),
+                      (f"HG {row.get('hg') or units.MISSING:<10} ", "label"), (row.get("text") or "(no digest text)", None)))
+    if len(caught) > CAUGHT_SHOWN:
+        lines.append(((f"  \u2026 and {len(caught) - CAUGHT_SHOWN} more digests", "dim"),))
+    if undecided:
+        lines.append(((f"  {len(undecided)} more digests reach this rule, but proxytop can't decide whether it "
+                       "matches them (match_pattern, proxy address or client address)", "warning"),))
+    return tuple(lines)
