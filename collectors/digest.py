@@ -11,6 +11,7 @@ the same collector and metrics.
 """
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import Any, List, Optional, Tuple
 from proxytop import digests
 from proxytop.collectors.base import Collector, Table
 from proxytop.collectors.proxysql import PROXYSQL
-from proxytop.collectors.proxysql_stats import MySQLVariables
+from proxytop.collectors.proxysql_stats import MySQLVariables, name_value
 
 DEFAULT_FLOOR = 5.0  # seconds between two digest reads, at least
 READ_COST_FACTOR = 20  # ... and at least this many times the last read's duration
@@ -68,7 +69,7 @@ class QueryDigest(Collector):
     @property
     def min_interval(self) -> float:  # type: ignore[override]
         """The interval in force can't be shorter than this: the floor, or 20 times the last read."""
-        return max(self.floor, READ_COST_FACTOR * self.last_duration)
+        return max(self.floor, float(math.ceil(READ_COST_FACTOR * self.last_duration)))  # whole seconds
 
     def collect(self, session) -> Optional[Table]:
         known = getattr(session, "tables", None)
@@ -86,12 +87,22 @@ class QueryDigest(Collector):
 
 
 class DigestVariables(MySQLVariables):
-    """The settings that decide what the digest shows and how rules are walked (admin only)."""
+    """The settings that decide what the digest shows and how rules are walked (admin only).
+
+    admin-stats_mysql_query_digest_to_disk is asked for with LIKE: ProxySQL rebuilds the
+    digest table for any query whose text contains its name, and that name contains it."""
 
     name = "proxysql.digest_variables"
     wanted = (MYSQL_TABLES.enabled_variable, MYSQL_TABLES.iterations_variable,
-              MYSQL_TABLES.track_hostname_variable, "mysql-query_processor_regex",
-              "admin-stats_mysql_query_digest_to_disk")
+              MYSQL_TABLES.track_hostname_variable, "mysql-query_processor_regex")
+    to_disk_like = "admin-stats%query%digest%to%disk"
+
+    def collect(self, session):
+        if not session.is_admin:
+            return None
+        names = ", ".join(f"'{name}'" for name in self.wanted)
+        return name_value(session.query(f"select * from global_variables where variable_name in ({names}) "
+                                        f"or variable_name like '{self.to_disk_like}'"))
 
 
 class RuntimeUsers(Collector):

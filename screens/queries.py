@@ -31,7 +31,7 @@ from proxytop.table import Column, Row
 
 Segment = Tuple[str, Optional[str]]
 WRAP = 100  # characters per line of the digest text in the drill-down
-TEXT_IN_DETAIL = 64 * 1024  # characters of a digest text shown in the drill-down at most
+TEXT_IN_DETAIL = 16 * 1024  # characters of a digest text shown in the drill-down at most (160 lines)
 SPARK_WIDTH = 60
 ROUTES_SHOWN = 6  # (user, schema, client) combinations whose route the drill-down shows
 
@@ -79,7 +79,7 @@ def text_cell(value: Any) -> str:
 COLUMNS = (
     Column("text", "Digest text", 44, "<", fmt=text_cell, numeric=False, priority=0, flexible=True,
            help="the query with its literals replaced by ?, one line"),
-    Column("hg", "HG", 7, "<", numeric=False, priority=1, help="hostgroups that served it; cache = the query cache (-1)"),
+    Column("hg", "HG", 11, "<", numeric=False, priority=1, help="hostgroups that served it; cache = the query cache (-1)"),
     Column("count_s", "Count/s", 8, fmt=units.scaled, priority=0, help="executions per second over the interval"),
     Column("time_s", "Time/s", 8, fmt=per_second_ms, priority=0,
            help="ms of query time per second over the interval (Δsum_time/Δt; 1000 = one connection busy)"),
@@ -247,11 +247,11 @@ def digest_detail(row: Row, previous: Optional[digests.Parsed], current: Optiona
         lines.append([("(no digest text: ProxySQL sent it NULL or empty)", "dim")])
     else:
         shown = text[:TEXT_IN_DETAIL]
+        if len(text) > TEXT_IN_DETAIL:
+            lines.append([(f"  ({len(text):,} characters; the first {TEXT_IN_DETAIL:,} are shown)", "warning")])
         for paragraph in shown.splitlines() or [""]:
             for piece in textwrap.wrap(paragraph, WRAP, break_long_words=True, replace_whitespace=True) or [""]:
                 lines.append([("  " + piece, None)])
-        if len(text) > TEXT_IN_DETAIL:
-            lines.append([(f"  ({len(text):,} characters; the first {TEXT_IN_DETAIL:,} are shown)", "dim")])
     lines.append([])
     lines.append([("digest       ", "label"), (str(digest), None),
                   ("   hostgroups ", "label"), (row.get("hg") or units.MISSING, None)])
@@ -422,7 +422,9 @@ class QueriesScreen(Screen):
             lines.append((("admin-stats_mysql_query_digest_to_disk is on: ProxySQL empties the digest periodically "
                            "(those intervals have no rates)", "dim"),))
         if now is not None and now.null_counters:
-            lines.append(((f"{now.null_counters} rows with NULL or non-numeric counters: no rates for them", "warning"),))
+            rows = "1 row" if now.null_counters == 1 else f"{now.null_counters} rows"
+            lines.append(((f"{rows} with NULL or non-numeric counters: no rates for "
+                           f"{'it' if now.null_counters == 1 else 'them'}", "warning"),))
         if session is not None and not session.is_admin:
             lines.append((("Routes (Enter) need an admin user: the stats user can't read runtime_mysql_query_rules.",
                            "dim"),))
