@@ -65,6 +65,7 @@ class QueryDigest(Collector):
         super().__init__()
         self.floor = floor
         self.last_duration = 0.0
+        self._position = None  # digest -> index, shared by the kept totals of an unchanged digest set
 
     @property
     def min_interval(self) -> float:  # type: ignore[override]
@@ -83,7 +84,9 @@ class QueryDigest(Collector):
     def shrink(self, data: Any) -> Any:
         if not isinstance(data, Table):
             return data
-        return digests.totals(parsed(data, 0.0, self.tables.schema_column))
+        kept = digests.totals(parsed(data, 0.0, self.tables.schema_column), self._position)
+        self._position = kept.position
+        return kept
 
 
 class DigestVariables(MySQLVariables):

@@ -339,7 +339,6 @@ class QueriesScreen(Screen):
     title = "Queries"
     columns = COLUMNS
     default_sort = ("time_s", True)
-    tiebreak = ("_rank",)
     default_interval = DEFAULT_FLOOR
     bindings = (
         Binding(("b",), "by", "group by: digest, digest + hostgroup, digest + user, digest + schema", "b by"),
