@@ -243,88 +243,113 @@ def digest_rows(previous: Optional[Parsed], current: Optional[Parsed], seconds: 
     previous_wall = previous.wall_time if previous is not None else None
     rated = seconds is not None and seconds > 0 and previous is not None
     at = [_FIELD_AT[name] for name in fields]
-    groups: Dict[tuple, list] = {}
-    for key, entry in current.entries.items():
+    members: Dict[Any, list] = {}
+    for key in current.entries:
         group = (key[4],) + tuple(key[i] for i in at) if at else (key[4],)
-        acc = groups.get(group)
-        if acc is None:
-            # 0 hostgroups, 1 users, 2 schemas, 3 Δcount, 4 Δtime, 5 Δaffected, 6 Δsent, 7 rated rows,
-            # 8 count, 9 sum_time, 10 min, 11 max, 12 last_seen, 13 first_seen
-            acc = groups[group] = [{key[0]}, {key[2]}, {key[1]}, 0, 0, 0, 0, 0, 0, 0, None, None, None, None]
+        keys = members.get(group)
+        if keys is None:
+            members[group] = [key]
         else:
-            acc[0].add(key[0])
-            acc[1].add(key[2])
-            acc[2].add(key[1])
-        count, sum_time, first, last, low, high = entry[COUNT], entry[SUM_TIME], entry[FIRST], entry[LAST], \
-            entry[MIN], entry[MAX]
-        if count is not None:
-            acc[8] += count
-        if sum_time is not None:
-            acc[9] += sum_time
-        if low is not None and count and (acc[10] is None or low < acc[10]):
-            acc[10] = low
-        if high is not None and (acc[11] is None or high > acc[11]):
-            acc[11] = high
-        if last is not None and (acc[12] is None or last > acc[12]):
-            acc[12] = last
-        if first is not None and (acc[13] is None or first < acc[13]):
-            acc[13] = first
-        if rated:
-            old = before.get(key)
-            if old is not None and old[FIRST] == first and count is not None and sum_time is not None \
-                    and old[COUNT] is not None and old[SUM_TIME] is not None \
-                    and count >= old[COUNT] and sum_time >= old[SUM_TIME]:
-                acc[3] += count - old[COUNT]  # the usual case, inline (see row_delta)
-                acc[4] += sum_time - old[SUM_TIME]
-                acc[5] += _difference(old[AFFECTED], entry[AFFECTED]) or 0
-                acc[6] += _difference(old[SENT], entry[SENT]) or 0
-                acc[7] += 1
-            elif old is None:
-                delta = row_delta(None, entry, previous_wall)
-                if delta is not None:
-                    acc[3] += delta.count
-                    acc[4] += delta.sum_time
-                    acc[5] += delta.affected or 0
-                    acc[6] += delta.sent or 0
-                    acc[7] += 1
+            keys.append(key)
+    entries = current.entries
+    texts = current.texts
     rows: List[Dict[str, Any]] = []
     total_time = 0.0
-    texts = current.texts
-    for group, acc in sorted(groups.items(), key=lambda item: -item[1][9]):
+    for group, keys in members.items():
+        if len(keys) == 1:  # the usual case at scale: one row per digest, no accumulating
+            key = keys[0]
+            entry = entries[key]
+            count, sum_time = entry[COUNT] or 0, entry[SUM_TIME] or 0
+            low = entry[MIN] if count else None
+            high, last, first = entry[MAX], entry[LAST], entry[FIRST]
+            hostgroup, user, schema = hostgroup_label(key[0]), key[2], key[1]
+            d_count = d_time = d_affected = d_sent = rated_rows = 0
+            if rated:
+                delta = _delta(before.get(key), entry, previous_wall)
+                if delta is not None:
+                    d_count, d_time, d_affected, d_sent = delta
+                    rated_rows = 1
+        else:
+            count = sum_time = d_count = d_time = d_affected = d_sent = rated_rows = 0
+            low = high = last = first = None
+            for key in keys:
+                entry = entries[key]
+                count += entry[COUNT] or 0
+                sum_time += entry[SUM_TIME] or 0
+                if entry[MIN] is not None and entry[COUNT] and (low is None or entry[MIN] < low):
+                    low = entry[MIN]
+                if entry[MAX] is not None and (high is None or entry[MAX] > high):
+                    high = entry[MAX]
+                if entry[LAST] is not None and (last is None or entry[LAST] > last):
+                    last = entry[LAST]
+                if entry[FIRST] is not None and (first is None or entry[FIRST] < first):
+                    first = entry[FIRST]
+                if rated:
+                    delta = _delta(before.get(key), entry, previous_wall)
+                    if delta is not None:
+                        d_count += delta[0]
+                        d_time += delta[1]
+                        d_affected += delta[2]
+                        d_sent += delta[3]
+                        rated_rows += 1
+            hostgroup = hostgroups_text({k[0] for k in keys})
+            user = ",".join(sorted({k[2] for k in keys}))
+            schema = ",".join(sorted({k[1] for k in keys}))
         digest = group[0]
-        has_rate = rated and acc[7] > 0
         text = texts.get(digest)
-        time_s = acc[4] / 1000.0 / seconds if has_rate else None
+        has_rate = rated and rated_rows > 0
+        time_s = d_time / 1000.0 / seconds if has_rate else None
         row: Dict[str, Any] = {
             "_id": group,
             "digest": digest,
             "text": _line(text),
-            "hg": hostgroups_text(acc[0]),
-            "user": ",".join(sorted(acc[1])) if len(acc[1]) > 1 else next(iter(acc[1])),
-            "schema": ",".join(sorted(acc[2])) if len(acc[2]) > 1 else next(iter(acc[2])),
-            "count_s": acc[3] / seconds if has_rate else None,
+            "hg": hostgroup,
+            "user": user,
+            "schema": schema,
+            "count_s": d_count / seconds if has_rate else None,
             "time_s": time_s,
             "share": None,
-            "avg_ms": (acc[4] / acc[3] / 1000.0 if acc[3] else None) if has_rate else None,
-            "avg_life_ms": acc[9] / acc[8] / 1000.0 if acc[8] else None,
-            "min_ms": acc[10] / 1000.0 if acc[10] is not None else None,
-            "max_ms": acc[11] / 1000.0 if acc[11] is not None else None,
-            "sent_s": acc[6] / seconds if has_rate else None,
-            "affected_s": acc[5] / seconds if has_rate else None,
-            "last_seen": acc[12],
-            "first_seen": acc[13],
-            "count": acc[8],
+            "avg_ms": (d_time / d_count / 1000.0 if d_count else None) if has_rate else None,
+            "avg_life_ms": sum_time / count / 1000.0 if count else None,
+            "min_ms": low / 1000.0 if low is not None else None,
+            "max_ms": high / 1000.0 if high is not None else None,
+            "sent_s": d_sent / seconds if has_rate else None,
+            "affected_s": d_affected / seconds if has_rate else None,
+            "last_seen": last,
+            "first_seen": first,
+            "count": count,
+            "_sum_time": sum_time,
         }
         if text is None:
             row["_style"] = "dim"
         if time_s is not None:
             total_time += time_s
         rows.append(row)
+    rows.sort(key=_heaviest_first)
     if total_time > 0:
         for row in rows:
             if row["time_s"] is not None:
                 row["share"] = 100.0 * row["time_s"] / total_time
     return rows
+
+
+def _heaviest_first(row: Dict[str, Any]) -> int:
+    return -row["_sum_time"]
+
+
+def _delta(before: Optional[Entry], now: Entry, previous_wall: Optional[float]) -> Optional[Tuple[int, int, int, int]]:
+    """(Δcount, Δsum_time, Δaffected, Δsent) of one row, or None: row_delta, the usual case inline."""
+    if before is not None:
+        count, sum_time, old_count, old_time = now[COUNT], now[SUM_TIME], before[COUNT], before[SUM_TIME]
+        if before[FIRST] != now[FIRST] or count is None or sum_time is None or old_count is None \
+                or old_time is None or count < old_count or sum_time < old_time:
+            return None
+        return (count - old_count, sum_time - old_time, _difference(before[AFFECTED], now[AFFECTED]) or 0,
+                _difference(before[SENT], now[SENT]) or 0)
+    delta = row_delta(None, now, previous_wall)
+    if delta is None:
+        return None
+    return delta.count, delta.sum_time, delta.affected or 0, delta.sent or 0
 
 
 _lines: Dict[str, str] = {}  # digest text -> its one-line form (texts repeat every reading)

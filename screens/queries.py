@@ -14,6 +14,7 @@ took; the notes line shows what that costs.
 from __future__ import annotations
 
 import argparse
+from operator import itemgetter
 import textwrap
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -27,7 +28,7 @@ from proxytop.keys import Binding
 from proxytop.rates import to_number
 from proxytop.route import Query, Route, compile_rules, evaluate, parse_digest
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
-from proxytop.table import Column, Row
+from proxytop.table import Column, Row, filter_rows
 
 Segment = Tuple[str, Optional[str]]
 WRAP = 100  # characters per line of the digest text in the drill-down
@@ -360,6 +361,18 @@ class QueriesScreen(Screen):
             entry = (key, compute())
             self._memo[name] = entry
         return entry[1]
+
+    def arrange(self, rows: Sequence[Row], state) -> List[Row]:
+        """The table model's arrange, with a faster sort on numeric columns: their values here
+        are always numbers or None (20,000 digests sort in a few milliseconds)."""
+        column = next((c for c in self.columns if c.key == state.sort_key), None)
+        if column is None or not column.numeric:
+            return super().arrange(rows, state)
+        visible = filter_rows(rows, self.columns, state.filter)
+        key = state.sort_key
+        present = [r for r in visible if r.get(key) is not None]
+        present.sort(key=itemgetter(key), reverse=state.descending)  # stable: heaviest first among equals
+        return present + [r for r in visible if r.get(key) is None]
 
     @property
     def grouping(self) -> Tuple[str, Tuple[str, ...]]:

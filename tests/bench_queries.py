@@ -52,7 +52,7 @@ def bench_cpu(recording: Recording, cycles: int) -> List[dict]:
     results = []
     for label, digests, target in SIZES:
         double = serve(recording, digests)
-        stepper = Stepper(["-P", str(double.port), "--screen", "queries", "-d", "5"])
+        stepper = Stepper(["-P", str(double.port), "--screen", "queries", "-d", "5", "--connect-timeout", "30"])
         try:
             stepper.connect()
             samples = []
