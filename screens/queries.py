@@ -415,8 +415,8 @@ class QueriesScreen(Screen):
         return (("Digest  ", "label"), (f"{len(now.entries):,} rows, {len(now.texts):,} digests", None),
                 (f"   read at {read_at} in {units.milliseconds(current.duration * 1000.0)}", None),
                 (f"   every {units.interval(interval)}" if interval else "", None),
-                ("  (each read copies ProxySQL's digest map; at least 20\u00d7 the read time apart)", "dim"),
-                (f"   by {self.grouping[0]} (b)", "label"))
+                (f"   by {self.grouping[0]} (b)", "label"),
+                ("   each read copies ProxySQL's digest map: read only here, \u2265 20\u00d7 the read time apart", "dim"))
 
     def _notes(self, before, now, current, variables, session):
         lines = []
