@@ -157,7 +157,7 @@ def bench_memory(recording: Recording, readings: int, timeout: float) -> dict:
 
 def print_memory(result: dict, readings: int, out) -> bool:
     ok = result["peak"] <= TARGET_RSS_MB
-    print(f"Queries: resident memory of the real proxytop with 20,000 digests (psutil RSS, largest value seen)",
+    print("Queries: resident memory of the real proxytop with 20,000 digests (psutil RSS, largest value seen)",
           file=out)
     print(f"{'digest reads':>13}{'seconds':>9}{'peak MB':>9}{'target':>8}  ok", file=out)
     print(f"{result['reads']:>13}{result['seconds']:>9.0f}{result['peak']:>9.1f}{TARGET_RSS_MB:>8g}  "

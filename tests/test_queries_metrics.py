@@ -7,7 +7,7 @@ import pytest
 
 from proxytop import digests
 from proxytop.collectors.base import Snapshot, Table
-from proxytop.digests import Parsed, digest_rows, mass_reset, parse, split, time_series, totals
+from proxytop.digests import digest_rows, mass_reset, parse, split, time_series, totals
 from proxytop.screens import queries
 from tests.scale_digests import DIGEST_COLUMNS
 
