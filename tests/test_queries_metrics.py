@@ -172,3 +172,20 @@ def test_doctests():
     for module in (digests, queries):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0
+
+
+def test_twenty_thousand_generated_digests_have_rates_and_group_as_recorded():
+    from tests.proxysql_double import Recording
+    from tests.scale_digests import ScaleDigests
+
+    scale = ScaleDigests(Recording.load("cluster", node="127.0.0.1:6042"), digests=20_000)
+    first = parse(*scale(COLUMNS, []), 1_795_385_005.0)
+    second = parse(*scale(COLUMNS, []), 1_795_385_010.0)
+    assert len(first.entries) == len(second.entries) == 20_000 and len(second.texts) == 20_000
+    rows = digest_rows(first, second, 5.0)
+    assert len(rows) == 20_000
+    rated = [r for r in rows if r["count_s"]]
+    assert rated and all(r["time_s"] > 0 for r in rated)
+    assert sum(1 for r in rows if r["count_s"] == 0) > 1000  # idle digests: a rate of 0, not None
+    assert {r["hg"] for r in rows} == {"10", "20", "cache"}
+    assert not mass_reset(first, second)
