@@ -35,10 +35,10 @@ ALLOWED = re.compile(r"^\s*(select|show)\b", re.IGNORECASE)
 SETUP = re.compile(r"^\s*set\s+(names|autocommit)\b", re.IGNORECASE)
 CONFIRMED_KILL = re.compile(r"^\s*kill\s+connection\s+(\d+)\s*;?\s*$", re.IGNORECASE)
 GENERAL_LOG = "proxytop-general.log"
-SUITE_CHECK = "test_suite_"
+SUITE_CHECK = "test_suite_"  # tests whose name starts so run after every other test
 # ProxySQL copies its whole digest map for any query that names the table: only these reads
 # (the Queries screen's, while it or a drill-down that needs it is visible) may name it.
-DIGEST_READS = frozenset({"select * from stats_mysql_query_digest"})  # tests whose name starts so run after every other test
+DIGEST_READS = frozenset({"select * from stats_mysql_query_digest"})
 
 
 # ----- the audit ---------------------------------------------------------------------------------
