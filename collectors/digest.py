@@ -84,7 +84,7 @@ class QueryDigest(Collector):
     def shrink(self, data: Any) -> Any:
         if not isinstance(data, Table):
             return data
-        kept = digests.totals(parsed(data, 0.0, self.tables.schema_column), self._position)
+        kept = digests.table_totals(data.columns, data.rows, self._position)
         self._position = kept.position
         return kept
 
@@ -142,5 +142,6 @@ def parsed(table: Table, wall_time: float, schema_column: str = MYSQL_TABLES.sch
                     digests.Parsed(result.entries, result.texts, wall_time, result.null_counters)
     result = digests.parse(table.columns, table.rows, wall_time, schema_column)
     with _parsed_lock:
-        _parsed_recent[:] = _parsed_recent[-3:] + [(table, result)]
+        # the current and the previous reading only: at 20,000 digests each costs tens of MB
+        _parsed_recent[:] = _parsed_recent[-1:] + [(table, result)]
     return result

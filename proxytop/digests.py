@@ -254,6 +254,7 @@ def digest_rows(previous: Optional[Parsed], current: Optional[Parsed], seconds: 
     entries = current.entries
     texts = current.texts
     rows: List[Dict[str, Any]] = []
+    weights: List[int] = []
     total_time = 0.0
     for group, keys in members.items():
         if len(keys) == 1:  # the usual case at scale: one row per digest, no accumulating
@@ -318,23 +319,20 @@ def digest_rows(previous: Optional[Parsed], current: Optional[Parsed], seconds: 
             "last_seen": last,
             "first_seen": first,
             "count": count,
-            "_sum_time": sum_time,
         }
         if text is None:
             row["_style"] = "dim"
         if time_s is not None:
             total_time += time_s
         rows.append(row)
-    rows.sort(key=_heaviest_first)
+        weights.append(sum_time)
+    # heaviest (lifetime sum_time) first; equal weights keep their order
+    rows = [rows[i] for i in sorted(range(len(rows)), key=weights.__getitem__, reverse=True)]
     if total_time > 0:
         for row in rows:
             if row["time_s"] is not None:
                 row["share"] = 100.0 * row["time_s"] / total_time
     return rows
-
-
-def _heaviest_first(row: Dict[str, Any]) -> int:
-    return -row["_sum_time"]
 
 
 def _delta(before: Optional[Entry], now: Entry, previous_wall: Optional[float]) -> Optional[Tuple[int, int, int, int]]:
@@ -417,6 +415,32 @@ def totals(parsed: Parsed, position: Optional[Mapping[str, int]] = None) -> Dige
         digest = key[4]
         sums[digest] = sums.get(digest, 0) + (entry[SUM_TIME] or 0)
         firsts[digest] = firsts.get(digest, 0) + (entry[FIRST] or 0)
+    return _totals(sums, firsts, position, parsed.wall_time)
+
+
+def table_totals(columns: Sequence[str], rows: Iterable[Sequence[Any]],
+                 position: Optional[Mapping[str, int]] = None) -> DigestTotals:
+    """``totals`` straight from a digest table's rows, without parsing every counter: what
+    the collector keeps of a reading once it is older than the last two.
+
+    >>> kept = table_totals(("digest", "sum_time", "first_seen"), [("0x1", "10", "5"), ("0x1", "4", "6")])
+    >>> kept.get("0x1"), kept.get("0x2")
+    ((14, 11), (None, None))
+    """
+    at = {name: i for i, name in enumerate(columns)}
+    digest_at, time_at, first_at = at.get("digest"), at.get("sum_time"), at.get("first_seen")
+    sums: Dict[str, int] = {}
+    firsts: Dict[str, int] = {}
+    if digest_at is not None:
+        for row in rows:
+            digest = row[digest_at]
+            sums[digest] = sums.get(digest, 0) + ((_int(row[time_at]) or 0) if time_at is not None else 0)
+            firsts[digest] = firsts.get(digest, 0) + ((_int(row[first_at]) or 0) if first_at is not None else 0)
+    return _totals(sums, firsts, position, 0.0)
+
+
+def _totals(sums: Dict[str, int], firsts: Dict[str, int], position: Optional[Mapping[str, int]],
+            wall_time: float) -> DigestTotals:
     if position is None or len(position) != len(sums) or any(d not in position for d in sums):
         position = {digest: n for n, digest in enumerate(sums)}
     sum_time = array("q", bytes(8 * len(position)))
@@ -424,7 +448,7 @@ def totals(parsed: Parsed, position: Optional[Mapping[str, int]] = None) -> Dige
     for digest, at in position.items():
         sum_time[at] = min(sums[digest], 2 ** 63 - 1)
         first_seen[at] = min(firsts[digest], 2 ** 63 - 1)
-    return DigestTotals(position, sum_time, first_seen, parsed.wall_time)
+    return DigestTotals(position, sum_time, first_seen, wall_time)
 
 
 def time_series(readings: Sequence[Tuple[float, Optional[DigestTotals]]], digest: str) -> List[Optional[float]]:

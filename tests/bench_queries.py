@@ -69,7 +69,7 @@ def bench_cpu(recording: Recording, cycles: int) -> List[dict]:
                                 derive=ms(statistics.mean(derive)), total=ms(statistics.mean(total)),
                                 worst=ms(max(total)), redraw=ms(statistics.median(s[2] for s in samples)),
                                 detail=detail, interval=interval_in_force(stepper), target=target,
-                                read=stepper.engine.latest("proxysql.query_digest").duration))
+                                read=stepper.engine.collector("proxysql.query_digest").last_duration))
             print(f"  cpu {label:<8} {results[-1]['total']:8.2f} ms", file=sys.stderr, flush=True)
             if digests >= 20_000:
                 results[-1]["caught"] = caught(stepper)
@@ -123,7 +123,9 @@ def print_cpu(results: List[dict], cycles: int, out) -> bool:
         if "caught" in r:
             print(f"  QueryRules \"queries this rule catches\" at {r['digests']:,} digests: {r['caught']:.0f} ms "
                   f"once per digest reading (every route evaluated), then redrawn from memory", file=out)
-    print("  (drill = opening the top digest's drill-down with its route, once)", file=out)
+    print("  (read s = the last digest read in real time, the test double's work included; every = the interval "
+          "in force, at least 20 times that; drill = opening the top digest's drill-down with its route, once)",
+          file=out)
     return ok_all
 
 
