@@ -87,6 +87,10 @@ class Controller:
         """Poll only what the visible screen needs, plus the header's cheap collector."""
         screen = self.screen
         names = list(screen.active_collectors())
+        if self.mode == "detail" and self.detail_row is not None:
+            # an open drill-down may need more (QueryRules' "queries this rule catches"); back
+            # on the table, rows() sees the set differ and stops them
+            names += [n for n in screen.detail_collectors(self.detail_row) if n not in names]
         self._activated = tuple(names)
         # A screen's minimum may have grown (e.g. a large fleet found at runtime).
         self.intervals[screen.key] = max(self.intervals[screen.key], self.minimum_interval(screen))
@@ -365,6 +369,8 @@ class Controller:
         self.detail_row = row
         self.detail_scroll = 0
         self.mode = "detail"
+        if self.screen.detail_collectors(row):
+            self.activate()
 
     def do_back(self):
         self.mode = "table"

@@ -476,7 +476,8 @@ class Engine:
                 if kept is not older.data:
                     history[-3] = dataclasses.replace(older, data=kept)
             self._errors.pop(name, None)
-            self._next_due[name] = started + self._intervals[name]
+            # max(): a collector's minimum may grow with what it measures (the digest's read time)
+            self._next_due[name] = started + max(self._intervals[name], collector.min_interval)
         if self._observers:
             self._notify("snapshot", snapshot)
         return 1

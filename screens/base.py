@@ -43,6 +43,14 @@ class DataView:
     def now(self) -> float:
         return self._engine.now()
 
+    def interval_in_force(self, name: str) -> Optional[float]:
+        """Seconds between a collector's readings now: its interval, or its minimum when
+        that has grown since (None when the collector is not registered)."""
+        collector = self._engine.collector(name)
+        if collector is None:
+            return None
+        return max(self._engine.interval(name), collector.min_interval)
+
 
 def seconds_between(previous: Optional[Snapshot], current: Optional[Snapshot]) -> Optional[float]:
     """Δt between two snapshots, from their monotonic stamps."""
@@ -132,6 +140,11 @@ class Screen:
     def detail(self, row: Row, view: DataView) -> Optional[Detail]:
         """Enter on a row: a drill-down, or None when the screen has none."""
         return None
+
+    def detail_collectors(self, row: Row) -> List[str]:
+        """Collectors that poll only while the drill-down of ``row`` is open (besides
+        ``active_collectors()``); the table view stops them again."""
+        return []
 
     def initial_state(self) -> TableState:
         key, descending = self.default_sort

@@ -18,6 +18,8 @@ from proxytop.collectors.proxysql_stats import ConfigQueryRules, QueryRuleHits, 
 from proxytop.rates import COUNTER_REFRESH, SteadyPair, covers_text, rate, to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
+from proxytop.collectors.digest import QueryDigest
+from proxytop.screens.queries import caught_section, digest_collector
 from proxytop.table import Column, Row
 
 SPARK_WIDTH = 60
@@ -400,7 +402,16 @@ class QueryRulesScreen(SidedScreen, Screen):
         return self.columns_for(self.side, base=ADMIN_COLUMNS if self.admin else STATS_COLUMNS)
 
     def collectors(self):
-        return [QueryRuleHits(), RuntimeQueryRules(), ConfigQueryRules()]
+        return [QueryRuleHits(), RuntimeQueryRules(), ConfigQueryRules(), digest_collector(self.config)]
+
+    # The query digest is expensive to read: only while a rule's drill-down is open.
+    live_detail = True  # "queries this rule catches" fills in as the digest is read
+
+    def active_collectors(self):
+        return [name for name in super().active_collectors() if name != QueryDigest.name]
+
+    def detail_collectors(self, row: Row) -> List[str]:
+        return [QueryDigest.name] if self.admin and self.side.key == "mysql" else []
 
     def _learn_user(self, view: DataView) -> None:
         session = getattr(view.source("proxysql"), "session", None)
@@ -459,7 +470,15 @@ class QueryRulesScreen(SidedScreen, Screen):
     def detail(self, row: Row, view: DataView) -> Optional[Detail]:
         self._learn_user(view)
         runtime, config = self._definitions(view)
-        return rule_detail(row, view.history(self.on_side(QueryRuleHits.name)), runtime, config, self.admin)
+        side = self.on_side(QueryRuleHits.name)
+        key = (row, view.latest(side), runtime, config, view.latest(QueryDigest.name))
+        return self._cached("detail", key, lambda: self._detail(row, view, runtime, config))
+
+    def _detail(self, row: Row, view: DataView, runtime, config) -> Detail:
+        detail = rule_detail(row, view.history(self.on_side(QueryRuleHits.name)), runtime, config, self.admin)
+        if not self.admin or self.side.key != "mysql":  # the digest read here is the MySQL side's
+            return detail
+        return Detail(detail.title, detail.lines + caught_section(row.get("rule_id"), view))
 
 
 SCREEN = QueryRulesScreen

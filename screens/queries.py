@@ -1,0 +1,530 @@
+"""Queries: which queries cost ProxySQL's backends the most time right now, from the query
+digest (stats_mysql_query_digest), and the query rules that route them.
+
+One row per digest (``b`` groups by digest + hostgroup, + user or + schema instead), sorted
+by Time/s: the milliseconds of query time per second the digest took over the last interval.
+Enter opens a digest: its full text, latency, the split of the last interval by hostgroup,
+user, schema and client, a Time/s sparkline, and its route through the runtime query rules
+(proxytop.route), compared with the hostgroups that actually served it.
+
+The digest table is expensive to read: it is read only while this screen (or QueryRules'
+drill-down) is visible, every 5 s at the most and never sooner than 20 times the last read
+took; the notes line shows what that costs.
+"""
+from __future__ import annotations
+
+import argparse
+from operator import itemgetter
+import textwrap
+import time
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from proxytop import digests, sparkline, units
+from proxytop.collectors.digest import (DEFAULT_FLOOR, MYSQL_TABLES, DigestVariables, QueryDigest, RuntimeUsers,
+                                        parsed)
+from proxytop.collectors.base import Table
+from proxytop.collectors.proxysql_stats import RuntimeQueryRules
+from proxytop.keys import Binding
+from proxytop.rates import to_number
+from proxytop.route import Query, Route, compile_rules, evaluate, parse_digest
+from proxytop.screens.base import DataView, Detail, Screen, seconds_between
+from proxytop.table import Column, Row, filter_rows
+
+Segment = Tuple[str, Optional[str]]
+WRAP = 100  # characters per line of the digest text in the drill-down
+TEXT_IN_DETAIL = 16 * 1024  # characters of a digest text shown in the drill-down at most (160 lines)
+SPARK_WIDTH = 60
+ROUTES_SHOWN = 6  # (user, schema, client) combinations whose route the drill-down shows
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("Queries screen")
+    group.add_argument("--digest-min-interval", type=min_interval, metavar="SECONDS",
+                       help=f"shortest interval between two reads of the query digest (default {DEFAULT_FLOOR:g}; "
+                            "each read copies ProxySQL's whole digest map, and it is never read sooner than 20 "
+                            "times the last read took)")
+
+
+def min_interval(text: str) -> float:
+    """--digest-min-interval: seconds, 1 to 3600.
+
+    >>> min_interval("5"), min_interval("30")
+    (5.0, 30.0)
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not 1 <= value <= 3600:
+        raise argparse.ArgumentTypeError("the digest interval must be between 1 and 3600 seconds")
+    return value
+
+
+def per_second_ms(value: Any) -> str:
+    """Time/s: milliseconds of query time per second (1,000 = one connection busy all the time).
+
+    >>> per_second_ms(350.0), per_second_ms(2500), per_second_ms(None)
+    ('350.0ms', '2.50s', '—')
+    """
+    return units.milliseconds(value)
+
+
+def age(value: Any) -> str:
+    return units.MISSING if value is None else units.duration(value)
+
+
+def text_cell(value: Any) -> str:
+    return "(no digest text)" if value is None else str(value)
+
+
+COLUMNS = (
+    Column("text", "Digest text", 44, "<", fmt=text_cell, numeric=False, priority=0, flexible=True,
+           help="the query with its literals replaced by ?, one line"),
+    Column("hg", "HG", 11, "<", numeric=False, priority=1, help="hostgroups that served it; cache = the query cache (-1)"),
+    Column("count_s", "Count/s", 8, fmt=units.scaled, priority=0, help="executions per second over the interval"),
+    Column("time_s", "Time/s", 8, fmt=per_second_ms, priority=0,
+           help="ms of query time per second over the interval (Δsum_time/Δt; 1000 = one connection busy)"),
+    Column("share", "Share", 6, fmt=units.percent, priority=1, help="share of all digests' Time/s"),
+    Column("avg_ms", "Avg", 7, fmt=units.milliseconds, priority=1, help="average latency over the interval (Δsum_time/Δcount)"),
+    Column("avg_life_ms", "AvgAll", 7, fmt=units.milliseconds, priority=3, help="average latency since first seen"),
+    Column("max_ms", "Max", 7, fmt=units.milliseconds, priority=3, help="longest execution since first seen"),
+    Column("sent_s", "Rows/s", 7, fmt=units.scaled, priority=4, help="rows sent per second over the interval"),
+    Column("affected_s", "Aff/s", 7, fmt=units.scaled, priority=4, help="rows affected per second over the interval"),
+    Column("seen_ago", "Last", 6, fmt=age, priority=5, help="seconds since last seen (last_seen)"),
+    Column("count", "Count", 8, fmt=units.scaled, priority=2, help="executions since first seen (count_star)"),
+    Column("user", "User", 10, "<", numeric=False, priority=6, help="users that sent it"),
+    Column("schema", "Schema", 10, "<", numeric=False, priority=7, help="schemas it ran in"),
+    Column("digest", "Digest", 18, "<", numeric=False, priority=9, help="digest hash"),
+)
+
+
+def digest_collector(config) -> QueryDigest:
+    """The digest collector with the floor --digest-min-interval chose (every screen that
+    reads the digest makes it this way: the engine keeps the first one registered)."""
+    floor = getattr(getattr(config, "args", None), "digest_min_interval", None)
+    return QueryDigest(floor or DEFAULT_FLOOR)
+
+
+# ----- what the screen computes from snapshots (pure, given the snapshots) ---------------------
+
+def parsed_of(snapshot, schema_column: str = MYSQL_TABLES.schema_column) -> Optional[digests.Parsed]:
+    if snapshot is None or not isinstance(snapshot.data, Table):
+        return None
+    return parsed(snapshot.data, snapshot.wall_time, schema_column)
+
+
+def variables_of(view: DataView) -> Optional[Mapping[str, Any]]:
+    snapshot = view.latest(DigestVariables.name)
+    return snapshot.data if snapshot is not None else None
+
+
+def users_of(snapshot) -> Optional[Dict[str, Mapping[str, Any]]]:
+    """{username: its runtime_mysql_users row} (frontend rows), None when not read (stats user)."""
+    if snapshot is None or not isinstance(snapshot.data, Table):
+        return None
+    users: Dict[str, Mapping[str, Any]] = {}
+    for row in snapshot.data.dicts():
+        if str(row.get("frontend", "1")) != "0" or row.get("username") not in users:
+            users[row.get("username")] = row
+    return users
+
+
+def rules_of(snapshot):
+    """The rules ProxySQL evaluates (active, by rule_id); None when they can't be read."""
+    if snapshot is None or not isinstance(snapshot.data, Table):
+        return None
+    return compile_rules(snapshot.data.dicts())
+
+
+def query_of(key: digests.RowKey, texts: Mapping[str, Optional[str]]) -> Query:
+    return Query(digest=parse_digest(key[4]), digest_text=texts.get(key[4]), username=key[2],
+                 schemaname=key[1], client_address=key[3])
+
+
+def routes(current: digests.Parsed, rules, iterations: int = 0, digest: Optional[str] = None) \
+        -> Dict[Tuple[str, str, str, str], Route]:
+    """The route of every (digest, user, schema, client) in a reading (or of one digest)."""
+    found: Dict[Tuple[str, str, str, str], Route] = {}
+    for key in current.entries:
+        if digest is not None and key[4] != digest:
+            continue
+        who = (key[4], key[2], key[1], key[3])
+        if who not in found:
+            found[who] = evaluate(rules, query_of(key, current.texts), iterations)
+    return found
+
+
+def caught_by(rule_id: Any, rows: Sequence[Row], found: Mapping[Tuple[str, str, str, str], Route]) -> List[Row]:
+    """The digest rows whose route passes ``rule_id`` (matched, not merely undecided), by Time/s."""
+    wanted = to_number(rule_id)
+    digests_passing = {who[0] for who, route in found.items() if route.passes(wanted)}
+    chosen = [r for r in rows if r.get("digest") in digests_passing]
+    return sorted(chosen, key=lambda r: (r.get("time_s") is None, -(r.get("time_s") or 0.0)))
+
+
+def explain(route: Route, served: Sequence[str], user: Optional[Mapping[str, Any]], username: str) -> List[List[Segment]]:
+    """Why the hostgroups that served a query differ from its route's destination."""
+    expected = route.destination
+    where = f"hostgroup {expected} (rule {_setter(route)})" if expected is not None else None
+    if expected is None:
+        default = user.get("default_hostgroup") if user else None
+        where = f"default hostgroup of user {username}: {default}" if default is not None else \
+            f"default hostgroup of user {username} (not known)"
+        expected = to_number(default) if default is not None else None
+    lines: List[List[Segment]] = [[("    destination ", "label"), (where, "header")]]
+    if route.answered_by_proxysql:
+        lines.append([("    answered by ProxySQL itself (error_msg / OK_msg): ", "warning"),
+                      (route.answered_by_proxysql, None)])
+    others = []
+    for hostgroup in served:
+        number = to_number(hostgroup)
+        if expected is not None and number == expected:
+            continue
+        if str(hostgroup) == "-1":
+            reason = f"the query cache answered it (cache_ttl {route.cache_ttl} ms)" if route.cache_ttl else \
+                "the query cache answered it (a rule set cache_ttl when it ran)"
+            others.append(("cache", reason))
+            continue
+        maybe = [s.rule.rule_id for s in route.undecided if s.rule.destination == number]
+        if maybe:
+            reason = f"rule {', '.join(map(str, maybe))} sends it there when it matches (proxytop can't decide it)"
+        elif user is not None and str(user.get("transaction_persistent")) == "1":
+            reason = (f"inside a transaction: transaction_persistent=1 for {username} keeps a transaction on the "
+                      "hostgroup where it began")
+        else:
+            reason = "not explained by the current rules (changed since it ran? mirroring or fast routing?)"
+        others.append((str(hostgroup), reason))
+    served_text = digests.hostgroups_text(served) if served else "(not in the last reading)"
+    lines.append([("    served by   ", "label"), (served_text, None)])
+    for hostgroup, reason in others:
+        lines.append([(f"      {hostgroup}: ", "warning"), (reason, None)])
+    return lines
+
+
+def _setter(route: Route) -> str:
+    for step in reversed(route.steps):
+        if step.matched and step.rule.destination is not None:
+            return str(step.rule.rule_id)
+    return "?"
+
+
+def route_lines(route: Route) -> List[List[Segment]]:
+    lines: List[List[Segment]] = []
+    if not route.steps:
+        lines.append([("    no rule matches", "dim")])
+    for step in route.steps:
+        rule = step.rule
+        head = f"    rule {rule.rule_id:<5} flagIN {step.flag_in:<4}"
+        if step.matched:
+            effects = []
+            if rule.flag_out is not None:
+                effects.append(f"flagOUT {rule.flag_out}")
+            if rule.destination is not None:
+                effects.append(f"\u2192 HG {rule.destination}")
+            if rule.cache_ttl:
+                effects.append(f"cache {rule.cache_ttl} ms")
+            effects.append("apply: ends here" if rule.apply else "apply=0: continues")
+            line: List[Segment] = [(head, "label"), ("matched ", "good"), (", ".join(step.fields), None),
+                                   ("   " + ", ".join(effects), "header")]
+        else:
+            line = [(head, "label"), ("can't decide ", "warning_bold"), ("; ".join(step.fields), "warning")]
+            if rule.destination is not None:
+                line.append((f"   (\u2192 HG {rule.destination} if it matches)", "dim"))
+        if rule.comment:
+            line.append((f"   {rule.comment}", "dim"))
+        lines.append(line)
+    if route.ended_by is None and route.steps:
+        lines.append([("    no rule with apply=1 matched: the walk ended after the last rule", "dim")])
+    return lines
+
+
+def digest_detail(row: Row, previous: Optional[digests.Parsed], current: Optional[digests.Parsed],
+                  seconds: Optional[float], history: Sequence, rules, rules_problem: Optional[str],
+                  users: Optional[Mapping[str, Mapping[str, Any]]], iterations: int, fields: Sequence[str]) -> Detail:
+    digest = row.get("digest")
+    text = current.texts.get(digest) if current is not None else None
+    lines: List[List[Segment]] = []
+    if text is None:
+        lines.append([("(no digest text: ProxySQL sent it NULL or empty)", "dim")])
+    else:
+        shown = text[:TEXT_IN_DETAIL]
+        if len(text) > TEXT_IN_DETAIL:
+            lines.append([(f"  ({len(text):,} characters; the first {TEXT_IN_DETAIL:,} are shown)", "warning")])
+        for paragraph in shown.splitlines() or [""]:
+            for piece in textwrap.wrap(paragraph, WRAP, break_long_words=True, replace_whitespace=True) or [""]:
+                lines.append([("  " + piece, None)])
+    lines.append([])
+    lines.append([("digest       ", "label"), (str(digest), None),
+                  ("   hostgroups ", "label"), (row.get("hg") or units.MISSING, None)])
+    lines.append([("first seen   ", "label"), (_clock(row.get("first_seen")), None),
+                  ("   last seen ", "label"), (_clock(row.get("last_seen")), None)])
+    lines.append([("latency      ", "label"),
+                  (f"min {units.milliseconds(row.get('min_ms'))}  avg {units.milliseconds(row.get('avg_life_ms'))}"
+                   f"  max {units.milliseconds(row.get('max_ms'))} since first seen;  "
+                   f"last interval avg {units.milliseconds(row.get('avg_ms'))}", None)])
+    lines.append([("now          ", "label"),
+                  (f"{units.number(row.get('count_s'))}/s, Time/s {per_second_ms(row.get('time_s'))}"
+                   f" ({units.percent(row.get('share'))} of all), {units.number(row.get('count'))} in total", None)])
+    series = digests.time_series([(s.taken_at, _totals(s)) for s in history], digest)
+    if any(v is not None for v in series):
+        shown_series = series[-SPARK_WIDTH:]
+        peak = max((v for v in shown_series if v is not None), default=None)
+        lines.append([("Time/s       ", "label"), (sparkline.sparkline(shown_series), "header"),
+                      (f"  max {per_second_ms(peak)}", "dim")])
+    else:
+        lines.append([("Time/s       ", "label"), ("(the sparkline fills as readings arrive)", "dim")])
+    lines.append([])
+    lines.append([("Last interval by hostgroup, user, schema, client", "header")])
+    if current is not None:
+        parts = digests.split(previous, current, digest, seconds)
+        if not any(parts.values()):
+            lines.append([("  (no rate yet: two readings are needed, and none across a reset)", "dim")])
+        for name, values in parts.items():
+            for value, count_s, time_s in values[:8]:
+                lines.append([(f"  {name:<15}", "label"), (f"{value:<24}", None),
+                              (f"{units.number(count_s):>10}/s  Time/s {per_second_ms(time_s):>9}", None)])
+    lines.append([])
+    lines += route_section(row, current, rules, rules_problem, users, iterations, fields)
+    return Detail(f"Digest {digest}", tuple(tuple(line) for line in lines))
+
+
+def route_section(row: Row, current: Optional[digests.Parsed], rules, rules_problem: Optional[str],
+                  users, iterations: int, fields: Sequence[str]) -> List[List[Segment]]:
+    lines: List[List[Segment]] = [[("Route through the runtime query rules", "header")]]
+    if rules_problem:
+        lines.append([("  " + rules_problem, "dim")])
+        return lines
+    if rules is None or current is None:
+        lines.append([("  reading the rules\u2026", "dim")])
+        return lines
+    digest = row.get("digest")
+    group = row.get("_id")
+    served: Dict[Tuple[str, str, str], List[str]] = {}
+    texts = current.texts
+    for key in current.entries:
+        if key[4] != digest or (fields and digests.group_of(key, fields) != group):
+            continue
+        served.setdefault((key[2], key[1], key[3]), []).append(key[0])
+    for n, ((username, schemaname, client), hostgroups) in enumerate(sorted(served.items())):
+        if n >= ROUTES_SHOWN:
+            lines.append([(f"  \u2026 and {len(served) - ROUTES_SHOWN} more (user, schema, client) combinations", "dim")])
+            break
+        route = evaluate(rules, Query(parse_digest(digest), texts.get(digest), username, schemaname, client), iterations)
+        who = f"  user {username or '(none)'}, schema {schemaname or '(none)'}" + (f", client {client}" if client else "")
+        lines.append([(who, "label"), (f"   ({len(rules)} active rules, in rule_id order)", "dim")])
+        lines += route_lines(route)
+        lines += explain(route, hostgroups, (users or {}).get(username), username or "(none)")
+    return lines
+
+
+def _totals(snapshot) -> Optional[digests.DigestTotals]:
+    data = snapshot.data if snapshot is not None else None
+    if isinstance(data, digests.DigestTotals):
+        return data
+    if isinstance(data, Table):
+        return digests.totals(parsed(data, snapshot.wall_time))
+    return None
+
+
+def _clock(epoch: Any) -> str:
+    number = to_number(epoch)
+    if not number:
+        return units.MISSING
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(number))
+
+
+# ----- the screen ---------------------------------------------------------------------------------
+
+class QueriesScreen(Screen):
+    key = "queries"
+    title = "Queries"
+    columns = COLUMNS
+    default_sort = ("time_s", True)
+    default_interval = DEFAULT_FLOOR
+    bindings = (
+        Binding(("b",), "by", "group by: digest, digest + hostgroup, digest + user, digest + schema", "b by"),
+    )
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        self.options["by"] = 0
+        self._memo: Dict[str, Tuple[Tuple, Any]] = {}
+
+    def collectors(self):
+        return [digest_collector(self.config), RuntimeQueryRules(), RuntimeUsers(), DigestVariables()]
+
+    def _cached(self, name: str, key: Tuple, compute):
+        """Once per key (objects compared by identity and held): notes are drawn ten times a
+        second, the digest changes every 5 s or more, and may hold 20,000 rows."""
+        entry = self._memo.get(name)
+        if entry is None or len(entry[0]) != len(key) or any(a is not b for a, b in zip(entry[0], key)):
+            entry = (key, compute())
+            self._memo[name] = entry
+        return entry[1]
+
+    def arrange(self, rows: Sequence[Row], state) -> List[Row]:
+        """The table model's arrange, with a faster sort on numeric columns: their values here
+        are always numbers or None (20,000 digests sort in a few milliseconds)."""
+        column = next((c for c in self.columns if c.key == state.sort_key), None)
+        if column is None or not column.numeric:
+            return super().arrange(rows, state)
+        visible = filter_rows(rows, self.columns, state.filter)
+        key = state.sort_key
+        present = [r for r in visible if r.get(key) is not None]
+        present.sort(key=itemgetter(key), reverse=state.descending)  # stable: heaviest first among equals
+        return present + [r for r in visible if r.get(key) is None]
+
+    @property
+    def grouping(self) -> Tuple[str, Tuple[str, ...]]:
+        return digests.GROUPINGS[self.options.get("by", 0) % len(digests.GROUPINGS)]
+
+    def _readings(self, view: DataView):
+        previous, current = view.pair(QueryDigest.name)
+        return previous, current, parsed_of(previous), parsed_of(current)
+
+    def rows(self, view: DataView) -> List[Row]:
+        previous, current, before, now = self._readings(view)
+        if now is None:
+            return []
+        _name, fields = self.grouping
+        seconds = seconds_between(previous, current)
+        rows = digests.digest_rows(before, now, seconds, fields)
+        wall = current.wall_time
+        for row in rows:
+            last = row.get("last_seen")
+            row["seen_ago"] = max(0.0, wall - last) if last is not None else None
+        return rows
+
+    # --- notes -------------------------------------------------------------------------------
+    def notes(self, view: DataView):
+        previous, current, before, now = self._readings(view)
+        variables = variables_of(view)
+        session = getattr(view.source("proxysql"), "session", None)
+        if current is None:
+            return [(("reading the query digest\u2026 (it is read only while this screen is visible)", "dim"),)]
+        if current.data is None:
+            return [((f"This ProxySQL has no {MYSQL_TABLES.digest} table.", "warning"),)]
+        return [self._cost_line(view, current, now)] + \
+            self._cached("notes", (previous, current, variables, session),
+                         lambda: self._notes(before, now, current, variables, session))
+
+    def _cost_line(self, view: DataView, current, now) -> Tuple[Segment, ...]:
+        """What reading the digest costs ProxySQL: its size, the last read, the interval in force."""
+        interval = view.interval_in_force(QueryDigest.name)
+        read_at = time.strftime("%H:%M:%S", time.localtime(current.wall_time))
+        return (("Digest  ", "label"), (f"{len(now.entries):,} rows, {len(now.texts):,} digests", None),
+                (f"   read at {read_at} in {units.milliseconds(current.duration * 1000.0)}", None),
+                (f"   every {units.interval(interval)}" if interval else "", None),
+                (f"   by {self.grouping[0]} (b)", "label"),
+                ("   each read copies ProxySQL's digest map: read only here, \u2265 20\u00d7 the read time apart", "dim"))
+
+    def _notes(self, before, now, current, variables, session):
+        lines = []
+        rows_count = len(now.entries)
+        read_at = time.strftime("%H:%M:%S", time.localtime(current.wall_time))
+        if before is not None and now is not None and digests.mass_reset(before, now):
+            lines.append(((f"digest statistics were reset at {read_at}: no rates for this interval", "warning_bold"),))
+        if variables is not None and str(variables.get(MYSQL_TABLES.enabled_variable, "true")).lower() in ("false", "0"):
+            lines.append(((f"{MYSQL_TABLES.enabled_variable}=false: ProxySQL collects no query digests "
+                           "(SET mysql-query_digests='true'; LOAD MYSQL VARIABLES TO RUNTIME)", "warning_bold"),))
+        elif rows_count == 0:
+            hint = "" if variables is not None else " (or mysql-query_digests=false: an admin user can tell)"
+            lines.append(((f"The digest is empty: no queries since it was last reset{hint}.", "dim"),))
+        if variables is not None and str(variables.get("admin-stats_mysql_query_digest_to_disk", "0")) not in ("0", ""):
+            lines.append((("admin-stats_mysql_query_digest_to_disk is on: ProxySQL empties the digest periodically "
+                           "(those intervals have no rates)", "dim"),))
+        if now is not None and now.null_counters:
+            rows = "1 row" if now.null_counters == 1 else f"{now.null_counters} rows"
+            lines.append(((f"{rows} with NULL or non-numeric counters: no rates for "
+                           f"{'it' if now.null_counters == 1 else 'them'}", "warning"),))
+        if session is not None and not session.is_admin:
+            lines.append((("Routes (Enter) need an admin user: the stats user can't read runtime_mysql_query_rules.",
+                           "dim"),))
+        return lines
+
+    # --- drill-down ----------------------------------------------------------------------------
+    def detail(self, row: Row, view: DataView) -> Optional[Detail]:
+        current = view.latest(QueryDigest.name)
+        rules_snapshot = view.latest(RuntimeQueryRules.name)
+        users_snapshot = view.latest(RuntimeUsers.name)
+        variables_snapshot = view.latest(DigestVariables.name)
+        session = getattr(view.source("proxysql"), "session", None)
+        # rebuilt ten times a second while open (live_detail): computed once per reading
+        key = (row, current, rules_snapshot, users_snapshot, variables_snapshot, session)
+        return self._cached("detail", key, lambda: self._detail(row, view, rules_snapshot, users_snapshot, session))
+
+    def _detail(self, row: Row, view: DataView, rules_snapshot, users_snapshot, session) -> Detail:
+        previous, current, before, now = self._readings(view)
+        problem = None
+        if session is not None and not session.is_admin:
+            problem = "Routes need an admin user: the stats user can't read runtime_mysql_query_rules."
+        rules = self._cached("rules", (rules_snapshot,), lambda: rules_of(rules_snapshot))
+        users = self._cached("users", (users_snapshot,), lambda: users_of(users_snapshot))
+        variables = variables_of(view) or {}
+        iterations = int(to_number(variables.get(MYSQL_TABLES.iterations_variable)) or 0)
+        fresh = self._fresh_row(row, view)  # the row as it is now: the drill-down follows new readings
+        return digest_detail(fresh, before, now, seconds_between(previous, current),
+                             view.history(QueryDigest.name), rules, problem, users, iterations, self.grouping[1])
+
+    live_detail = True
+
+    def _fresh_row(self, row: Row, view: DataView) -> Row:
+        rows = self._cached("detail_rows", (view.latest(QueryDigest.name), self.options.get("by", 0)),
+                            lambda: {r["_id"]: r for r in self.rows(view)})
+        return rows.get(row.get("_id"), row)
+
+    def action_by(self, controller) -> None:
+        self.options["by"] = (self.options.get("by", 0) + 1) % len(digests.GROUPINGS)
+        controller.say(f"grouped by {self.grouping[0]}")
+
+
+SCREEN = QueriesScreen
+
+
+# ----- QueryRules' drill-down: the queries a rule catches ----------------------------------------
+CAUGHT_SHOWN = 15
+_caught_memo: List[Tuple[Tuple, Any]] = []  # [((previous, current, rules snapshot), (rows, routes))]
+
+
+def _digest_routes(view: DataView):
+    """Digest rows (by digest) and every (digest, user, schema, client)'s route, once per reading."""
+    previous, current = view.pair(QueryDigest.name)
+    rules_snapshot = view.latest(RuntimeQueryRules.name)
+    variables = variables_of(view) or {}
+    key = (previous, current, rules_snapshot)
+    if _caught_memo and all(a is b for a, b in zip(_caught_memo[0][0], key)):
+        return _caught_memo[0][1]
+    before, now = parsed_of(previous), parsed_of(current)
+    rules = rules_of(rules_snapshot)
+    if now is None or rules is None:
+        result = (None, None)
+    else:
+        iterations = int(to_number(variables.get(MYSQL_TABLES.iterations_variable)) or 0)
+        result = (digests.digest_rows(before, now, seconds_between(previous, current)), routes(now, rules, iterations))
+    _caught_memo[:] = [(key, result)]
+    return result
+
+
+def caught_section(rule_id: Any, view: DataView) -> Tuple[Tuple[Segment, ...], ...]:
+    """Lines for QueryRules' drill-down: the digests whose route passes this rule, by Time/s."""
+    lines: List[Tuple[Segment, ...]] = [(), (("Queries this rule catches", "header"),
+                                             ("  (from the query digest, read while this view is open; "
+                                              "routes computed by proxytop)", "dim"))]
+    rows, found = _digest_routes(view)
+    if rows is None:
+        lines.append((("  reading the query digest\u2026", "dim"),))
+        return tuple(lines)
+    caught = caught_by(rule_id, rows, found)
+    undecided = {who[0] for who, route in found.items()
+                 if any(s.rule.rule_id == to_number(rule_id) for s in route.undecided)}
+    if not caught:
+        lines.append((("  no digest in the digest table meets this rule", "dim"),))
+    for row in caught[:CAUGHT_SHOWN]:
+        lines.append(((f"  {per_second_ms(row.get('time_s')):>9} Time/s  {units.scaled(row.get('count_s')):>6}/s  ", None),
+                      (f"HG {row.get('hg') or units.MISSING:<10} ", "label"), (row.get("text") or "(no digest text)", None)))
+    if len(caught) > CAUGHT_SHOWN:
+        lines.append(((f"  \u2026 and {len(caught) - CAUGHT_SHOWN} more digests", "dim"),))
+    if undecided:
+        lines.append(((f"  {len(undecided)} more digests reach this rule, but proxytop can't decide whether it "
+                       "matches them (match_pattern, proxy address or client address)", "warning"),))
+    return tuple(lines)

@@ -1,0 +1,247 @@
+"""Measured cost of the Queries screen: CPU per refresh, resident memory, admin queries.
+
+    python3 -m tests.bench_queries                    # everything (about ten minutes on 2 cores)
+    python3 -m tests.bench_queries --only cpu --cycles 10
+
+cpu     CPU per refresh of the Queries screen at 200 and 20,000 digests (the ProxySQL double
+        serving tests.scale_digests through its transforms), as tests.benchmark measures the
+        other screens: a Controller from proxytop.cli.build on a real Engine stepped on this
+        thread, its clock advanced by the interval in force; "collect" is the digest read and
+        parsing off the socket, "derive+render" the rates, grouping, sort and the 200x50
+        screen. Also the drill-down with its route, and QueryRules' "queries this rule
+        catches" at 20,000 digests (computed once per reading, then redrawn).
+memory  Resident memory of the real proxytop (in a pseudo-terminal) showing 20,000 digests
+        until the Time/s history of the drill-down is full (61 readings).
+load    Admin queries per interval from the double's query log: digest reads while the screen
+        is shown, none while another screen is, and none naming a *_reset table.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from typing import List, Optional, Sequence
+
+from tests.benchmark import HEIGHT, WIDTH, RSSSampler, Stepper, machine, ms
+from tests.proxysql_double import ProxySQLDouble, Recording
+from tests.scale_digests import ScaleDigests
+
+DIGEST = "stats_mysql_query_digest"
+TARGET_TYPICAL_MS = 5.0  # at 200 digests
+TARGET_SCALE_MS = 100.0  # at 20,000 digests (at the 5 s floor: 2% of a core)
+TARGET_RSS_MB = 80.0
+SIZES = (("typical", 200, TARGET_TYPICAL_MS), ("scale", 20_000, TARGET_SCALE_MS))
+
+
+def serve(recording: Recording, digests: int) -> ProxySQLDouble:
+    double = ProxySQLDouble(recording=recording, start_frame=30)
+    double.transforms[DIGEST] = ScaleDigests(recording, digests=digests)
+    return double.start()
+
+
+def interval_in_force(stepper: Stepper) -> float:
+    from proxytop.collectors.digest import QueryDigest
+
+    collector = stepper.engine.collector(QueryDigest.name)
+    return max(stepper.controller.interval(), collector.min_interval)
+
+
+def bench_cpu(recording: Recording, cycles: int) -> List[dict]:
+    results = []
+    for label, digests, target in SIZES:
+        double = serve(recording, digests)
+        stepper = Stepper(["-P", str(double.port), "--screen", "queries", "-d", "5", "--connect-timeout", "30"])
+        try:
+            stepper.connect()
+            samples = []
+            for n in range(3 + cycles):  # three warm-up cycles: two readings make rates
+                stepper.clock.now += interval_in_force(stepper) - stepper.controller.interval()
+                sample = stepper.cycle()
+                if n >= 3:
+                    samples.append(sample)
+            collect = [s[0] for s in samples]
+            derive = [s[1] for s in samples]
+            total = [a + b for a, b in zip(collect, derive)]
+            detail = drill_down(stepper)
+            results.append(dict(size=label, digests=digests, collect=ms(statistics.mean(collect)),
+                                derive=ms(statistics.mean(derive)), total=ms(statistics.mean(total)),
+                                worst=ms(max(total)), redraw=ms(statistics.median(s[2] for s in samples)),
+                                detail=detail, interval=interval_in_force(stepper), target=target,
+                                read=stepper.engine.collector("proxysql.query_digest").last_duration))
+            print(f"  cpu {label:<8} {results[-1]['total']:8.2f} ms", file=sys.stderr, flush=True)
+            if digests >= 20_000:
+                results[-1]["caught"] = caught(stepper)
+        finally:
+            stepper.close()
+            double.stop()
+    return results
+
+
+def drill_down(stepper: Stepper) -> float:
+    """ms of CPU to open the top digest's drill-down (route included) and draw it."""
+    from proxytop import view
+
+    start = time.thread_time()
+    stepper.controller.handle_key(10)
+    view.render(stepper.controller, WIDTH, HEIGHT)
+    spent = time.thread_time() - start
+    stepper.controller.handle_key(27)
+    view.render(stepper.controller, WIDTH, HEIGHT)
+    return ms(spent)
+
+
+def caught(stepper: Stepper) -> float:
+    """ms of CPU for QueryRules' "queries this rule catches" over every digest's route."""
+    from proxytop.screens.queries import _caught_memo, caught_section
+
+    _caught_memo.clear()
+    start = time.thread_time()
+    caught_section(4, stepper.controller.view)
+    return ms(time.thread_time() - start)
+
+
+def print_cpu(results: List[dict], cycles: int, out) -> bool:
+    print(f"Queries: CPU per refresh (ms of CPU; mean of {cycles} cycles after 3 warm-up cycles; "
+          f"{WIDTH}x{HEIGHT} terminal)", file=out)
+    header = (f"{'data':<16}{'every':>7}{'read s':>8}{'collect':>9}{'derive+render':>14}{'total':>8}{'worst':>8}"
+              f"{'redraw':>8}{'drill':>8}{'target':>8}  ok")
+    print(header, file=out)
+    print("-" * len(header), file=out)
+    ok_all = True
+    for r in results:
+        ok = r["total"] <= r["target"]
+        ok_all &= ok
+        print(f"{r['digests']:>6,} digests{'':<3}{r['interval']:>6g}s{r['read']:>8.3f}{r['collect']:>9.1f}"
+              f"{r['derive']:>14.1f}{r['total']:>8.1f}{r['worst']:>8.1f}{r['redraw']:>8.2f}{r['detail']:>8.1f}"
+              f"{r['target']:>8g}  {'yes' if ok else 'NO'}", file=out)
+        if not ok:
+            print(f"  missed: {r['collect']:.0f} ms of the {r['total']:.0f} are reading {r['digests'] * 14:,} values "
+                  f"off the socket (PyMySQL); at the {r['interval']:g} s interval in force that is "
+                  f"{r['total'] / 10 / r['interval']:.1f}% of a core", file=out)
+        if "caught" in r:
+            print(f"  QueryRules \"queries this rule catches\" at {r['digests']:,} digests: {r['caught']:.0f} ms "
+                  f"once per digest reading (every route evaluated), then redrawn from memory", file=out)
+    print("  (read s = the last digest read in real time, the test double's work included; every = the interval "
+          "in force, at least 20 times that; drill = opening the top digest's drill-down with its route, once)",
+          file=out)
+    return ok_all
+
+
+def bench_memory(recording: Recording, readings: int, timeout: float) -> dict:
+    from tests.terminal import Terminal
+
+    double = serve(recording, 20_000)
+    state = tempfile.mkdtemp(prefix="proxytop-bench-state-")
+    term = Terminal(["-P", str(double.port), "--screen", "queries"], cols=WIDTH, rows=HEIGHT,
+                    env={"XDG_STATE_HOME": state})
+    try:
+        term.wait_for(r"^proxytop ", timeout=30)
+        sampler = RSSSampler(term.pid)
+        sampler.phase = "queries"
+        sampler.start()
+        term.wait_for("20,000 digests", timeout=120)
+        started = time.monotonic()
+        deadline = started + timeout
+
+        def reads() -> int:
+            return sum(1 for q in double.queries() if q.strip().lower() == f"select * from {DIGEST}")
+
+        while reads() < readings and time.monotonic() < deadline:
+            time.sleep(1.0)
+        sampler.stopping = True
+        return dict(peak=sampler.peak.get("queries", 0.0), reads=reads(), seconds=time.monotonic() - started)
+    finally:
+        term.close()
+        double.stop()
+
+
+def print_memory(result: dict, readings: int, out) -> bool:
+    ok = result["peak"] <= TARGET_RSS_MB
+    print("Queries: resident memory of the real proxytop with 20,000 digests (psutil RSS, largest value seen)",
+          file=out)
+    print(f"{'digest reads':>13}{'seconds':>9}{'peak MB':>9}{'target':>8}  ok", file=out)
+    print(f"{result['reads']:>13}{result['seconds']:>9.0f}{result['peak']:>9.1f}{TARGET_RSS_MB:>8g}  "
+          f"{'yes' if ok else 'NO'}", file=out)
+    if result["reads"] < readings:
+        print(f"  (history not full: {result['reads']} of {readings} readings in the time allowed)", file=out)
+    return ok
+
+
+def bench_load(recording: Recording, seconds: float) -> dict:
+    """A real proxytop: ConnPool, then Queries, then ConnPool again, each for ``seconds``."""
+    from tests.terminal import Terminal
+
+    double = serve(recording, 200)
+    term = Terminal(["-P", str(double.port), "--screen", "connpool"], cols=WIDTH, rows=HEIGHT)
+    try:
+        term.wait_for("127.0.0.1:3331", timeout=30)
+        marks = {}
+
+        def digest_reads():
+            with double._lock:
+                return [t for t, _u, sql in double.query_log if sql.strip().lower() == f"select * from {DIGEST}"]
+
+        time.sleep(seconds)
+        marks["hidden before"] = len(digest_reads())
+        term.send("8")
+        term.wait_for("200 digests", timeout=30)
+        shown = time.monotonic()
+        time.sleep(seconds)
+        times = digest_reads()
+        marks["shown"] = len(times)
+        shown_for = time.monotonic() - shown
+        term.send("1")
+        term.wait_for("127.0.0.1:3331", timeout=30)
+        time.sleep(1.0)
+        left = len(digest_reads())
+        time.sleep(seconds)
+        marks["hidden after"] = len(digest_reads()) - left
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        resets = [q for q in double.queries() if "_reset" in q]
+        return dict(marks=marks, shown_for=shown_for, min_gap=min(gaps) if gaps else None, resets=len(resets))
+    finally:
+        term.close()
+        double.stop()
+
+
+def print_load(result: dict, seconds: float, out) -> bool:
+    marks = result["marks"]
+    expected = result["shown_for"] / 5.0 + 1
+    ok = (marks["hidden before"] == 0 and marks["hidden after"] == 0 and result["resets"] == 0
+          and marks["shown"] <= expected + 0.5 and (result["min_gap"] or 5.0) >= 4.9)
+    print(f"Queries: admin queries reading the digest (a real proxytop, {seconds:g} s per phase)", file=out)
+    print(f"  hidden (ConnPool) before: {marks['hidden before']}   shown {result['shown_for']:.0f} s: {marks['shown']} "
+          f"(at most {expected:.1f}: one per 5 s interval in force)   hidden after: {marks['hidden after']}   "
+          f"shortest gap {result['min_gap'] or 0:.2f} s   *_reset: {result['resets']}   "
+          f"{'ok' if ok else 'NOT OK'}", file=out)
+    return ok
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="cpu,memory,load")
+    parser.add_argument("--cycles", type=int, default=10)
+    parser.add_argument("--readings", type=int, default=61, help="digest reads before the memory figure")
+    parser.add_argument("--memory-timeout", type=float, default=600.0)
+    parser.add_argument("--load-seconds", type=float, default=20.0)
+    args = parser.parse_args(argv)
+    only = set(args.only.split(","))
+    recording = Recording.load("cluster", node="127.0.0.1:6042")
+    out = sys.stdout
+    print(machine(), file=out)
+    ok = True
+    if "cpu" in only:
+        ok &= print_cpu(bench_cpu(recording, args.cycles), args.cycles, out)
+        out.flush()
+    if "load" in only:
+        ok &= print_load(bench_load(recording, args.load_seconds), args.load_seconds, out)
+        out.flush()
+    if "memory" in only:
+        ok &= print_memory(bench_memory(recording, args.readings, args.memory_timeout), args.readings, out)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
