@@ -11,6 +11,8 @@ from proxytop.options import step_interval
 from proxytop.screens.base import Confirm, DataView, Detail, Screen
 
 HEADER_COLLECTOR = "proxysql.global"
+ALARM_COLLECTOR = "proxysql.connection_pool"  # the header's backend alarm reads it on every screen
+ALARM_INTERVAL = 2.0
 MESSAGE_SECONDS = 6.0
 
 
@@ -98,6 +100,10 @@ class Controller:
         if self.engine.collector(HEADER_COLLECTOR) is not None:
             self.engine.set_interval(HEADER_COLLECTOR, interval)
             names.append(HEADER_COLLECTOR)
+        if self.engine.collector(ALARM_COLLECTOR) is not None and ALARM_COLLECTOR not in names:
+            # the header's backend alarm, on every screen: the pool at a slower pace
+            self.engine.set_interval(ALARM_COLLECTOR, max(interval, ALARM_INTERVAL))
+            names.append(ALARM_COLLECTOR)
         self.engine.set_active(names)
         self._rows_token = None
 
@@ -336,6 +342,8 @@ class Controller:
         self.detail_row = row
         self.detail_scroll = 0
         self.mode = "detail"
+        if tuple(self.screen.active_collectors()) != self._activated:
+            self.activate()  # a detail view may read more while it is open
 
     def do_back(self):
         self.mode = "table"
@@ -425,6 +433,9 @@ class Controller:
         if name in ("ESC", "BACKSPACE", "KEY_LEFT"):
             self.mode = "table"
             self.detail = None
+            closed = getattr(self.screen, "detail_closed", None)
+            if closed is not None:
+                closed()
         elif name == "KEY_DOWN":
             self.detail_scroll += 1
         elif name == "KEY_UP":

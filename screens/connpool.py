@@ -1,9 +1,16 @@
-"""ConnPool: ProxySQL's connection pool, one row per backend, subtotals per hostgroup."""
+"""ConnPool: ProxySQL's connection pool, one row per backend, subtotals per hostgroup.
+
+Beside the pool's counters each backend shows why it is in its state: the measured replication
+lag and read_only from the monitor logs, the latest ping/connect check, and how long it has had
+its status. Enter opens its health view (screens.health).
+"""
 from __future__ import annotations
 
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from proxytop import units
+from proxytop import health, units
+from proxytop.collectors.errors import BackendErrors, FreeConnections, ReplicationHostgroups
+from proxytop.collectors.monitor import MonitorLogs, MonitorReadings
 from proxytop.collectors.proxysql import ConnectionPool, RuntimeServers
 from proxytop.rates import rate, to_number
 from proxytop.table import Column, Row
@@ -93,6 +100,81 @@ def pool_rows(previous, current, servers) -> List[Row]:
     return rows
 
 
+def settings_by_key(servers) -> Dict[Tuple[str, str, str], Mapping]:
+    """runtime_mysql_servers rows by (hostgroup, host, port); empty for the stats user."""
+    config: Dict[Tuple[str, str, str], Mapping] = {}
+    if servers is not None and servers.data is not None:
+        for r in servers.data.dicts():
+            config[(str(r.get("hostgroup_id")), str(r.get("hostname")), str(r.get("port")))] = r
+    return config
+
+
+def proxysql_now_us(monitor_snapshot, now: float) -> Optional[float]:
+    """ProxySQL's clock now, in µs: its clock at the monitor reading plus the time since."""
+    if monitor_snapshot is None or not isinstance(monitor_snapshot.data, MonitorReadings):
+        return None
+    base = monitor_snapshot.data.server_now_us
+    if base is None:
+        base = monitor_snapshot.wall_time * 1e6
+    return base + max(0.0, now - monitor_snapshot.taken_at) * 1e6
+
+
+def lag_text(value) -> str:
+    """The Lag column: seconds, NULL (checked, no number), or — (not monitored)."""
+    number = to_number(value)
+    if number is not None:
+        return f"{number:g}s"
+    return units.MISSING if value is None else str(value)
+
+
+def lag_style(row: Mapping) -> Optional[str]:
+    value = row.get("lag")
+    if value is None:
+        return None
+    if to_number(value) is None:
+        return "warning"  # NULL: replication stopped, or the check failed
+    limit = to_number(row.get("_max_lag"))
+    return "danger" if limit and to_number(value) > limit else None
+
+
+def monitor_text(value) -> str:
+    return units.milliseconds(value) if to_number(value) is not None else (value or units.MISSING)
+
+
+def monitor_style(row: Mapping) -> Optional[str]:
+    value = row.get("monitor")
+    return "danger" if value is not None and to_number(value) is None else None
+
+
+def in_state_text(value) -> str:
+    return units.duration(value)
+
+
+def in_state_style(row: Mapping) -> Optional[str]:
+    return None if row.get("_state_seen") else "dim"
+
+
+def with_health(rows: List[Row], config: Mapping, monitor: Optional[MonitorReadings],
+                log: health.StatusLog, now_us: Optional[float], now_wall: float) -> List[Row]:
+    """Pure: adds Lag, RO, Monitor and In state to ConnPool rows (in place; returns them)."""
+    for row in rows:
+        hostgroup, host, port = row["_id"]
+        server = monitor.server(host, port) if monitor is not None else None
+        settings = config.get(row["_id"])
+        lag, _when = health.latest_lag(server)
+        row["lag"] = lag
+        row["_max_lag"] = to_number(settings.get("max_replication_lag")) if settings else None
+        row["ro"] = health.latest_read_only(server)
+        row["monitor"] = health.monitor_cell(server, now_us)
+        seen = log.since.get(row["_id"])
+        if seen is not None and seen[0] == str(row.get("status") or ""):
+            row["in_state"] = max(0.0, now_wall - seen[1])
+            row["_state_seen"] = seen[2]
+        else:
+            row["in_state"] = None
+    return rows
+
+
 class ConnPoolScreen(Screen):
     key = "connpool"
     title = "ConnPool"
@@ -103,6 +185,13 @@ class ConnPoolScreen(Screen):
         Column("hostgroup", "HG", 4, fmt=units.plain, priority=0),
         Column("server", "Server", 18, "<", numeric=False, priority=0),
         Column("status", "Status", 12, "<", style=status_style, numeric=False, priority=0),
+        Column("lag", "Lag", 5, fmt=lag_text, style=lag_style, priority=3,
+               help="replication lag in seconds, measured by the monitor (red past max_replication_lag; "
+                    "NULL: Seconds_Behind_Master NULL; \u2014: lag not monitored)"),
+        Column("ro", "RO", 3, "<", numeric=False, priority=6,
+               help="read_only from the monitor's last check (servers in replication hostgroups)"),
+        Column("in_state", "InState", 7, fmt=in_state_text, style=in_state_style, priority=5,
+               help="how long the server has had its status (dim: at least, since proxytop started)"),
         Column("conn_used", "Used", 5, fmt=units.scaled, summable=True, priority=1, help="ConnUsed: connections in use"),
         Column("conn_free", "Free", 5, fmt=units.scaled, summable=True, priority=2, help="ConnFree: idle pooled connections"),
         Column("conn_ok_s", "OK/s", 6, fmt=units.scaled, summable=True, priority=4, help="new backend connections per second"),
@@ -115,26 +204,110 @@ class ConnPoolScreen(Screen):
         Column("sent_s", "Sent/s", 8, fmt=units.human_bytes, summable=True, priority=4, help="bytes sent to the backend per second"),
         Column("recv_s", "Recv/s", 8, fmt=units.human_bytes, summable=True, priority=4, help="bytes received from the backend per second"),
         Column("latency_ms", "Lat ms", 7, fmt=units.milliseconds, priority=2, help="monitor ping latency"),
+        Column("monitor", "Monitor", 15, "<", fmt=monitor_text, style=monitor_style, numeric=False, priority=7,
+               help="the monitor's latest ping or connect check: its time, or the failed check and its age"),
         Column("weight", "Weight", 6, fmt=units.plain, priority=8),
         Column("max_connections", "MaxConn", 7, fmt=units.plain, priority=8),
         Column("comment", "Comment", 12, "<", numeric=False, priority=9, flexible=True),
     )
 
+    live_detail = True  # the health view follows new readings
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        self.status_log = health.StatusLog()
+        self.health_open = False  # free connections are read only while a health view is open
+
     def collectors(self):
-        return [ConnectionPool(), RuntimeServers()]
+        return [ConnectionPool(), RuntimeServers(), MonitorLogs(), ReplicationHostgroups(),
+                BackendErrors(), FreeConnections()]
+
+    def active_collectors(self) -> List[str]:
+        names = [ConnectionPool.name, RuntimeServers.name, MonitorLogs.name, ReplicationHostgroups.name]
+        if self.health_open:
+            names += [BackendErrors.name, FreeConnections.name]
+        return names
+
+    def observe(self, view: DataView) -> None:
+        """Fold the latest pool reading into the status log (called on every screen by the
+        header alarm, so that state changes are seen while ConnPool is hidden too)."""
+        current = view.latest(ConnectionPool.name)
+        if current is None or current.data is None or not current.data.has("status"):
+            return
+        statuses = [(server_key(r), str(r.get("status") or "")) for r in current.data.dicts()]
+        self.status_log = health.track(self.status_log, statuses, current.wall_time, current.taken_at)
 
     def rows(self, view: DataView) -> List[Row]:
         previous, current = view.pair(ConnectionPool.name)
-        return pool_rows(previous, current, view.latest(RuntimeServers.name))
+        servers = view.latest(RuntimeServers.name)
+        rows = pool_rows(previous, current, servers)
+        self.observe(view)
+        monitor = view.latest(MonitorLogs.name)
+        readings = monitor.data if monitor is not None and isinstance(monitor.data, MonitorReadings) else None
+        now_wall = current.wall_time + max(0.0, view.now() - current.taken_at) if current is not None else 0.0
+        return with_health(rows, settings_by_key(servers), readings, self.status_log,
+                           proxysql_now_us(monitor, view.now()), now_wall)
+
+    def rows_token(self, view: DataView):
+        # the Monitor and In state columns age between readings
+        return int(view.now())
 
     def subtotal_label(self, group):
         return ("server", f"hostgroup {units.plain(group)} total")
 
     def notes(self, view: DataView):
+        notes = []
         source = view.source("proxysql")
         session = getattr(source, "session", None)
         if session is not None and not session.is_admin:
-            return [(("Weight, MaxConn, Used% and Comment need an admin user (runtime_mysql_servers).", "dim"),)]
-        return []
+            notes.append((("Weight, MaxConn, Used%, Comment and the lag thresholds need an admin user "
+                           "(runtime_mysql_servers).", "dim"),))
+        monitor = view.latest(MonitorLogs.name)
+        if monitor is not None and isinstance(monitor.data, MonitorReadings):
+            missing = monitor.data.unavailable
+            if missing:
+                kinds = ", ".join(kind for kind, _why in missing)
+                notes.append(((f"Monitor logs not read ({kinds}): {missing[0][1]}.", "dim"),))
+            elif not monitor.data.servers:
+                notes.append((("The monitor logs are empty: is mysql-monitor_enabled false?", "dim"),))
+        return notes
+
+    def status(self, view: DataView) -> Optional[str]:
+        for name in self.active_collectors():
+            message = view.error(name)
+            if message:
+                return message
+        return None
+
+    def detail(self, row: Row, view: DataView):
+        from proxytop.screens.health import health_view
+
+        self.health_open = True
+        return health_view(row, view, self.status_log)
+
+    def detail_closed(self) -> None:
+        self.health_open = False
+
+    def alarm(self, view: DataView) -> Optional[str]:
+        """The header's one-line alarm: backends not ONLINE or past their lag threshold."""
+        self.observe(view)
+        current = view.latest(ConnectionPool.name)
+        if current is None or current.data is None or not current.data.has("status"):
+            return None
+        config = settings_by_key(view.latest(RuntimeServers.name))
+        monitor = view.latest(MonitorLogs.name)
+        readings = monitor.data if monitor is not None and isinstance(monitor.data, MonitorReadings) else None
+        alarms = []
+        for r in current.data.dicts():
+            key = server_key(r)
+            server = readings.server(key[1], key[2]) if readings is not None else None
+            text = health.alarm(r.get("status"), config.get(key), server, f"{key[1]}:{key[2]}")
+            if text and text not in alarms:
+                alarms.append(text)
+        if not alarms:
+            return None
+        more = f"  (+{len(alarms) - 1} more)" if len(alarms) > 1 else ""
+        return alarms[0] + more
+
 
 SCREEN = ConnPoolScreen
