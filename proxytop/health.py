@@ -174,8 +174,8 @@ def reason(status: Any, settings: Optional[Mapping], monitor: Optional[ServerMon
     """One plain-language line: why this backend has its status.
 
     >>> m = ServerMonitor(ping=((10**15, 0, "Can't connect to MySQL server", None),) * 3)
-    >>> reason("SHUNNED", None, m)[:38]
-    'SHUNNED: 3 failed pings since 09:46:40'
+    >>> reason("SHUNNED", None, m) == f"SHUNNED: 3 failed pings since {clock(10**15)}: Can't connect to MySQL server"
+    True
     >>> reason("SHUNNED_REPLICATION_LAG", {"max_replication_lag": "5"},
     ...        ServerMonitor(lag=((1, 1, None, "12"),)))
     'SHUNNED_REPLICATION_LAG: lag 12 s > 5 s'
