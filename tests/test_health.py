@@ -22,8 +22,8 @@ def cluster():
     return Recording.load("cluster", node=NODE1)
 
 
-def session_of(double, user="admin"):
-    return open_admin(Endpoint(port=double.port, user=user, password=user, timeout=2))
+def session_of(double, user="admin", timeout=5.0):
+    return open_admin(Endpoint(port=double.port, user=user, password=user, timeout=timeout))
 
 
 def monitor_queries(double):
@@ -120,7 +120,7 @@ def test_a_hundred_thousand_rows_are_read_a_bounded_part_at_a_time(cluster):
     double.transforms["mysql_server_ping_log"] = huge
     try:
         collector = MonitorLogs()
-        session = session_of(double)
+        session = session_of(double, timeout=60.0)  # the double fills 100,000 rows into SQLite per query
         readings = collector.collect(session)
         # the first reading covers the last minute only, not two hours of 100,000 rows
         assert 0 < readings.new_rows <= ROWS_PER_READING
