@@ -99,3 +99,11 @@ class ReplicationHostgroups(TableCollector):
     min_interval = 5.0
     own_pace = True
     history = 1
+
+    def collect(self, session) -> Optional[Table]:
+        try:
+            return super().collect(session)
+        except Exception as exc:
+            if "no such table" in str(exc).lower():
+                return None  # a ProxySQL without replication hostgroups: nothing to show
+            raise

@@ -69,7 +69,7 @@ class MonitorReadings:
     """What the monitor logs say, as of this reading."""
 
     servers: Mapping[str, ServerMonitor] = field(default_factory=dict)  # "host:port" -> entries
-    unavailable: Tuple[Tuple[str, str], ...] = ()  # (kind, why): logs left out
+    unavailable: Tuple[Tuple[str, str], ...] = ()  # (kind, why): logs left out, why in a few words
     new_rows: int = 0  # rows this reading brought
     server_now_us: Optional[int] = None  # ProxySQL's clock when it answered
 
@@ -162,11 +162,11 @@ class MonitorLogs(Collector):
                     if getattr(session, "is_admin", True) or not _is_query_error(exc):
                         raise
                     for each in logs:  # the stats user of a ProxySQL that keeps monitor to admins
-                        self._unavailable[each.kind] = "needs an admin user"
+                        self._unavailable[each.kind] = "only an admin user can read it"
                     break
                 admin = getattr(session, "is_admin", True)
-                self._unavailable[log.kind] = f"{SCHEMA}.{log.table} " + (
-                    "does not exist in this ProxySQL" if admin else "can't be read by this user (an admin user can)")
+                self._unavailable[log.kind] = "not in this ProxySQL" if admin else \
+                    "this user can't read it (an admin user can)"
                 continue
             return self._absorb(table.columns, table.rows)
         return MonitorReadings(servers=dict(self._servers), unavailable=self._unavailable_tuple())

@@ -271,8 +271,8 @@ def track(log: StatusLog, statuses: Iterable[Tuple[ServerKey, str]], at: float, 
     >>> track(log, [(("20", "h", "1"), "ONLINE")], 110.0, 2) is log  # the same reading again
     True
     """
-    if reading_id and reading_id in log.readings:
-        return log
+    if reading_id and log.readings and reading_id <= max(log.readings):
+        return log  # folded already, or older than one that was (never a change backwards)
     since = dict(log.since)
     changes = list(log.changes)
     for key, status in statuses:

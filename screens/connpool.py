@@ -185,6 +185,11 @@ class ConnPoolScreen(Screen):
         Column("hostgroup", "HG", 4, fmt=units.plain, priority=0),
         Column("server", "Server", 18, "<", numeric=False, priority=0),
         Column("status", "Status", 12, "<", style=status_style, numeric=False, priority=0),
+        Column("conn_used", "Used", 5, fmt=units.scaled, summable=True, priority=1, help="ConnUsed: connections in use"),
+        Column("conn_free", "Free", 5, fmt=units.scaled, summable=True, priority=2, help="ConnFree: idle pooled connections"),
+        Column("conn_ok_s", "OK/s", 6, fmt=units.scaled, summable=True, priority=4, help="new backend connections per second"),
+        Column("conn_err_s", "ERR/s", 6, fmt=units.scaled, style=error_style, summable=True, priority=3,
+               help="failed backend connections per second"),
         Column("lag", "Lag", 5, fmt=lag_text, style=lag_style, priority=3,
                help="replication lag in seconds, measured by the monitor (red past max_replication_lag; "
                     "NULL: Seconds_Behind_Master NULL; \u2014: lag not monitored)"),
@@ -192,11 +197,6 @@ class ConnPoolScreen(Screen):
                help="read_only from the monitor's last check (servers in replication hostgroups)"),
         Column("in_state", "InState", 7, fmt=in_state_text, style=in_state_style, priority=5,
                help="how long the server has had its status (dim: at least, since proxytop started)"),
-        Column("conn_used", "Used", 5, fmt=units.scaled, summable=True, priority=1, help="ConnUsed: connections in use"),
-        Column("conn_free", "Free", 5, fmt=units.scaled, summable=True, priority=2, help="ConnFree: idle pooled connections"),
-        Column("conn_ok_s", "OK/s", 6, fmt=units.scaled, summable=True, priority=4, help="new backend connections per second"),
-        Column("conn_err_s", "ERR/s", 6, fmt=units.scaled, style=error_style, summable=True, priority=3,
-               help="failed backend connections per second"),
         Column("max_conn_used", "MaxUsed", 7, fmt=units.scaled, priority=6, help="high-water mark of ConnUsed"),
         Column("used_pct", "Used%", 6, fmt=units.percent, style=used_style, priority=5,
                help="ConnUsed as a share of the server's max_connections (admin user)"),
@@ -228,10 +228,10 @@ class ConnPoolScreen(Screen):
             names += [BackendErrors.name, FreeConnections.name]
         return names
 
-    def observe(self, view: DataView) -> None:
-        """Fold the latest pool reading into the status log (called on every screen by the
-        header alarm, so that state changes are seen while ConnPool is hidden too)."""
-        current = view.latest(ConnectionPool.name)
+    def observe(self, view: DataView, reading=None) -> None:
+        """Fold the latest pool reading (or ``reading``) into the status log; called on every
+        screen by the header alarm, so that state changes are seen while ConnPool is hidden."""
+        current = reading if reading is not None else view.latest(ConnectionPool.name)
         if current is None or current.data is None or not current.data.has("status"):
             return
         statuses = [(server_key(r), str(r.get("status") or "")) for r in current.data.dicts()]
@@ -241,16 +241,16 @@ class ConnPoolScreen(Screen):
         previous, current = view.pair(ConnectionPool.name)
         servers = view.latest(RuntimeServers.name)
         rows = pool_rows(previous, current, servers)
+        if current is None:
+            return rows
+        self.observe(view, previous)
         self.observe(view)
         monitor = view.latest(MonitorLogs.name)
         readings = monitor.data if monitor is not None and isinstance(monitor.data, MonitorReadings) else None
-        now_wall = current.wall_time + max(0.0, view.now() - current.taken_at) if current is not None else 0.0
+        # Ages as of the pool reading (not of the frame drawn): the same readings give the same
+        # rows, live, in batch and in a replay.
         return with_health(rows, settings_by_key(servers), readings, self.status_log,
-                           proxysql_now_us(monitor, view.now()), now_wall)
-
-    def rows_token(self, view: DataView):
-        # the Monitor and In state columns age between readings
-        return int(view.now())
+                           proxysql_now_us(monitor, current.taken_at), current.wall_time)
 
     def subtotal_label(self, group):
         return ("server", f"hostgroup {units.plain(group)} total")
@@ -264,11 +264,12 @@ class ConnPoolScreen(Screen):
                            "(runtime_mysql_servers).", "dim"),))
         monitor = view.latest(MonitorLogs.name)
         if monitor is not None and isinstance(monitor.data, MonitorReadings):
-            missing = monitor.data.unavailable
-            if missing:
-                kinds = ", ".join(kind for kind, _why in missing)
-                notes.append(((f"Monitor logs not read ({kinds}): {missing[0][1]}.", "dim"),))
-            elif not monitor.data.servers:
+            reasons: Dict[str, List[str]] = {}
+            for kind, why in monitor.data.unavailable:
+                reasons.setdefault(why, []).append(kind)
+            for why, kinds in reasons.items():
+                notes.append(((f"Monitor logs not read ({', '.join(kinds)}): {why}.", "dim"),))
+            if not monitor.data.servers and len(reasons) == 0:
                 notes.append((("The monitor logs are empty: is mysql-monitor_enabled false?", "dim"),))
         return notes
 

@@ -150,11 +150,7 @@ class ErrorsScreen(Screen):
         previous, current = view.pair(BackendErrors.name)
         if current is None:
             return []
-        now_wall = current.wall_time + max(0.0, view.now() - current.taken_at)
-        return errors_rows(previous, current, now_wall)
-
-    def rows_token(self, view: DataView):
-        return int(view.now())  # the Seen column ages between readings
+        return errors_rows(previous, current)  # ages as of the reading: a replay shows the same rows
 
     def notes(self, view: DataView) -> List[Sequence[Segment]]:
         lines: List[Sequence[Segment]] = []

@@ -71,6 +71,8 @@ def test_screens_render_the_same_rows_from_the_replay(live_recording):
     engine, controller = build(config, engine)
     assert engine.source("proxysql").endpoint.password == ""
     for index, screen in enumerate(controller.screens):
+        if not screen.built:
+            continue  # a screen this build lacks says so instead of showing rows
         controller.switch(index)
         rows = screen.rows(controller.view)
         assert rows, f"{screen.title} has no rows in the replay"
