@@ -60,20 +60,20 @@ def pool_rows(previous, current, servers) -> List[Row]:
     if current is None or current.data is None:
         return []
     seconds = seconds_between(previous, current)
-    before: Dict[Tuple, Mapping] = {}
-    if previous is not None and previous.data is not None:
-        before = {server_key(r): r for r in previous.data.dicts()}
-    config: Dict[Tuple, Mapping] = {}
-    if servers is not None and servers.data is not None:
-        for r in servers.data.dicts():
-            config[(str(r.get("hostgroup_id")), str(r.get("hostname")), str(r.get("port")))] = r
+    before = counters_by_key(previous)
+    config = settings_by_key(servers)
+    now_counters = counters_by_key(current)
     rows = []
-    for r in current.data.dicts():
-        key = server_key(r)
+    for key, r in keyed_rows(current).items():
         old = before.get(key)
+        counts = now_counters[key]
 
         def per_second(field):
-            return rate(old.get(field), r.get(field), seconds) if old else None
+            if old is None or not seconds:
+                return None
+            at = COUNTERS.index(field)
+            a, b = old[at], counts[at]
+            return None if a is None or b is None or b < a else (b - a) / seconds  # a reset: no rate
 
         settings = config.get(key, {})
         max_conn = to_number(settings.get("max_connections")) if settings else None
@@ -100,13 +100,44 @@ def pool_rows(previous, current, servers) -> List[Row]:
     return rows
 
 
+_recent: List[Tuple[object, str, Dict]] = []  # (snapshot, kind, its rows by key): each reading is used 2-3 times
+
+
+def _remember(snapshot, kind: str, build) -> Dict:
+    for seen, seen_kind, made in _recent:
+        if seen is snapshot and seen_kind == kind:
+            return made
+    made = build()
+    _recent[:] = _recent[-5:] + [(snapshot, kind, made)]
+    return made
+
+
+def keyed_rows(snapshot) -> Dict[Tuple[str, str, str], Mapping]:
+    """A connection-pool reading's rows by (hostgroup, host, port), in the order read (made
+    once per reading: it is the current reading, then the previous one)."""
+    if snapshot is None or snapshot.data is None:
+        return {}
+    return _remember(snapshot, "pool", lambda: {server_key(r): r for r in snapshot.data.dicts()})
+
+
+def counters_by_key(snapshot) -> Dict[Tuple[str, str, str], Tuple]:
+    """The COUNTERS of each backend of a reading as numbers (made once per reading)."""
+    if snapshot is None or snapshot.data is None:
+        return {}
+    return _remember(snapshot, "counters", lambda: {
+        key: tuple(to_number(r.get(field)) for field in COUNTERS) for key, r in keyed_rows(snapshot).items()})
+
+
 def settings_by_key(servers) -> Dict[Tuple[str, str, str], Mapping]:
     """runtime_mysql_servers rows by (hostgroup, host, port); empty for the stats user."""
-    config: Dict[Tuple[str, str, str], Mapping] = {}
-    if servers is not None and servers.data is not None:
-        for r in servers.data.dicts():
-            config[(str(r.get("hostgroup_id")), str(r.get("hostname")), str(r.get("port")))] = r
-    return config
+    if servers is None or servers.data is None:
+        return {}
+
+    def build():
+        return {(str(r.get("hostgroup_id")), str(r.get("hostname")), str(r.get("port"))): r
+                for r in servers.data.dicts()}
+
+    return _remember(servers, "servers", build)
 
 
 def proxysql_now_us(monitor_snapshot, now: float) -> Optional[float]:
@@ -154,20 +185,29 @@ def in_state_style(row: Mapping) -> Optional[str]:
     return None if row.get("_state_seen") else "dim"
 
 
+def server_health(monitor: Optional[MonitorReadings], host: str, port: str, now_us: Optional[float]) -> Tuple:
+    """(lag, read_only, monitor cell) of one server from a monitor reading."""
+    server = monitor.server(host, port) if monitor is not None else None
+    if server is None:
+        return None, None, None
+    return health.latest_lag(server)[0], health.latest_read_only(server), health.monitor_cell(server, now_us)
+
+
 def with_health(rows: List[Row], config: Mapping, monitor: Optional[MonitorReadings],
                 log: health.StatusLog, now_us: Optional[float], now_wall: float) -> List[Row]:
     """Pure: adds Lag, RO, Monitor and In state to ConnPool rows (in place; returns them)."""
+    by_server: Dict[Tuple[str, str], Tuple] = {}  # a server in two hostgroups is looked up once
+    since = log.since
     for row in rows:
-        hostgroup, host, port = row["_id"]
-        server = monitor.server(host, port) if monitor is not None else None
-        settings = config.get(row["_id"])
-        lag, _when = health.latest_lag(server)
-        row["lag"] = lag
+        key = row["_id"]
+        found = by_server.get(key[1:])
+        if found is None:
+            found = by_server[key[1:]] = server_health(monitor, key[1], key[2], now_us)
+        row["lag"], row["ro"], row["monitor"] = found
+        settings = config.get(key)
         row["_max_lag"] = to_number(settings.get("max_replication_lag")) if settings else None
-        row["ro"] = health.latest_read_only(server)
-        row["monitor"] = health.monitor_cell(server, now_us)
-        seen = log.since.get(row["_id"])
-        if seen is not None and seen[0] == str(row.get("status") or ""):
+        seen = since.get(key)
+        if seen is not None and seen[0] == (row.get("status") or ""):
             row["in_state"] = max(0.0, now_wall - seen[1])
             row["_state_seen"] = seen[2]
         else:
@@ -234,7 +274,10 @@ class ConnPoolScreen(Screen):
         current = reading if reading is not None else view.latest(ConnectionPool.name)
         if current is None or current.data is None or not current.data.has("status"):
             return
-        statuses = [(server_key(r), str(r.get("status") or "")) for r in current.data.dicts()]
+        folded = self.status_log.readings
+        if folded and current.taken_at <= folded[-1]:
+            return  # folded already (this runs for every frame drawn)
+        statuses = [(key, str(r.get("status") or "")) for key, r in keyed_rows(current).items()]
         self.status_log = health.track(self.status_log, statuses, current.wall_time, current.taken_at)
 
     def rows(self, view: DataView) -> List[Row]:
@@ -295,20 +338,31 @@ class ConnPoolScreen(Screen):
         current = view.latest(ConnectionPool.name)
         if current is None or current.data is None or not current.data.has("status"):
             return None
-        config = settings_by_key(view.latest(RuntimeServers.name))
+        servers = view.latest(RuntimeServers.name)
         monitor = view.latest(MonitorLogs.name)
+        # Drawn up to ten times a second: the same readings give the same alarm.
+        token = (current, servers, monitor)
+        cached = getattr(self, "_alarm", None)
+        if cached is not None and all(a is b for a, b in zip(cached[0], token)):
+            return cached[1]
+        text = self._alarm_text(current, servers, monitor)
+        self._alarm = (token, text)
+        return text
+
+    @staticmethod
+    def _alarm_text(current, servers, monitor) -> Optional[str]:
+        config = settings_by_key(servers)
         readings = monitor.data if monitor is not None and isinstance(monitor.data, MonitorReadings) else None
-        alarms = []
-        for r in current.data.dicts():
-            key = server_key(r)
+        alarms: Dict[str, None] = {}  # in pool order, each once (a server in two hostgroups)
+        for key, r in keyed_rows(current).items():
             server = readings.server(key[1], key[2]) if readings is not None else None
             text = health.alarm(r.get("status"), config.get(key), server, f"{key[1]}:{key[2]}")
-            if text and text not in alarms:
-                alarms.append(text)
+            if text:
+                alarms[text] = None
         if not alarms:
             return None
         more = f"  (+{len(alarms) - 1} more)" if len(alarms) > 1 else ""
-        return alarms[0] + more
+        return next(iter(alarms)) + more
 
 
 SCREEN = ConnPoolScreen

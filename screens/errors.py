@@ -9,6 +9,7 @@ last seen, and the same errno on the other servers.
 """
 from __future__ import annotations
 
+import operator
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -27,53 +28,85 @@ REFUSED = ("Access_Denied_Wrong_Password", "Access_Denied_Max_Connections",
 Segment = Tuple[str, Optional[str]]
 
 
-def error_key(r: Mapping) -> Tuple[str, ...]:
+KEY_COLUMNS = (MYSQL_ERRORS.hostgroup, MYSQL_ERRORS.host, MYSQL_ERRORS.port, MYSQL_ERRORS.user,
+               MYSQL_ERRORS.client, MYSQL_ERRORS.schema, MYSQL_ERRORS.errno)
+
+
+def _getter(table, names: Sequence[str]):
+    """A function row -> the values of ``names`` (None for a column the table lacks)."""
+    positions = [table.columns.index(n) if table.has(n) else None for n in names]
+    if all(p is not None for p in positions) and len(positions) > 1:
+        return operator.itemgetter(*positions)
+    return lambda row: tuple(row[p] if p is not None else None for p in positions)
+
+
+_parsed_readings: List[Tuple[Any, Dict]] = []  # (reading, its parsed rows): a reading is current, then previous
+
+
+def parsed(snapshot) -> Dict[Tuple, Tuple]:
+    """{key: (count, hostgroup, server, errno, errno name, first_seen, last_seen, last_error)} of
+    one stats_mysql_errors reading, numbers converted; made once per reading."""
+    for seen, rows in _parsed_readings:
+        if seen is snapshot:
+            return rows
     e = MYSQL_ERRORS
-    return tuple(str(r.get(c)) for c in (e.hostgroup, e.host, e.port, e.user, e.client, e.schema, e.errno))
+    table = snapshot.data
+    key_of = _getter(table, KEY_COLUMNS)
+    values_of = _getter(table, (e.count, e.first_seen, e.last_seen, e.last_error))
+    names: Dict[Any, Tuple[Any, Optional[str]]] = {}
+    places: Dict[Tuple, Tuple[Any, str]] = {}  # few hostgroups and servers, many rows
+    rows: Dict[Tuple, Tuple] = {}
+    for row in table.rows:
+        key = key_of(row)
+        hostgroup, host, port, _user, _client, _schema, errno = key
+        count, first_seen, last_seen, last_error = values_of(row)
+        if errno not in names:
+            number = to_number(errno)
+            names[errno] = (number if number is not None else errno, errnames.name(errno) or None)
+        place = places.get(key[:3])
+        if place is None:
+            place = places[key[:3]] = (to_number(hostgroup), f"{host}:{port}")
+        rows[key] = (to_number(count), *place, *names[errno], first_seen, to_number(last_seen), last_error)
+    _parsed_readings[:] = _parsed_readings[-2:] + [(snapshot, rows)]
+    return rows
 
 
 def errors_rows(previous, current, now_wall: Optional[float] = None) -> List[Row]:
     """Pure: two stats_mysql_errors readings -> screen rows with errors/s and last-seen age.
 
     Ages are measured at ``now_wall`` (default: the reading's own time) and never negative:
-    a last_seen ahead of the clock is 'now'."""
+    a last_seen ahead of the clock is 'now'. A counter that went down (the table was reset)
+    has no rate for that interval."""
     if current is None or current.data is None:
         return []
-    e = MYSQL_ERRORS
     seconds = seconds_between(previous, current)
-    before: Dict[Tuple, Any] = {}
-    if previous is not None and previous.data is not None and previous.data.has(e.count):
-        count_at = previous.data.columns.index(e.count)
-        keys = [e.hostgroup, e.host, e.port, e.user, e.client, e.schema, e.errno]
-        positions = [previous.data.columns.index(k) if previous.data.has(k) else None for k in keys]
-        for row in previous.data.rows:
-            before[tuple(str(row[p]) if p is not None else "None" for p in positions)] = row[count_at]
+    before = parsed(previous) if previous is not None and previous.data is not None else {}
     now = current.wall_time if now_wall is None else now_wall
     rows = []
-    for r in current.data.dicts():
-        key = error_key(r)
-        count = to_number(r.get(e.count))
+    for key, (count, hostgroup, server, errno, name, first_seen, last_seen, last_error) in parsed(current).items():
         old = before.get(key)
-        if key in before:
-            per_second = rate(old, r.get(e.count), seconds)
-        else:
-            per_second = None if previous is None or seconds is None else rate(0, count, seconds)
-        last_seen = to_number(r.get(e.last_seen))
+        if old is not None:
+            old_count = old[0]
+        else:  # a row that appeared since the last reading: all its errors are new
+            old_count = 0 if previous is not None else None
+        per_second = None
+        if seconds and old_count is not None and count is not None and count >= old_count:
+            per_second = (count - old_count) / seconds
         rows.append({
             "_id": key,
             "errors_s": per_second,
             "count": count,
-            "errno": to_number(r.get(e.errno)) if to_number(r.get(e.errno)) is not None else r.get(e.errno),
-            "errno_name": errnames.name(r.get(e.errno)) or None,
-            "hostgroup": to_number(r.get(e.hostgroup)),
-            "server": f"{r.get(e.host)}:{r.get(e.port)}",
-            "user": r.get(e.user),
-            "schema": r.get(e.schema),
-            "client": r.get(e.client),
+            "errno": errno,
+            "errno_name": name,
+            "hostgroup": hostgroup,
+            "server": server,
+            "user": key[3],
+            "schema": key[5],
+            "client": key[4],
             "last_seen_age": None if last_seen is None else max(0.0, now - last_seen),
-            "first_seen": to_number(r.get(e.first_seen)),
+            "first_seen": first_seen,  # as sent (epoch seconds): only the detail shows it
             "last_seen": last_seen,
-            "last_error": r.get(e.last_error),
+            "last_error": last_error,
         })
     return rows
 
