@@ -164,16 +164,16 @@ class ErrorsScreen(Screen):
     columns = (
         Column("errors_s", "Errors/s", 9, fmt=units.scaled, style=rate_style, summable=True, priority=0,
                help="errors per second (from count_star)"),
-        Column("count", "Count", 7, fmt=units.scaled, summable=True, priority=3, help="count_star: errors since the row appeared"),
+        Column("count", "Count", 7, fmt=units.scaled, summable=True, priority=4, help="count_star: errors since the row appeared"),
         Column("errno", "Errno", 5, fmt=errno_text, priority=0),
         Column("errno_name", "Name", 22, "<", numeric=False, priority=2, help="the error number's symbolic name"),
         Column("hostgroup", "HG", 4, fmt=units.plain, priority=1),
         Column("server", "Server", 18, "<", numeric=False, priority=1),
         Column("user", "User", 10, "<", numeric=False, priority=2),
-        Column("schema", "Schema", 10, "<", numeric=False, priority=4),
+        Column("schema", "Schema", 10, "<", numeric=False, priority=5),
         Column("client", "Client", 15, "<", numeric=False, priority=6, help="client_address"),
         Column("last_seen_age", "Seen", 6, fmt=age_text, priority=1, help="how long ago the error was last seen"),
-        Column("last_error", "Last error", 30, "<", numeric=False, priority=5, flexible=True),
+        Column("last_error", "Last error", 30, "<", numeric=False, priority=3, flexible=True),
     )
 
     def collectors(self):
