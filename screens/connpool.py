@@ -108,7 +108,7 @@ def _remember(snapshot, kind: str, build) -> Dict:
         if seen is snapshot and seen_kind == kind:
             return made
     made = build()
-    _recent[:] = _recent[-5:] + [(snapshot, kind, made)]
+    _recent[:] = _recent[-9:] + [(snapshot, kind, made)]
     return made
 
 
@@ -185,25 +185,43 @@ def in_state_style(row: Mapping) -> Optional[str]:
     return None if row.get("_state_seen") else "dim"
 
 
-def server_health(monitor: Optional[MonitorReadings], host: str, port: str, now_us: Optional[float]) -> Tuple:
-    """(lag, read_only, monitor cell) of one server from a monitor reading."""
-    server = monitor.server(host, port) if monitor is not None else None
-    if server is None:
+def monitor_summary(snapshot) -> Dict[Tuple[str, str], Tuple]:
+    """{(host, port): (lag, read_only, newest ping/connect check)} of a monitor reading, made
+    once per reading (every 2 s) rather than for every pool reading."""
+    if snapshot is None or not isinstance(snapshot.data, MonitorReadings):
+        return {}
+
+    def build():
+        summary = {}
+        for name, server in snapshot.data.servers.items():
+            host, _, port = name.rpartition(":")
+            summary[(host, port)] = (health.latest_lag(server)[0], health.latest_read_only(server),
+                                     health.latest_check(server), server)
+        return summary
+
+    return _remember(snapshot, "monitor", build)
+
+
+def server_health(found: Optional[Tuple], now_us: Optional[float]) -> Tuple:
+    """(lag, read_only, monitor cell) of one server from its monitor summary."""
+    if found is None:
         return None, None, None
-    return health.latest_lag(server)[0], health.latest_read_only(server), health.monitor_cell(server, now_us)
+    lag, read_only, check, server = found
+    if check is not None and check[1][2]:  # a failed check: its age is measured now
+        return lag, read_only, health.monitor_cell(server, now_us)
+    success = check[1][1] if check is not None else None
+    return lag, read_only, (None if success is None else success / 1000.0)
 
 
-def with_health(rows: List[Row], config: Mapping, monitor: Optional[MonitorReadings],
-                log: health.StatusLog, now_us: Optional[float], now_wall: float) -> List[Row]:
-    """Pure: adds Lag, RO, Monitor and In state to ConnPool rows (in place; returns them)."""
-    by_server: Dict[Tuple[str, str], Tuple] = {}  # a server in two hostgroups is looked up once
+def with_health(rows: List[Row], config: Mapping, monitor, log: health.StatusLog,
+                now_us: Optional[float], now_wall: float) -> List[Row]:
+    """Pure: adds Lag, RO, Monitor and In state to ConnPool rows (in place; returns them).
+    ``monitor`` is a monitor-log snapshot (or None)."""
+    summary = monitor_summary(monitor)
     since = log.since
     for row in rows:
         key = row["_id"]
-        found = by_server.get(key[1:])
-        if found is None:
-            found = by_server[key[1:]] = server_health(monitor, key[1], key[2], now_us)
-        row["lag"], row["ro"], row["monitor"] = found
+        row["lag"], row["ro"], row["monitor"] = server_health(summary.get(key[1:]), now_us)
         settings = config.get(key)
         row["_max_lag"] = to_number(settings.get("max_replication_lag")) if settings else None
         seen = since.get(key)
@@ -289,10 +307,9 @@ class ConnPoolScreen(Screen):
         self.observe(view, previous)
         self.observe(view)
         monitor = view.latest(MonitorLogs.name)
-        readings = monitor.data if monitor is not None and isinstance(monitor.data, MonitorReadings) else None
         # Ages as of the pool reading (not of the frame drawn): the same readings give the same
         # rows, live, in batch and in a replay.
-        return with_health(rows, settings_by_key(servers), readings, self.status_log,
+        return with_health(rows, settings_by_key(servers), monitor, self.status_log,
                            proxysql_now_us(monitor, current.taken_at), current.wall_time)
 
     def subtotal_label(self, group):

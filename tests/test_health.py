@@ -172,7 +172,7 @@ def test_null_lag_and_non_utf8_error_text_and_an_unconfigured_server(cluster):
         gone = readings.server("10.9.9.9", "3306")
         assert gone is not None and "timeout" in gone.lag[-1][2]  # decoded with replacement characters
         rows = [{"_id": ("20", "127.0.0.1", "3332"), "status": "ONLINE"}]
-        with_health(rows, {}, readings, health.StatusLog(), readings.server_now_us, 0.0)
+        with_health(rows, {}, Snapshot("m", readings, 1.0, 0.0), health.StatusLog(), readings.server_now_us, 0.0)
         assert rows[0]["lag"] == "NULL"  # the unconfigured server adds no row and breaks nothing
     finally:
         double.stop()
@@ -237,7 +237,7 @@ def test_lag_column_values():
     rows = [{"_id": ("20", "127.0.0.1", "3333"), "status": "ONLINE"},
             {"_id": ("10", "127.0.0.1", "3331"), "status": "ONLINE"}]
     config = {("20", "127.0.0.1", "3333"): {"max_replication_lag": "5"}}
-    with_health(rows, config, readings, health.StatusLog(), 4e6, 0.0)
+    with_health(rows, config, Snapshot("m", readings, 1.0, 0.0), health.StatusLog(), 4e6, 0.0)
     assert (rows[0]["lag"], rows[0]["_max_lag"]) == (12, 5)
     assert rows[1]["lag"] is None and rows[1]["ro"] is None and rows[1]["monitor"] is None
 
