@@ -262,7 +262,7 @@ class ConnPoolScreen(Screen):
         Column("sent_s", "Sent/s", 8, fmt=units.human_bytes, summable=True, priority=4, help="bytes sent to the backend per second"),
         Column("recv_s", "Recv/s", 8, fmt=units.human_bytes, summable=True, priority=4, help="bytes received from the backend per second"),
         Column("latency_ms", "Lat ms", 7, fmt=units.milliseconds, priority=2, help="monitor ping latency"),
-        Column("monitor", "Monitor", 15, "<", fmt=monitor_text, style=monitor_style, numeric=False, priority=7,
+        Column("monitor", "Monitor", 19, "<", fmt=monitor_text, style=monitor_style, numeric=False, priority=7,
                help="the monitor's latest ping or connect check: its time, or the failed check and its age"),
         Column("weight", "Weight", 6, fmt=units.plain, priority=8),
         Column("max_connections", "MaxConn", 7, fmt=units.plain, priority=8),

@@ -134,3 +134,32 @@ def test_the_stats_user_sees_the_measured_lag_and_is_told_what_needs_an_admin(pr
         assert re.search(r"! 127\.0\.0\.1:3333 SHUNNED_REPLICATION_LAG", screen)
     finally:
         double.stop()
+
+
+def test_failed_pings_are_the_reason_and_show_in_the_monitor_column(proxytop_term, recording):
+    """The 2.7 recording's reader 3313 is SHUNNED from frame 70; each reading of the ping log
+    ends with three failed pings of it."""
+    double = ProxySQLDouble(recording=recording, start_frame=70)
+
+    def failing(columns, rows):
+        start = columns.index("time_start_us")
+        newest = max(int(r[start]) for r in rows)
+        message = "Can't connect to MySQL server on '127.0.0.1' (111)"
+        return columns, rows + [["127.0.0.1", "3313", str(newest + n * 1_000_000), "0", message] for n in (1, 2, 3)]
+
+    double.transforms["mysql_server_ping_log"] = failing
+    double.start()
+    try:
+        term = proxytop_term("-P", str(double.port), cols=200, rows=60)
+        screen = term.wait_until(lambda s: re.search(r"127\.0\.0\.1:3313\s+SHUNNED\s.*ping err \S+ ago", s)
+                                 is not None, timeout=20, what="the failed ping in the Monitor column")
+        assert re.search(r"! 127\.0\.0\.1:3313 SHUNNED \(\d+ failed pings\)", screen)
+        term.send(DOWN)
+        term.send(DOWN)
+        term.send(ENTER)
+        screen = term.wait_for(r"SHUNNED: \d+ failed pings since \d\d:\d\d:\d\d: Can't connect to MySQL server",
+                               timeout=15)
+        assert re.search(r"ping: last 5 of \d+ read, \d+ failed", screen)
+        assert screen.count("error: Can't connect to MySQL server on '127.0.0.1' (111)") >= 3  # in red
+    finally:
+        double.stop()
