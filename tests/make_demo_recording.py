@@ -52,33 +52,6 @@ def port_mapper(ports: Dict[str, str]) -> Callable:
     return transform
 
 
-CLUSTER_PORTS = {"3331": "3311", "3332": "3312", "3333": "3313"}  # the cluster recording's backends
-CLUSTER_T0 = 1795385808  # the cluster recording's wall clock at t=0 (README-cluster.md)
-
-
-def recorded_errors(start_frame: int) -> Callable:
-    """A test-double transform: the 2.7 recording has no backend errors; serve those of the
-    recorded cluster (1064, 1146, 1062, 1290), one frame per reading, on the 2.7 backends'
-    ports, their first/last_seen moved to now."""
-    frames = Recording.load("cluster").series["stats_mysql_errors"]
-    shift = int(time.time()) - (CLUSTER_T0 + 2 * start_frame)  # read every 2 s when recorded
-    served = [start_frame]
-
-    def transform(columns: List[str], rows: List[list]) -> Tuple[List[str], List[list]]:
-        recorded_columns, recorded = frames[min(served[0], len(frames) - 1)]
-        served[0] += 1
-        out = []
-        for row in recorded:
-            values = dict(zip(recorded_columns, row))
-            values["port"] = CLUSTER_PORTS.get(values["port"], values["port"])
-            for name in ("first_seen", "last_seen"):
-                values[name] = str(int(values[name]) + shift)
-            out.append([values.get(c) for c in columns])
-        return columns, out
-
-    return transform
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=int, default=60, help="length of the recording (default 60)")
@@ -98,10 +71,10 @@ def main(argv=None) -> int:
         load.prepare()
         double = ProxySQLDouble(recording=Recording.load())
         mapper = port_mapper(dict(zip(RECORDED_PORTS, (str(s.port) for s in servers))))
-        errors = recorded_errors(start_frame=20)
-        double.transforms["stats_mysql_errors"] = lambda c, r: mapper(*errors(c, r))
         for table in set(double.recording.series) | {"mysql_servers", "runtime_mysql_servers"}:
-            double.transforms.setdefault(table, mapper)
+            double.transforms[table] = mapper
+        errors = recorded_errors(start_frame=20)  # the backend errors the 2.7 recording lacks
+        double.transforms["stats_mysql_errors"] = lambda c, r: mapper(*errors(c, r))
         double.start()
         load.start()
         time.sleep(3)  # let the load get going before the first reading
@@ -130,6 +103,33 @@ def main(argv=None) -> int:
             double.stop()
         for server in servers:
             server.stop()
+
+
+CLUSTER_PORTS = {"3331": "3311", "3332": "3312", "3333": "3313"}  # the cluster recording's backends
+CLUSTER_T0 = 1795385808  # the cluster recording's wall clock at t=0 (README-cluster.md)
+
+
+def recorded_errors(start_frame: int) -> Callable:
+    """A test-double transform: the 2.7 recording has no backend errors; serve those of the
+    recorded cluster (1064, 1146, 1062, 1290), one frame per reading, on the 2.7 backends'
+    ports, their first/last_seen moved to now."""
+    frames = Recording.load("cluster").series["stats_mysql_errors"]
+    shift = int(time.time()) - (CLUSTER_T0 + 2 * start_frame)  # read every 2 s when recorded
+    served = [start_frame]
+
+    def transform(columns: List[str], rows: List[list]) -> Tuple[List[str], List[list]]:
+        recorded_columns, recorded = frames[min(served[0], len(frames) - 1)]
+        served[0] += 1
+        out = []
+        for row in recorded:
+            values = dict(zip(recorded_columns, row))
+            values["port"] = CLUSTER_PORTS.get(values["port"], values["port"])
+            for name in ("first_seen", "last_seen"):
+                values[name] = str(int(values[name]) + shift)
+            out.append([values.get(c) for c in columns])
+        return columns, out
+
+    return transform
 
 
 if __name__ == "__main__":
