@@ -355,6 +355,9 @@ class ConnPoolScreen(Screen):
         current = view.latest(ConnectionPool.name)
         if current is None or current.data is None or not current.data.has("status"):
             return None
+        state = view.state("proxysql")
+        if state is not None and not state.connected:
+            return None  # the header says ProxySQL is unreachable: the last pool reading is stale
         servers = view.latest(RuntimeServers.name)
         monitor = view.latest(MonitorLogs.name)
         # Drawn up to ten times a second: the same readings give the same alarm.
