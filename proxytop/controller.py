@@ -12,6 +12,8 @@ from proxytop.screens.base import Confirm, DataView, Detail, Screen
 from proxytop.screens.sided import header_collector, switch_side
 
 HEADER_COLLECTOR = "proxysql.global"
+ALARM_COLLECTOR = "proxysql.connection_pool"  # the header's backend alarm reads it on every screen
+ALARM_INTERVAL = 2.0
 MESSAGE_SECONDS = 6.0
 
 
@@ -104,6 +106,10 @@ class Controller:
         if self.engine.collector(header) is not None:
             self.engine.set_interval(header, interval)
             names.append(header)
+        if self.engine.collector(ALARM_COLLECTOR) is not None and ALARM_COLLECTOR not in names:
+            # the header's backend alarm, on every screen: the pool at a slower pace
+            self.engine.set_interval(ALARM_COLLECTOR, max(interval, ALARM_INTERVAL))
+            names.append(ALARM_COLLECTOR)
         self.engine.set_active(names)
         self._rows_token = None
 
@@ -369,8 +375,8 @@ class Controller:
         self.detail_row = row
         self.detail_scroll = 0
         self.mode = "detail"
-        if self.screen.detail_collectors(row):
-            self.activate()
+        if self.screen.detail_collectors(row) or tuple(self.screen.active_collectors()) != self._activated:
+            self.activate()  # a detail view may read more while it is open
 
     def do_back(self):
         self.mode = "table"
@@ -460,6 +466,9 @@ class Controller:
         if name in ("ESC", "BACKSPACE", "KEY_LEFT"):
             self.mode = "table"
             self.detail = None
+            closed = getattr(self.screen, "detail_closed", None)
+            if closed is not None:
+                closed()
         elif name == "KEY_DOWN":
             self.detail_scroll += 1
         elif name == "KEY_UP":

@@ -90,7 +90,20 @@ def header_lines(ctl, width: int) -> List[Line]:
             second.append((f"  disconnected, {when}: {state.error}", "danger"))
         else:
             second.append(("  connecting\u2026", "warning"))
-    return [fit(first, width), fit(second, width)]
+    lines = [fit(first, width), fit(second, width)]
+    alarm = _backend_alarm(ctl)
+    if alarm:
+        lines.append(fit([("! ", "danger"), (alarm, "danger")], width))
+    return lines
+
+
+def _backend_alarm(ctl) -> Optional[str]:
+    """One line while any backend is not ONLINE or lags past its threshold (screens.connpool)."""
+    for screen in ctl.screens:
+        alarm = getattr(screen, "alarm", None)
+        if alarm is not None:
+            return alarm(ctl.view)
+    return None
 
 
 def _latest_of_screen(ctl):

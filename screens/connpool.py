@@ -1,9 +1,16 @@
-"""ConnPool: ProxySQL's connection pool, one row per backend, subtotals per hostgroup."""
+"""ConnPool: ProxySQL's connection pool, one row per backend, subtotals per hostgroup.
+
+Beside the pool's counters each backend shows why it is in its state: the measured replication
+lag and read_only from the monitor logs, the latest ping/connect check, and how long it has had
+its status. Enter opens its health view (screens.health).
+"""
 from __future__ import annotations
 
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from proxytop import allnodes, units
+from proxytop import allnodes, health, units
+from proxytop.collectors.errors import BackendErrors, FreeConnections, ReplicationHostgroups
+from proxytop.collectors.monitor import MonitorLogs, MonitorReadings
 from proxytop.collectors.proxysql import ConnectionPool, RuntimeServers
 from proxytop.rates import rate, to_number
 from proxytop.table import Column, Row
@@ -54,20 +61,20 @@ def pool_rows(previous, current, servers) -> List[Row]:
     if current is None or current.data is None:
         return []
     seconds = seconds_between(previous, current)
-    before: Dict[Tuple, Mapping] = {}
-    if previous is not None and previous.data is not None:
-        before = {server_key(r): r for r in previous.data.dicts()}
-    config: Dict[Tuple, Mapping] = {}
-    if servers is not None and servers.data is not None:
-        for r in servers.data.dicts():
-            config[(str(r.get("hostgroup_id")), str(r.get("hostname")), str(r.get("port")))] = r
+    before = counters_by_key(previous)
+    config = settings_by_key(servers)
+    now_counters = counters_by_key(current)
     rows = []
-    for r in current.data.dicts():
-        key = server_key(r)
+    for key, r in keyed_rows(current).items():
         old = before.get(key)
+        counts = now_counters[key]
 
         def per_second(field):
-            return rate(old.get(field), r.get(field), seconds) if old else None
+            if old is None or not seconds:
+                return None
+            at = COUNTERS.index(field)
+            a, b = old[at], counts[at]
+            return None if a is None or b is None or b < a else (b - a) / seconds  # a reset: no rate
 
         settings = config.get(key, {})
         max_conn = to_number(settings.get("max_connections")) if settings else None
@@ -94,6 +101,139 @@ def pool_rows(previous, current, servers) -> List[Row]:
     return rows
 
 
+_recent: List[Tuple[object, str, Dict]] = []  # (snapshot, kind, its rows by key): each reading is used 2-3 times
+
+
+def _remember(snapshot, kind: str, build) -> Dict:
+    for seen, seen_kind, made in _recent:
+        if seen is snapshot and seen_kind == kind:
+            return made
+    made = build()
+    _recent[:] = _recent[-9:] + [(snapshot, kind, made)]
+    return made
+
+
+def keyed_rows(snapshot) -> Dict[Tuple[str, str, str], Mapping]:
+    """A connection-pool reading's rows by (hostgroup, host, port), in the order read (made
+    once per reading: it is the current reading, then the previous one)."""
+    if snapshot is None or snapshot.data is None:
+        return {}
+    return _remember(snapshot, "pool", lambda: {server_key(r): r for r in snapshot.data.dicts()})
+
+
+def counters_by_key(snapshot) -> Dict[Tuple[str, str, str], Tuple]:
+    """The COUNTERS of each backend of a reading as numbers (made once per reading)."""
+    if snapshot is None or snapshot.data is None:
+        return {}
+    return _remember(snapshot, "counters", lambda: {
+        key: tuple(to_number(r.get(field)) for field in COUNTERS) for key, r in keyed_rows(snapshot).items()})
+
+
+def settings_by_key(servers) -> Dict[Tuple[str, str, str], Mapping]:
+    """runtime_mysql_servers rows by (hostgroup, host, port); empty for the stats user."""
+    if servers is None or servers.data is None:
+        return {}
+
+    def build():
+        return {(str(r.get("hostgroup_id")), str(r.get("hostname")), str(r.get("port"))): r
+                for r in servers.data.dicts()}
+
+    return _remember(servers, "servers", build)
+
+
+def proxysql_now_us(monitor_snapshot, now: float) -> Optional[float]:
+    """ProxySQL's clock now, in µs: its clock at the monitor reading plus the time since."""
+    if monitor_snapshot is None or not isinstance(monitor_snapshot.data, MonitorReadings):
+        return None
+    base = monitor_snapshot.data.server_now_us
+    if base is None:
+        base = monitor_snapshot.wall_time * 1e6
+    return base + max(0.0, now - monitor_snapshot.taken_at) * 1e6
+
+
+def lag_text(value) -> str:
+    """The Lag column: seconds, NULL (checked, no number), or — (not monitored)."""
+    number = to_number(value)
+    if number is not None:
+        return f"{number:g}s"
+    return units.MISSING if value is None else str(value)
+
+
+def lag_style(row: Mapping) -> Optional[str]:
+    value = row.get("lag")
+    if value is None:
+        return None
+    if to_number(value) is None:
+        return "warning"  # NULL: replication stopped, or the check failed
+    limit = to_number(row.get("_max_lag"))
+    return "danger" if limit and to_number(value) > limit else None
+
+
+def monitor_text(value) -> str:
+    return units.milliseconds(value) if to_number(value) is not None else (value or units.MISSING)
+
+
+def monitor_style(row: Mapping) -> Optional[str]:
+    value = row.get("monitor")
+    return "danger" if value is not None and to_number(value) is None else None
+
+
+def in_state_text(value) -> str:
+    return units.duration(value)
+
+
+def in_state_style(row: Mapping) -> Optional[str]:
+    return None if row.get("_state_seen") else "dim"
+
+
+def monitor_summary(snapshot) -> Dict[Tuple[str, str], Tuple]:
+    """{(host, port): (lag, read_only, newest ping/connect check)} of a monitor reading, made
+    once per reading (every 2 s) rather than for every pool reading."""
+    if snapshot is None or not isinstance(snapshot.data, MonitorReadings):
+        return {}
+
+    def build():
+        summary = {}
+        for name, server in snapshot.data.servers.items():
+            host, _, port = name.rpartition(":")
+            summary[(host, port)] = (health.latest_lag(server)[0], health.latest_read_only(server),
+                                     health.latest_check(server), server)
+        return summary
+
+    return _remember(snapshot, "monitor", build)
+
+
+def server_health(found: Optional[Tuple], now_us: Optional[float]) -> Tuple:
+    """(lag, read_only, monitor cell) of one server from its monitor summary."""
+    if found is None:
+        return None, None, None
+    lag, read_only, check, server = found
+    if check is not None and check[1][2]:  # a failed check: its age is measured now
+        return lag, read_only, health.monitor_cell(server, now_us)
+    success = check[1][1] if check is not None else None
+    return lag, read_only, (None if success is None else success / 1000.0)
+
+
+def with_health(rows: List[Row], config: Mapping, monitor, log: health.StatusLog,
+                now_us: Optional[float], now_wall: float) -> List[Row]:
+    """Pure: adds Lag, RO, Monitor and In state to ConnPool rows (in place; returns them).
+    ``monitor`` is a monitor-log snapshot (or None)."""
+    summary = monitor_summary(monitor)
+    since = log.since
+    for row in rows:
+        key = row["_id"]
+        row["lag"], row["ro"], row["monitor"] = server_health(summary.get(key[1:]), now_us)
+        settings = config.get(key)
+        row["_max_lag"] = to_number(settings.get("max_replication_lag")) if settings else None
+        seen = since.get(key)
+        if seen is not None and seen[0] == (row.get("status") or ""):
+            row["in_state"] = max(0.0, now_wall - seen[1])
+            row["_state_seen"] = seen[2]
+        else:
+            row["in_state"] = None
+    return rows
+
+
 class ConnPoolScreen(SidedScreen, Screen):
     key = "connpool"
     title = "ConnPool"
@@ -109,6 +249,13 @@ class ConnPoolScreen(SidedScreen, Screen):
         Column("conn_ok_s", "OK/s", 6, fmt=units.scaled, summable=True, priority=4, help="new backend connections per second"),
         Column("conn_err_s", "ERR/s", 6, fmt=units.scaled, style=error_style, summable=True, priority=3,
                help="failed backend connections per second"),
+        Column("lag", "Lag", 5, fmt=lag_text, style=lag_style, priority=3,
+               help="replication lag in seconds, measured by the monitor (red past max_replication_lag; "
+                    "NULL: Seconds_Behind_Master NULL; \u2014: lag not monitored)"),
+        Column("ro", "RO", 3, "<", numeric=False, priority=6,
+               help="read_only from the monitor's last check (servers in replication hostgroups)"),
+        Column("in_state", "InState", 7, fmt=in_state_text, style=in_state_style, priority=5,
+               help="how long the server has had its status (dim: at least, since proxytop started)"),
         Column("max_conn_used", "MaxUsed", 7, fmt=units.scaled, priority=6, help="high-water mark of ConnUsed"),
         Column("used_pct", "Used%", 6, fmt=units.percent, style=used_style, priority=5,
                help="ConnUsed as a share of the server's max_connections (admin user)"),
@@ -116,22 +263,57 @@ class ConnPoolScreen(SidedScreen, Screen):
         Column("sent_s", "Sent/s", 8, fmt=units.human_bytes, summable=True, priority=4, help="bytes sent to the backend per second"),
         Column("recv_s", "Recv/s", 8, fmt=units.human_bytes, summable=True, priority=4, help="bytes received from the backend per second"),
         Column("latency_ms", "Lat ms", 7, fmt=units.milliseconds, priority=2, help="monitor ping latency"),
+        Column("monitor", "Monitor", 19, "<", fmt=monitor_text, style=monitor_style, numeric=False, priority=7,
+               help="the monitor's latest ping or connect check: its time, or the failed check and its age"),
         Column("weight", "Weight", 6, fmt=units.plain, priority=8),
         Column("max_connections", "MaxConn", 7, fmt=units.plain, priority=8),
         Column("comment", "Comment", 12, "<", numeric=False, priority=9, flexible=True),
     )
 
-    def collectors(self):
-        return [ConnectionPool(), RuntimeServers()]
+    live_detail = True  # the health view follows new readings
 
-    def active_collectors(self):
-        return allnodes.active_collectors(self, super().active_collectors())
+    def __init__(self, config=None):
+        super().__init__(config)
+        self.status_log = health.StatusLog()
+        self.health_open = False  # free connections are read only while a health view is open
+
+    def collectors(self):
+        return [ConnectionPool(), RuntimeServers(), MonitorLogs(), ReplicationHostgroups(),
+                BackendErrors(), FreeConnections()]
+
+    def active_collectors(self) -> List[str]:
+        names = [ConnectionPool.name, RuntimeServers.name, MonitorLogs.name, ReplicationHostgroups.name]
+        if self.health_open:
+            names += [BackendErrors.name, FreeConnections.name]
+        return allnodes.active_collectors(self, [self.on_side(name) for name in names])
+
+    def observe(self, view: DataView, reading=None) -> None:
+        """Fold the latest pool reading (or ``reading``) into the status log; called on every
+        screen by the header alarm, so that state changes are seen while ConnPool is hidden."""
+        current = reading if reading is not None else view.latest(ConnectionPool.name)
+        if current is None or current.data is None or not current.data.has("status"):
+            return
+        folded = self.status_log.readings
+        if folded and current.taken_at <= folded[-1]:
+            return  # folded already (this runs for every frame drawn)
+        statuses = [(key, str(r.get("status") or "")) for key, r in keyed_rows(current).items()]
+        self.status_log = health.track(self.status_log, statuses, current.wall_time, current.taken_at)
 
     def rows(self, view: DataView) -> List[Row]:
         if allnodes.on(self):  # every node's pool added up (key a)
             return allnodes.pool_rows(self, view)
         previous, current = view.pair(self.on_side(ConnectionPool.name))
-        return pool_rows(previous, current, view.latest(self.on_side(RuntimeServers.name)))
+        servers = view.latest(self.on_side(RuntimeServers.name))
+        rows = pool_rows(previous, current, servers)
+        if current is None or self.side.key != "mysql":
+            return rows  # the monitor logs and the state history read here are the MySQL side's
+        self.observe(view, previous)
+        self.observe(view)
+        monitor = view.latest(MonitorLogs.name)
+        # Ages as of the pool reading (not of the frame drawn): the same readings give the same
+        # rows, live, in batch and in a replay.
+        return with_health(rows, settings_by_key(servers), monitor, self.status_log,
+                           proxysql_now_us(monitor, current.taken_at), current.wall_time)
 
     def subtotal_label(self, group):
         return ("server", f"hostgroup {units.plain(group)} total")
@@ -139,10 +321,75 @@ class ConnPoolScreen(SidedScreen, Screen):
     def notes(self, view: DataView):
         if allnodes.on(self):
             return allnodes.notes(self, view, "stats_mysql_connection_pool")
+        notes = []
         source = view.source("proxysql")
         session = getattr(source, "session", None)
         if session is not None and not session.is_admin:
-            return [(("Weight, MaxConn, Used% and Comment need an admin user (runtime_mysql_servers).", "dim"),)]
-        return []
+            notes.append((("Weight, MaxConn, Used%, Comment and the lag thresholds need an admin user "
+                           "(runtime_mysql_servers).", "dim"),))
+        monitor = view.latest(MonitorLogs.name)
+        if monitor is not None and isinstance(monitor.data, MonitorReadings):
+            reasons: Dict[str, List[str]] = {}
+            for kind, why in monitor.data.unavailable:
+                reasons.setdefault(why, []).append(kind)
+            for why, kinds in reasons.items():
+                notes.append(((f"Monitor logs not read ({', '.join(kinds)}): {why}.", "dim"),))
+            if not monitor.data.servers and len(reasons) == 0:
+                notes.append((("The monitor logs are empty: is mysql-monitor_enabled false?", "dim"),))
+        return notes
+
+    def status(self, view: DataView) -> Optional[str]:
+        for name in self.active_collectors():
+            message = view.error(name)
+            if message:
+                return message
+        return None
+
+    def detail(self, row: Row, view: DataView):
+        from proxytop.screens.health import health_view
+
+        if self.side.key != "mysql":
+            return None  # the health view reads the MySQL side's monitor logs and errors
+        self.health_open = True
+        return health_view(row, view, self.status_log)
+
+    def detail_closed(self) -> None:
+        self.health_open = False
+
+    def alarm(self, view: DataView) -> Optional[str]:
+        """The header's one-line alarm: backends not ONLINE or past their lag threshold."""
+        self.observe(view)
+        current = view.latest(ConnectionPool.name)
+        if current is None or current.data is None or not current.data.has("status"):
+            return None
+        state = view.state("proxysql")
+        if state is not None and not state.connected:
+            return None  # the header says ProxySQL is unreachable: the last pool reading is stale
+        servers = view.latest(RuntimeServers.name)
+        monitor = view.latest(MonitorLogs.name)
+        # Drawn up to ten times a second: the same readings give the same alarm.
+        token = (current, servers, monitor)
+        cached = getattr(self, "_alarm", None)
+        if cached is not None and all(a is b for a, b in zip(cached[0], token)):
+            return cached[1]
+        text = self._alarm_text(current, servers, monitor)
+        self._alarm = (token, text)
+        return text
+
+    @staticmethod
+    def _alarm_text(current, servers, monitor) -> Optional[str]:
+        config = settings_by_key(servers)
+        readings = monitor.data if monitor is not None and isinstance(monitor.data, MonitorReadings) else None
+        alarms: Dict[str, None] = {}  # in pool order, each once (a server in two hostgroups)
+        for key, r in keyed_rows(current).items():
+            server = readings.server(key[1], key[2]) if readings is not None else None
+            text = health.alarm(r.get("status"), config.get(key), server, f"{key[1]}:{key[2]}")
+            if text:
+                alarms[text] = None
+        if not alarms:
+            return None
+        more = f"  (+{len(alarms) - 1} more)" if len(alarms) > 1 else ""
+        return next(iter(alarms)) + more
+
 
 SCREEN = ConnPoolScreen

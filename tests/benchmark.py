@@ -878,7 +878,9 @@ def print_idle(percent: float, split: Dict[str, float], seconds: float, out) -> 
 # ----- load on ProxySQL ---------------------------------------------------------------------------
 
 NEEDS = {  # the tables each screen reads, besides the header's stats_mysql_global
-    "connpool": {"stats_mysql_connection_pool", "runtime_mysql_servers"},
+    "connpool": {"stats_mysql_connection_pool", "runtime_mysql_servers", "runtime_mysql_replication_hostgroups",
+                 "mysql_server_ping_log", "mysql_server_connect_log", "mysql_server_read_only_log",
+                 "mysql_server_replication_lag_log"},
     "queryrules": {"stats_mysql_query_rules", "runtime_mysql_query_rules", "mysql_query_rules"},
     "glostat": {"stats_memory_metrics", "global_variables"},
     "proclist": {"stats_mysql_processlist"},
@@ -886,7 +888,7 @@ NEEDS = {  # the tables each screen reads, besides the header's stats_mysql_glob
     "innodb": {"runtime_mysql_servers", "global_variables"},
     "iostat": set(),
 }
-HEADER_TABLES = {"stats_mysql_global"}
+HEADER_TABLES = {"stats_mysql_global", "stats_mysql_connection_pool"}  # the pool: the backend alarm, every 2 s
 SETUP = re.compile(r"^(select @@version(_comment)?( limit 1)?|show tables( from stats)?)$", re.IGNORECASE)
 _TABLE = re.compile(r"\bfrom\s+([\w.]+)", re.IGNORECASE)
 

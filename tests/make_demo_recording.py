@@ -45,7 +45,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from proxytop.devices import DeviceMapper
 from proxytop.iostat import DIRECTIONS, RULES, STATE_NAME, percentile
@@ -332,7 +332,9 @@ def main(argv=None) -> int:
         load.prepare()
         recording = Recording.load()
         graft_cluster_tables(recording)
-        double = ProxySQLDouble(port=ADMIN_PORT, recording=recording).start()
+        double = ProxySQLDouble(port=ADMIN_PORT, recording=recording)
+        double.transforms["stats_mysql_errors"] = recorded_errors(start_frame=20)  # errors the 2.7 recording lacks
+        double.start()
         probes = SingleRequests(writer.basedir).start()
         output = os.path.abspath(args.output)
         if os.path.exists(output):
@@ -380,6 +382,33 @@ def main(argv=None) -> int:
             double.stop()
         for server in servers:
             server.stop()
+
+
+CLUSTER_PORTS = {"3331": "3311", "3332": "3312", "3333": "3313"}  # the cluster recording's backends
+CLUSTER_T0 = 1795385808  # the cluster recording's wall clock at t=0 (README-cluster.md)
+
+
+def recorded_errors(start_frame: int) -> Callable:
+    """A test-double transform: the 2.7 recording has no backend errors; serve those of the
+    recorded cluster (1064, 1146, 1062, 1290), one frame per reading, on the 2.7 backends'
+    ports, their first/last_seen moved to now."""
+    frames = Recording.load("cluster").series["stats_mysql_errors"]
+    shift = int(time.time()) - (CLUSTER_T0 + 2 * start_frame)  # read every 2 s when recorded
+    served = [start_frame]
+
+    def transform(columns: List[str], rows: List[list]) -> Tuple[List[str], List[list]]:
+        recorded_columns, recorded = frames[min(served[0], len(frames) - 1)]
+        served[0] += 1
+        out = []
+        for row in recorded:
+            values = dict(zip(recorded_columns, row))
+            values["port"] = CLUSTER_PORTS.get(values["port"], values["port"])
+            for name in ("first_seen", "last_seen"):
+                values[name] = str(int(values[name]) + shift)
+            out.append([values.get(c) for c in columns])
+        return columns, out
+
+    return transform
 
 
 if __name__ == "__main__":

@@ -578,17 +578,17 @@ class Session:
         self.db = sqlite3.connect(":memory:", check_same_thread=False)
         rec = double.recording
         self.series_tables = [t for t in rec.series if t.startswith("stats_") or is_monitor_log(t)]
+        # The stats user reads the monitor schema too (the cluster recording: `select * from
+        # monitor.mysql_server_ping_log limit 1` as stats answered a row).
+        self.db.execute("ATTACH ':memory:' AS monitor")
         if self.kind == "admin":
             self.db.execute("ATTACH ':memory:' AS stats")
-            self.db.execute("ATTACH ':memory:' AS monitor")
             # Configuration and runtime tables: as first recorded (runtime_* is not replayed).
             for table in sorted(set(rec.admin_tables()) | set(t for t in rec.series if t.startswith("runtime_"))):
                 columns, rows = double.first_frame(table)
                 self._create(table, columns, rows, ddl=None)
         for table in self.series_tables:
             if is_monitor_log(table):
-                if self.kind != "admin":
-                    continue
                 schema = "monitor."
             else:
                 schema = "stats." if self.kind == "admin" else ""
@@ -614,8 +614,6 @@ class Session:
         for table in self.series_tables:
             named = table.lower() in sql.lower() if "processlist" in table else table in sql
             if not named:
-                continue
-            if is_monitor_log(table) and self.kind != "admin":
                 continue
             schema = "monitor." if is_monitor_log(table) else ("stats." if self.kind == "admin" else "")
             columns, rows = self.double.next_frame(table)

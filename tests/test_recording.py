@@ -162,7 +162,12 @@ def _with_secrets(double: ProxySQLDouble) -> None:
             rows[0][columns.index("info")] = f"ALTER USER 'app'@'%' IDENTIFIED BY '{QUERY_SECRET}'"
         return columns, rows
 
+    def backend_error(columns, rows):  # the 2.7 recording has none: one, so the Errors screen has a row
+        return columns, rows + [["20", "127.0.0.1", "3312", "sbtest", "127.0.0.1", "sbtest", "1146", "3",
+                                 "1795211580", "1795211590", "Table 'sbtest.nope' doesn't exist"]]
+
     double.transforms["global_variables"] = monitor_password
+    double.transforms["stats_mysql_errors"] = backend_error
     double.transforms["stats_mysql_processlist"] = statement_with_password
 
 

@@ -1,0 +1,264 @@
+"""Errors: what the backends answered with errors, and which users are near their connection cap.
+
+One row per stats_mysql_errors row (hostgroup, server, user, schema, client, errno) with
+errors/s from count_star, the errno's name, the last error text and how long ago it was last
+seen; busiest first. The notes give the refused logins per second (Access_Denied_* in
+stats_mysql_global) and the Users table: stats_mysql_users frontend connections against each
+user's max_connections, highlighted from 90%. Enter on a row: the whole last error, first and
+last seen, and the same errno on the other servers.
+"""
+from __future__ import annotations
+
+import operator
+import time
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from proxytop import errnames, health, units
+from proxytop.collectors.errors import MYSQL_ERRORS, MYSQL_USERS, BackendErrors, FrontendUsers
+from proxytop.rates import rate, to_number
+from proxytop.screens.base import DataView, Detail, Screen, seconds_between
+from proxytop.table import Column, Row
+
+HEADER_COLLECTOR = "proxysql.global"
+USERS_SHOWN = 6  # users in the notes (the fullest first)
+USED_WARNING = 90.0  # Used% from which a user is highlighted
+REFUSED = ("Access_Denied_Wrong_Password", "Access_Denied_Max_Connections",
+           "Access_Denied_Max_User_Connections")
+
+Segment = Tuple[str, Optional[str]]
+
+
+KEY_COLUMNS = (MYSQL_ERRORS.hostgroup, MYSQL_ERRORS.host, MYSQL_ERRORS.port, MYSQL_ERRORS.user,
+               MYSQL_ERRORS.client, MYSQL_ERRORS.schema, MYSQL_ERRORS.errno)
+
+
+def _getter(table, names: Sequence[str]):
+    """A function row -> the values of ``names`` (None for a column the table lacks)."""
+    positions = [table.columns.index(n) if table.has(n) else None for n in names]
+    if all(p is not None for p in positions) and len(positions) > 1:
+        return operator.itemgetter(*positions)
+    return lambda row: tuple(row[p] if p is not None else None for p in positions)
+
+
+_parsed_readings: List[Tuple[Any, Dict, Dict]] = []  # (reading, parsed rows, raw values): current, then previous
+
+
+def parsed(snapshot) -> Dict[Tuple, Tuple]:
+    """{key: (count, hostgroup, server, errno, errno name, first_seen, last_seen, last_error)} of
+    one stats_mysql_errors reading, numbers converted; made once per reading, and a row whose
+    values are those of the reading before (most rows, most of the time) reuses its parse."""
+    for seen, rows, _raw in _parsed_readings:
+        if seen is snapshot:
+            return rows
+    e = MYSQL_ERRORS
+    table = snapshot.data
+    key_of = _getter(table, KEY_COLUMNS)
+    values_of = _getter(table, (e.count, e.first_seen, e.last_seen, e.last_error))
+    last_rows, last_raw = (_parsed_readings[-1][1], _parsed_readings[-1][2]) if _parsed_readings else ({}, {})
+    names: Dict[Any, Tuple[Any, Optional[str]]] = {}
+    places: Dict[Tuple, Tuple[Any, str]] = {}  # few hostgroups and servers, many rows
+    rows: Dict[Tuple, Tuple] = {}
+    raw: Dict[Tuple, Tuple] = {}
+    for row in table.rows:
+        key = key_of(row)
+        values = raw[key] = values_of(row)
+        if last_raw.get(key) == values:
+            rows[key] = last_rows[key]
+            continue
+        hostgroup, host, port, _user, _client, _schema, errno = key
+        count, first_seen, last_seen, last_error = values
+        if errno not in names:
+            number = to_number(errno)
+            names[errno] = (number if number is not None else errno, errnames.name(errno) or None)
+        place = places.get(key[:3])
+        if place is None:
+            place = places[key[:3]] = (to_number(hostgroup), f"{host}:{port}")
+        rows[key] = (to_number(count), *place, *names[errno], first_seen, to_number(last_seen), last_error)
+    _parsed_readings[:] = _parsed_readings[-2:] + [(snapshot, rows, raw)]
+    return rows
+
+
+def errors_rows(previous, current, now_wall: Optional[float] = None) -> List[Row]:
+    """Pure: two stats_mysql_errors readings -> screen rows with errors/s and last-seen age.
+
+    Ages are measured at ``now_wall`` (default: the reading's own time) and never negative:
+    a last_seen ahead of the clock is 'now'. A counter that went down (the table was reset)
+    has no rate for that interval."""
+    if current is None or current.data is None:
+        return []
+    seconds = seconds_between(previous, current)
+    before = parsed(previous) if previous is not None and previous.data is not None else {}
+    now = current.wall_time if now_wall is None else now_wall
+    rows = []
+    for key, (count, hostgroup, server, errno, name, first_seen, last_seen, last_error) in parsed(current).items():
+        old = before.get(key)
+        if old is not None:
+            old_count = old[0]
+        else:  # a row that appeared since the last reading: all its errors are new
+            old_count = 0 if previous is not None else None
+        per_second = None
+        if seconds and old_count is not None and count is not None and count >= old_count:
+            per_second = (count - old_count) / seconds
+        rows.append({
+            "_id": key,
+            "errors_s": per_second,
+            "count": count,
+            "errno": errno,
+            "errno_name": name,
+            "hostgroup": hostgroup,
+            "server": server,
+            "user": key[3],
+            "schema": key[5],
+            "client": key[4],
+            "last_seen_age": None if last_seen is None else max(0.0, now - last_seen),
+            "first_seen": first_seen,  # as sent (epoch seconds): only the detail shows it
+            "last_seen": last_seen,
+            "last_error": last_error,
+        })
+    return rows
+
+
+def user_rows(snapshot) -> List[Dict[str, Any]]:
+    """Pure: stats_mysql_users -> [{user, connections, limit, used_pct}], fullest first.
+
+    >>> from proxytop.collectors.base import Snapshot, Table
+    >>> t = Table(("username", "frontend_connections", "frontend_max_connections"),
+    ...           (("sbtest", "2", "500"), ("reporting", "5", "5")))
+    >>> [(u["user"], u["used_pct"]) for u in user_rows(Snapshot("u", t, 0.0, 0.0))]
+    [('reporting', 100.0), ('sbtest', 0.4)]
+    """
+    if snapshot is None or snapshot.data is None:
+        return []
+    u = MYSQL_USERS
+    users = []
+    for r in snapshot.data.dicts():
+        used = to_number(r.get(u.connections))
+        limit = to_number(r.get(u.limit))
+        users.append({"user": r.get(u.user), "connections": used, "limit": limit,
+                      "used_pct": (100.0 * used / limit) if used is not None and limit else None})
+    users.sort(key=lambda x: (-(x["used_pct"] if x["used_pct"] is not None else -1), str(x["user"])))
+    return users
+
+
+def refused_per_second(previous, current) -> Optional[Dict[str, Optional[float]]]:
+    """Refused logins per second from stats_mysql_global, by reason."""
+    if previous is None or current is None or not previous.data or not current.data:
+        return None
+    seconds = seconds_between(previous, current)
+    return {name: rate(previous.data.get(name), current.data.get(name), seconds) for name in REFUSED
+            if name in current.data}
+
+
+def errno_text(value: Any) -> str:
+    return units.plain(value)
+
+
+def rate_style(row: Mapping) -> Optional[str]:
+    return "danger" if to_number(row.get("errors_s")) else None
+
+
+def age_text(value: Any) -> str:
+    return health.ago(to_number(value)) if value is not None else units.MISSING
+
+
+class ErrorsScreen(Screen):
+    key = "errors"
+    title = "Errors"
+    default_sort = ("errors_s", True)
+    tiebreak = ("last_seen_age",)  # then the most recently seen
+    default_interval = 1.0
+    live_detail = True
+    columns = (
+        Column("errors_s", "Errors/s", 9, fmt=units.scaled, style=rate_style, summable=True, priority=0,
+               help="errors per second (from count_star)"),
+        Column("count", "Count", 7, fmt=units.scaled, summable=True, priority=4, help="count_star: errors since the row appeared"),
+        Column("errno", "Errno", 5, fmt=errno_text, priority=0),
+        Column("errno_name", "Name", 22, "<", numeric=False, priority=2, help="the error number's symbolic name"),
+        Column("hostgroup", "HG", 4, fmt=units.plain, priority=1),
+        Column("server", "Server", 18, "<", numeric=False, priority=1),
+        Column("user", "User", 10, "<", numeric=False, priority=2),
+        Column("schema", "Schema", 10, "<", numeric=False, priority=5),
+        Column("client", "Client", 15, "<", numeric=False, priority=6, help="client_address"),
+        Column("last_seen_age", "Seen", 6, fmt=age_text, priority=1, help="how long ago the error was last seen"),
+        Column("last_error", "Last error", 30, "<", numeric=False, priority=3, flexible=True),
+    )
+
+    def collectors(self):
+        return [BackendErrors(), FrontendUsers()]
+
+    def rows(self, view: DataView) -> List[Row]:
+        previous, current = view.pair(BackendErrors.name)
+        if current is None:
+            return []
+        return errors_rows(previous, current)  # ages as of the reading: a replay shows the same rows
+
+    def notes(self, view: DataView) -> List[Sequence[Segment]]:
+        lines: List[Sequence[Segment]] = []
+        refused = refused_per_second(*view.pair(HEADER_COLLECTOR))
+        if refused is not None:
+            line: List[Segment] = [("refused logins/s ", "label")]
+            for name, value in refused.items():
+                short = name.replace("Access_Denied_", "").replace("_", " ").lower()
+                line += [(f"{short} ", "label"), (units.number(value), "danger" if value else "header"), ("  ", None)]
+            lines.append(tuple(line))
+        users = user_rows(view.latest(FrontendUsers.name))
+        if users:
+            line = [("users ", "label")]
+            for user in users[:USERS_SHOWN]:
+                pct = user["used_pct"]
+                style = "danger" if pct is not None and pct >= USED_WARNING else "header"
+                line += [(f"{user['user']} ", None),
+                         (f"{units.number(user['connections'])}/{units.number(user['limit'])} "
+                          f"({units.percent(pct, 0)})", style), ("  ", None)]
+            if len(users) > USERS_SHOWN:
+                line.append((f"+{len(users) - USERS_SHOWN} more", "dim"))
+            lines.append(tuple(line))
+        previous, current = view.pair(BackendErrors.name)
+        if current is not None and current.data is not None and not current.data.rows:
+            lines.append((("No backend errors recorded since ProxySQL started (or since stats_mysql_errors "
+                           "was last reset).", "dim"),))
+        return lines
+
+    def detail(self, row: Row, view: DataView) -> Optional[Detail]:
+        return error_detail(row, errors_rows(*view.pair(BackendErrors.name)))
+
+
+def error_detail(row: Mapping, all_rows: Sequence[Mapping]) -> Detail:
+    """The whole last error, first/last seen, and the same errno on the other servers."""
+    def when(epoch: Any) -> str:
+        number = to_number(epoch)
+        return units.MISSING if number is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(number))
+
+    current = next((r for r in all_rows if r["_id"] == row["_id"]), row)
+    lines: List[Tuple[Segment, ...]] = [
+        (("errno ", "label"), (f"{current.get('errno')} {current.get('errno_name') or ''}", "header")),
+        (("where ", "label"), (f"hostgroup {units.plain(current.get('hostgroup'))}  {current.get('server')}  "
+                               f"user {current.get('user')}  schema {current.get('schema')}  "
+                               f"client {current.get('client')}", None)),
+        (("count ", "label"), (units.number(current.get("count")), "header"),
+         ("  errors/s ", "label"), (units.number(current.get("errors_s")), "danger" if current.get("errors_s") else None)),
+        (("first seen ", "label"), (when(current.get("first_seen")), None),
+         ("  last seen ", "label"), (when(current.get("last_seen")), None),
+         (f"  ({age_text(current.get('last_seen_age'))} ago)", "dim")),
+        (),
+        (("Last error", "header_title"),),
+    ]
+    text = str(current.get("last_error") or "")
+    for paragraph in text.splitlines() or [""]:
+        while len(paragraph) > 100:
+            lines.append(((paragraph[:100], None),))
+            paragraph = paragraph[100:]
+        lines.append(((paragraph, None),))
+    others = [r for r in all_rows if r.get("errno") == current.get("errno") and r["_id"] != current["_id"]]
+    lines += [(), (("Same errno elsewhere", "header_title"),)]
+    if not others:
+        lines.append((("  none", "dim"),))
+    for r in sorted(others, key=lambda r: -(to_number(r.get("count")) or 0)):
+        lines.append(((f"  hostgroup {units.plain(r.get('hostgroup'))} {r.get('server')} ", None),
+                      (f"{r.get('user')}@{r.get('schema')}  ", "label"),
+                      (f"x{units.number(r.get('count'))}  {units.number(r.get('errors_s'))}/s  ", "header"),
+                      (f"last {age_text(r.get('last_seen_age'))} ago", "dim")))
+    return Detail(title=f"Error {current.get('errno')} on {current.get('server')}", lines=tuple(lines))
+
+
+SCREEN = ErrorsScreen
