@@ -271,6 +271,17 @@ class ConnPoolScreen(SidedScreen, Screen):
     )
 
     live_detail = True  # the health view follows new readings
+    # Read from the MySQL side's monitor logs: not shown on the PostgreSQL side.
+    health_columns = frozenset(("lag", "ro", "monitor", "in_state"))
+
+    def columns_for(self, side, present=(), base=None):
+        columns = super().columns_for(side, present, base)
+        if side.key == "mysql":
+            return columns
+        made = self.__dict__.setdefault("_without_health", {})
+        if id(columns) not in made:  # the same tuple each time, as the renderer's cache wants
+            made[id(columns)] = (columns, tuple(c for c in columns if c.key not in self.health_columns))
+        return made[id(columns)][1]
 
     def __init__(self, config=None):
         super().__init__(config)
@@ -328,7 +339,7 @@ class ConnPoolScreen(SidedScreen, Screen):
             notes.append((("Weight, MaxConn, Used%, Comment and the lag thresholds need an admin user "
                            "(runtime_mysql_servers).", "dim"),))
         monitor = view.latest(MonitorLogs.name)
-        if monitor is not None and isinstance(monitor.data, MonitorReadings):
+        if self.side.key == "mysql" and monitor is not None and isinstance(monitor.data, MonitorReadings):
             reasons: Dict[str, List[str]] = {}
             for kind, why in monitor.data.unavailable:
                 reasons.setdefault(why, []).append(kind)
