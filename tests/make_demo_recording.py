@@ -296,10 +296,50 @@ def graft_cluster_tables(recording: Recording) -> None:
     node 1's of the three-node cluster recording (its peers at 127.0.0.1:6042/6052/6062, node 3
     with drifted query rules), so the demo shows that screen too."""
     cluster = Recording.load("cluster")
+    # node 1 is the node the demo watches: its peers name it by the demo's admin port
+    watched = {"6042": str(ADMIN_PORT)}
     for table in CLUSTER_TABLES:
-        recording.series[table] = cluster.series[table]
+        recording.series[table] = [(columns, _renamed_ports(columns, rows, watched))
+                                   for columns, rows in cluster.series[table]]
     key = ("admin", "select * from runtime_proxysql_servers")
-    recording.fixed[key] = cluster.fixed[key]
+    entry = dict(cluster.fixed[key])
+    entry["rows"] = _renamed_ports(entry["columns"], entry["rows"], watched)
+    recording.fixed[key] = entry
+
+
+def _renamed_ports(columns, rows, ports: Mapping[str, str]):
+    at = columns.index("port") if "port" in columns else None
+    if at is None:
+        return rows
+    return [row[:at] + [ports.get(row[at], row[at])] + row[at + 1:] for row in rows]
+
+
+def digests_seen_now() -> Callable:
+    """A test-double transform: the recorded digests' first/last_seen moved by one shift, so
+    that the newest of the first reading is now (the recording's epoch is days old: every digest
+    would look idle for days; a shift that changed between readings would look like resets)."""
+    shift: List[int] = []
+
+    def transform(columns: List[str], rows: List[list]) -> Tuple[List[str], List[list]]:
+        if "last_seen" not in columns or not rows:
+            return columns, rows
+        first_at, last_at = columns.index("first_seen"), columns.index("last_seen")
+        if not shift:
+            shift.append(int(time.time()) - max(int(row[last_at] or 0) for row in rows))
+        return columns, _shifted(rows, (first_at, last_at), shift[0])
+
+    return transform
+
+
+def _shifted(rows: List[list], columns: Tuple[int, ...], shift: int) -> List[list]:
+    out = []
+    for row in rows:
+        row = list(row)
+        for at in columns:
+            if row[at] is not None:
+                row[at] = str(int(row[at]) + shift)
+        out.append(row)
+    return out
 
 
 def main(argv=None) -> int:
@@ -334,6 +374,7 @@ def main(argv=None) -> int:
         graft_cluster_tables(recording)
         double = ProxySQLDouble(port=ADMIN_PORT, recording=recording)
         double.transforms["stats_mysql_errors"] = recorded_errors(start_frame=20)  # errors the 2.7 recording lacks
+        double.transforms["stats_mysql_query_digest"] = digests_seen_now()
         double.start()
         probes = SingleRequests(writer.basedir).start()
         output = os.path.abspath(args.output)

@@ -145,6 +145,11 @@ class Recording:
     def version(self) -> str:
         return self.fixed[("admin", "select @@version")]["rows"][0][0]
 
+    def table_names(self) -> set:
+        """Every table the recorded ``SHOW TABLES`` listed (main schema)."""
+        entry = self.fixed.get(("admin", "SHOW TABLES"))
+        return {row[0] for row in entry["rows"]} if entry and entry.get("rows") else set()
+
     def admin_tables(self) -> List[str]:
         """Configuration and runtime tables recorded with a plain ``select * from <t>``."""
         names = []
@@ -584,9 +589,17 @@ class Session:
         if self.kind == "admin":
             self.db.execute("ATTACH ':memory:' AS stats")
             # Configuration and runtime tables: as first recorded (runtime_* is not replayed).
-            for table in sorted(set(rec.admin_tables()) | set(t for t in rec.series if t.startswith("runtime_"))):
+            recorded = set(rec.admin_tables()) | set(t for t in rec.series if t.startswith("runtime_"))
+            for table in sorted(recorded):
                 columns, rows = double.first_frame(table)
                 self._create(table, columns, rows, ddl=None)
+            # A runtime table the recording did not ask for is its configuration table (what
+            # LOAD ... TO RUNTIME leaves when nobody changed it since): runtime_mysql_users of 2.7.
+            for table in sorted(recorded):
+                twin = "runtime_" + table
+                if twin not in recorded and twin in rec.table_names():
+                    columns, rows = double.first_frame(table)
+                    self._create(twin, columns, rows, ddl=None)
         for table in self.series_tables:
             if is_monitor_log(table):
                 schema = "monitor."

@@ -330,7 +330,9 @@ def test_the_live_view_records_what_it_shows(proxytop_term, proxysql_double, tmp
     term.wait_for(r"ONLINE\s+\d+\s+\d+\s+\d+")  # rates: two readings of the pool
     term.send("2")
     term.wait_for("point selects")
-    time.sleep(1.5)
+    deadline = time.monotonic() + 20  # the recording is flushed after every reading
+    while len(RecordingIndex(path).snapshots.get("proxysql.query_rule_hits", ())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
     term.send("q")
     assert term.wait_exit(5) == 0
     index = RecordingIndex(path)
