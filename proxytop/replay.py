@@ -189,14 +189,18 @@ class RecordedReadings:
         self._source_cache: Dict[Tuple[str, int], Source] = {}
         self._state_cache: Dict[Tuple[str, int], SourceState] = {}
 
+    def _entry_at(self, series: Series, at: float) -> int:
+        """Index of the series' last entry at or before ``at`` in the same run (-1 when none)."""
+        i = series.index_at(at)
+        if i < 0 or series.entries[i][1] != self.index.segment_at(at):
+            return -1
+        return i
+
     def _index(self, name: str, at: float) -> Tuple[Optional[Series], int]:
         series = self.index.snapshots.get(name)
         if series is None:
             return None, -1
-        i = series.index_at(at)
-        if i < 0 or series.entries[i][1] != self.index.segment_at(at):
-            return series, -1
-        return series, i
+        return series, self._entry_at(series, at)
 
     def _snapshot(self, name: str, series: Series, i: int) -> Snapshot:
         key = (name, i)
@@ -244,10 +248,8 @@ class RecordedReadings:
 
     def error(self, name: str, at: float) -> Optional[str]:
         errors = self.index.errors.get(name)
-        if errors is None:
-            return None
-        i = errors.index_at(at)
-        if i < 0 or errors.entries[i][1] != self.index.segment_at(at):
+        i = self._entry_at(errors, at) if errors is not None else -1
+        if i < 0:
             return None
         failed_at = errors.entries[i][0]
         series, j = self._index(name, at)
@@ -257,10 +259,8 @@ class RecordedReadings:
 
     def state(self, source_name: str, at: float) -> Optional[SourceState]:
         series = self.index.states.get(source_name)
-        if series is None:
-            return None
-        i = series.index_at(at)
-        if i < 0 or series.entries[i][1] != self.index.segment_at(at):
+        i = self._entry_at(series, at) if series is not None else -1
+        if i < 0:
             return None
         key = (source_name, i)
         state = self._state_cache.get(key)
