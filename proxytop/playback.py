@@ -13,7 +13,22 @@ from typing import Callable, Optional
 
 class PlaybackClock:
     """``clock`` is the real monotonic clock (injected in tests); ``now()`` is the position
-    between ``start`` and ``end``. It starts paused at ``at`` (``start`` when None)."""
+    between ``start`` and ``end``. It starts paused at ``at`` (``start`` when None).
+
+    >>> real = [100.0]
+    >>> playback = PlaybackClock(0.0, 10.0, clock=lambda: real[0])
+    >>> playback.resume(); real[0] += 4; playback.now()
+    4.0
+    >>> playback.set_speed(2.0); real[0] += 2; playback.now()
+    8.0
+    >>> real[0] += 5; playback.now(), playback.at_end, playback.paused
+    (10.0, True, True)
+    >>> playback.resume(); playback.now()  # from the end, it plays again from the start
+    0.0
+    >>> demo = PlaybackClock(0.0, 10.0, clock=lambda: real[0], loop=True)
+    >>> demo.resume(); real[0] += 25; demo.now()  # a loop wraps round
+    5.0
+    """
 
     def __init__(self, start: float, end: float, clock: Callable[[], float] = time.monotonic,
                  speed: float = 1.0, loop: bool = False, at: Optional[float] = None):
