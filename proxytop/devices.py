@@ -62,16 +62,12 @@ def parse_mountinfo(text: str) -> List[Tuple[str, str, str, str]]:
     return entries
 
 
-class DeviceMapper:
-    """Path -> block device, device -> kind and the devices beneath it, from sysfs."""
+class BlockDevices:
+    """What sysfs says about one block device: its kind, its disk, what it is built on."""
 
-    def __init__(self, sysfs: str = "/sys", mountinfo: str = "/proc/self/mountinfo",
-                 stat: Callable[[str], os.stat_result] = os.stat):
+    def __init__(self, sysfs: str = "/sys"):
         self.sysfs = sysfs
-        self.mountinfo = mountinfo
-        self.stat = stat
 
-    # --- one device ---------------------------------------------------------------------------
     def _class_dir(self, name: str) -> Optional[str]:
         path = os.path.join(self.sysfs, "class", "block", name)
         if os.path.exists(path):
@@ -166,7 +162,17 @@ class DeviceMapper:
         visit(name, 0)
         return chain
 
-    # --- paths --------------------------------------------------------------------------------
+
+
+class DeviceMapper(BlockDevices):
+    """Path -> block device, device -> kind and the devices beneath it, from sysfs."""
+
+    def __init__(self, sysfs: str = "/sys", mountinfo: str = "/proc/self/mountinfo",
+                 stat: Callable[[str], os.stat_result] = os.stat):
+        super().__init__(sysfs)
+        self.mountinfo = mountinfo
+        self.stat = stat
+
     def _stat_existing(self, path: str) -> os.stat_result:
         """stat the path, or its nearest existing parent (a binlog basename is a prefix)."""
         current = os.path.abspath(path)
@@ -196,30 +202,39 @@ class DeviceMapper:
         text = _read(self.mountinfo)
         if text is None:
             return None, f"{path}: device {major}:{minor} not in sysfs and no mountinfo"
-        wanted = f"{major}:{minor}"
-        candidates = [e for e in parse_mountinfo(text) if e[0] == wanted]
-        if not candidates:
-            # No line with this number: take the longest mount point above the path.
-            absolute = os.path.abspath(path)
-            above = [e for e in parse_mountinfo(text)
-                     if absolute == e[1] or absolute.startswith(e[1].rstrip("/") + "/")]
-            candidates = sorted(above, key=lambda e: len(e[1]))[-1:]
-        if not candidates:
+        mount = _mount_of(parse_mountinfo(text), path, f"{major}:{minor}")
+        if mount is None:
             return None, f"{path}: no mount found"
-        _number, mount_point, fstype, source = candidates[-1]
-        if source.startswith("/dev/"):
-            try:
-                node = self.stat(source)
-            except OSError:
-                node = None
-            if node is not None and getattr(node, "st_rdev", 0):
-                name = self.block_name(os.major(node.st_rdev), os.minor(node.st_rdev))
-                if name is not None:
-                    return name, None
-            base = os.path.basename(source)
-            if self._class_dir(base) is not None:
-                return base, None
+        _number, mount_point, fstype, source = mount
+        name = self._device_node(source) if source.startswith("/dev/") else None
+        if name is not None:
+            return name, None
         return None, f"{path}: on {fstype} ({source}), no local block device"
+
+    def _device_node(self, node_path: str) -> Optional[str]:
+        """The block device a /dev node stands for (by its device number, else its name)."""
+        try:
+            node = self.stat(node_path)
+        except OSError:
+            node = None
+        if node is not None and getattr(node, "st_rdev", 0):
+            name = self.block_name(os.major(node.st_rdev), os.minor(node.st_rdev))
+            if name is not None:
+                return name
+        base = os.path.basename(node_path)
+        return base if self._class_dir(base) is not None else None
+
+
+def _mount_of(entries: List[Tuple[str, str, str, str]], path: str,
+              number: str) -> Optional[Tuple[str, str, str, str]]:
+    """The mountinfo entry of a device number (the last one mounted), or when no line has
+    that number, the one with the longest mount point above the path."""
+    candidates = [e for e in entries if e[0] == number]
+    if not candidates:
+        absolute = os.path.abspath(path)
+        above = [e for e in entries if absolute == e[1] or absolute.startswith(e[1].rstrip("/") + "/")]
+        candidates = sorted(above, key=lambda e: len(e[1]))[-1:]
+    return candidates[-1] if candidates else None
 
 
 def server_role_paths(variables: Mapping[str, object]) -> Dict[str, List[str]]:

@@ -7,7 +7,6 @@ the latest snapshots and the sources' states and never waits on I/O.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
@@ -16,15 +15,13 @@ from dataclasses import dataclass
 from typing import Callable, Deque, Dict, Iterable, List, Optional, Tuple
 
 from proxytop.collectors.base import Collector, Snapshot, Source
+from proxytop.readings import Readings
+from proxytop.schedule import Schedule
 
 log = logging.getLogger(__name__)
 
 BACKOFF_STEPS = (1.0, 2.0, 4.0, 8.0, 10.0)
-RETRY_INTERVALS = 1.5  # a lost server is tried again after at most this many intervals
-ACTIVATION_DELAY = 0.1  # seconds between a screen's activation and its first readings
-STAGGER_PER_SOURCE = 0.005  # seconds between the first readings of sources activated together
 WAKE_AT_ONCE = 8  # more sources than this activated together are woken in turn, not at once
-DUE_SLACK = 0.05  # a reading due this soon is taken with the batch being read (one wake-up, one redraw)
 IDLE_WAIT = 60.0  # seconds a worker sleeps at most without being woken (a safety net, not a poll)
 
 
@@ -57,24 +54,23 @@ class SourceState:
 
 
 class Engine:
+    """Sources, their collectors and one worker thread per source; what the UI reads and
+    changes. When each collector reads is the :class:`Schedule`'s business, what it read the
+    :class:`Readings`', and the polling loop each :class:`_SourceWorker`'s."""
+
     def __init__(self, clock: Callable[[], float] = time.monotonic):
         self._clock = clock
         self._lock = threading.Lock()
         self._sources: Dict[str, Source] = {}
         self._collectors: Dict[str, Collector] = {}
         self._by_source: Dict[str, List[Collector]] = {}  # each source's collectors
-        self._history: Dict[str, Deque[Snapshot]] = {}
-        self._errors: Dict[str, Tuple[str, float]] = {}
-        self._intervals: Dict[str, float] = {}
-        self._next_due: Dict[str, float] = {}
+        self._schedule = Schedule(clock)
+        self._readings = Readings()
         self._states: Dict[str, SourceState] = {}
-        self._wake: Dict[str, threading.Event] = {}
-        self._threads: Dict[str, threading.Thread] = {}
-        self._active: frozenset = frozenset()
+        self._workers: Dict[str, _SourceWorker] = {}
         self._paused = False
         self._stopping = False
         self._started = False
-        self._tasks: Dict[str, Deque[Tuple[Callable, Callable]]] = {}
         self._observers: List[Callable[[str, object], None]] = []
         self._listeners: List[Callable[[], None]] = []  # told when there is something new to show
 
@@ -85,10 +81,9 @@ class Engine:
                 return
             self._sources[source.name] = source
             self._states[source.name] = SourceState(source.name, since=self._clock())
-            self._wake[source.name] = threading.Event()
-            self._tasks[source.name] = deque()
+            self._workers[source.name] = _SourceWorker(self, source)
         if self._started:
-            self._start_worker(source.name)
+            self._workers[source.name].start()
 
     def add_collector(self, collector: Collector) -> None:
         with self._lock:
@@ -96,9 +91,8 @@ class Engine:
                 return
             self._collectors[collector.name] = collector
             self._by_source.setdefault(collector.source, []).append(collector)
-            self._history[collector.name] = deque(maxlen=max(1, collector.history))
-            self._intervals[collector.name] = max(collector.default_interval, collector.min_interval)
-            self._next_due[collector.name] = 0.0
+            self._readings.add(collector)
+            self._schedule.add(collector)
 
     def collector(self, name: str) -> Optional[Collector]:
         return self._collectors.get(name)
@@ -119,14 +113,10 @@ class Engine:
     def forget(self, names: Iterable[str]) -> None:
         """Drop these collectors' readings and errors, and read them again at once: the
         source now reads another server (the watched ProxySQL node changed), and a rate
-        across two servers would be meaningless. Each history is replaced, not cleared, so
-        that a reader holding the old one never sees it change."""
-        with self._lock:
-            for name in names:
-                if name in self._history:
-                    self._history[name] = deque(maxlen=self._history[name].maxlen)
-                    self._errors.pop(name, None)
-                    self._next_due[name] = 0.0
+        across two servers would be meaningless."""
+        for name in names:
+            if self._readings.forget(name):
+                self._schedule.read_now(name)
 
     def add_observer(self, observer: Callable[[str, object], None]) -> None:
         """``observer(kind, value)`` is called on the worker threads with every new
@@ -169,47 +159,25 @@ class Engine:
     def start(self) -> None:
         self._started = True
         for name in list(self._sources):
-            self._start_worker(name)
+            self._workers[name].start()
 
     def stop(self, timeout: float = 0.5) -> None:
         """Ask every worker to stop. Workers are daemons: a hung server can't delay exit."""
         self._stopping = True
-        for event in self._wake.values():
-            event.set()
+        for worker in self._workers.values():
+            worker.wake.set()
         deadline = self._clock() + timeout
-        for thread in list(self._threads.values()):
-            thread.join(max(0.0, deadline - self._clock()))
+        for worker in list(self._workers.values()):
+            worker.join(max(0.0, deadline - self._clock()))
 
     # ----- what the UI changes --------------------------------------------------------------
     def set_active(self, names: Iterable[str]) -> None:
         """Only these collectors poll from now on; newly active ones poll at once."""
-        names = frozenset(n for n in names if n in self._collectors)
-        with self._lock:
-            newly = names - self._active
-            self._active = names
-            plan = self._stagger(newly)
+        newly, plan = self._schedule.activate(frozenset(n for n in names if n in self._collectors))
         if len(plan) <= WAKE_AT_ONCE:
             self._wake_sources_of(newly)
         else:  # hundreds of workers woken at once would hold up the UI's first frame
             threading.Thread(target=self._wake_in_turn, args=(plan,), name="wake-sources", daemon=True).start()
-
-    def _stagger(self, newly: frozenset) -> List[Tuple[float, str]]:
-        """When newly shown collectors read first (the lock is held): a moment after the UI's
-        first frame of the new screen, and with many sources starting at once, spread over up
-        to STAGGER_PER_SOURCE each (one interval at most), so hundreds of servers don't all
-        compete with the UI for the interpreter at the same instant. Returns (first reading
-        time, source) for each source concerned."""
-        if not newly:
-            return []
-        start = self._clock() + ACTIVATION_DELAY
-        sources = sorted({self._collectors[name].source for name in newly})
-        spread = 0.0
-        if len(sources) > 1:
-            spread = min(min(self._intervals[name] for name in newly), STAGGER_PER_SOURCE * len(sources))
-        offsets = {source: spread * i / len(sources) for i, source in enumerate(sources)}
-        for name in newly:
-            self._next_due[name] = start + offsets[self._collectors[name].source]
-        return [(start + offsets[source], source) for source in sources]
 
     def _wake_in_turn(self, plan: List[Tuple[float, str]]) -> None:
         """Wake each source's worker when its first reading is due, one after the other."""
@@ -219,40 +187,38 @@ class Engine:
                 time.sleep(delay)
             if self._stopping:
                 return
-            event = self._wake.get(source)
-            if event is not None:
-                event.set()
+            worker = self._workers.get(source)
+            if worker is not None:
+                worker.wake.set()
+
+    def _wake_sources_of(self, names: Iterable[str]) -> None:
+        for name in names:
+            collector = self._collectors.get(name)
+            if collector is not None and collector.source in self._workers:
+                self._workers[collector.source].wake.set()
 
     @property
     def active(self) -> frozenset:
-        return self._active
+        return self._schedule.active
 
     def set_interval(self, name: str, seconds: float) -> float:
         """Set a collector's interval, clamped to its minimum; returns the interval in effect."""
-        collector = self._collectors[name]
-        effective = max(float(seconds), collector.min_interval)
-        with self._lock:
-            old = self._intervals[name]
-            if effective == old:
-                return effective  # nothing to re-plan (a fleet of 500 servers sets 1,500 at once)
-            self._intervals[name] = effective
-            # Re-plan from the last reading so a shorter interval takes effect right away.
-            last = self._history[name][-1].taken_at if self._history[name] else 0.0
-            self._next_due[name] = min(self._next_due[name], last + effective)
+        effective, old = self._schedule.set_interval(self._collectors[name], seconds,
+                                                     self._readings.last_taken_at(name))
         if effective < old:
             self._wake_sources_of([name])
         return effective
 
     def interval(self, name: str) -> float:
-        return self._intervals[name]
+        return self._schedule.interval(name)
 
     def pause(self) -> None:
         self._paused = True
 
     def resume(self) -> None:
         self._paused = False
-        for event in self._wake.values():
-            event.set()
+        for worker in self._workers.values():
+            worker.wake.set()
 
     @property
     def paused(self) -> bool:
@@ -261,32 +227,21 @@ class Engine:
     def submit(self, source_name: str, task: Callable, done: Callable[[Optional[str]], None]) -> None:
         """Run ``task(handle)`` on the source's worker (the UI thread never does I/O);
         ``done(error_line_or_None)`` is called there afterwards."""
-        with self._lock:
-            self._tasks[source_name].append((task, done))
-        self._wake[source_name].set()
+        self._workers[source_name].submit(task, done)
 
     # ----- what the UI reads ----------------------------------------------------------------
     def latest(self, name: str) -> Optional[Snapshot]:
-        history = self._history.get(name)
-        return history[-1] if history else None
+        return self._readings.latest(name)
 
     def history(self, name: str) -> Tuple[Snapshot, ...]:
-        with self._lock:
-            return tuple(self._history.get(name, ()))
+        return self._readings.history(name)
 
     def last_two(self, name: str) -> Tuple[Optional[Snapshot], Optional[Snapshot]]:
         """(previous, current): what rates are computed from."""
-        with self._lock:
-            history = self._history.get(name)
-            if not history:
-                return None, None
-            if len(history) == 1:
-                return None, history[-1]
-            return history[-2], history[-1]
+        return self._readings.last_two(name)
 
     def error(self, name: str) -> Optional[str]:
-        entry = self._errors.get(name)
-        return entry[0] if entry else None
+        return self._readings.error(name)
 
     def state(self, source_name: str) -> Optional[SourceState]:
         return self._states.get(source_name)
@@ -302,23 +257,10 @@ class Engine:
         handle its ``connect()`` returned}) on the calling thread, exactly as a worker does,
         for tools that step the engine themselves (benchmarks) without starting its threads.
         Returns {source name: the error line of a lost connection, or None}."""
-        return {name: self._poll_due(self._sources[name], handle, self._active_of(name))
+        return {name: self._workers[name].poll_due(handle, self._active_of(name))
                 for name, handle in handles.items()}
 
-    # ----- the workers ----------------------------------------------------------------------
-    def _wake_sources_of(self, names: Iterable[str]) -> None:
-        for name in names:
-            collector = self._collectors.get(name)
-            if collector is not None and collector.source in self._wake:
-                self._wake[collector.source].set()
-
-    def _start_worker(self, name: str) -> None:
-        if name in self._threads:
-            return
-        thread = threading.Thread(target=self._run, args=(name,), name=f"poll-{name}", daemon=True)
-        self._threads[name] = thread
-        thread.start()
-
+    # ----- what the workers share ---------------------------------------------------------------
     def _set_state(self, name: str, **changes) -> None:
         with self._lock:
             old = self._states[name]
@@ -329,124 +271,151 @@ class Engine:
         self._tell_listeners()
 
     def _active_of(self, source_name: str) -> List[Collector]:
-        active = self._active
+        active = self._schedule.active
         return [c for c in self._by_source.get(source_name, ()) if c.name in active]
 
-    def _run(self, source_name: str) -> None:
-        source = self._sources[source_name]
-        wake = self._wake[source_name]
+
+class _SourceWorker:
+    """One source's thread: connects when a reading is due, runs the UI's tasks and the due
+    collectors on that connection, and after a failure says why and retries with backoff."""
+
+    def __init__(self, engine: Engine, source: Source):
+        self.engine = engine
+        self.source = source
+        self.wake = threading.Event()
+        self._tasks: Deque[Tuple[Callable, Callable]] = deque()
+        self._thread: Optional[threading.Thread] = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=f"poll-{self.source.name}", daemon=True)
+            self._thread.start()
+
+    def join(self, timeout: float) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def submit(self, task: Callable, done: Callable[[Optional[str]], None]) -> None:
+        with self.engine._lock:
+            self._tasks.append((task, done))
+        self.wake.set()
+
+    def _run(self) -> None:
+        engine, source = self.engine, self.source
         handle = None
         connected = False
         failures = 0
-        while not self._stopping:
-            collectors = self._active_of(source_name)
-            if self._paused or not collectors:
+        while not engine._stopping:
+            collectors = engine._active_of(source.name)
+            if engine._paused or not collectors:
                 # Idle until woken (activation, resume, a task, stop): hundreds of servers'
                 # threads may be waiting here while their screen is hidden.
-                wake.wait(IDLE_WAIT)
-                wake.clear()
+                self._wait(IDLE_WAIT)
                 continue
             if not connected:
-                due = min(self._next_due[c.name] for c in collectors) - self._clock()
-                if due > 0.005 and not self._tasks[source_name]:
-                    # A staggered start: connect when the first reading is due.
-                    wake.wait(min(0.5, due))
-                    wake.clear()
+                due = engine._schedule.first_due(collectors) - engine._clock()
+                if due > 0.005 and not self._tasks:
+                    self._wait(min(0.5, due))  # a staggered start: connect when the first reading is due
                     continue
-                self._set_state(source_name, connecting=True)
-                try:
-                    handle = source.connect()
-                except Exception as exc:  # any failure is reported in one line and retried
-                    failures += 1
-                    delay = self._retry_delay(source_name, failures)
-                    message = source.describe_error(exc)
-                    log.info("%s: %s (retry in %.0fs)", source_name, message, delay)
-                    self._set_state(source_name, connected=False, connecting=False, error=message,
-                                    failures=failures, retry_at=self._clock() + delay)
-                    self._sleep_until(wake, self._clock() + delay)
+                connected, handle, failures = self._connect(failures)
+                if not connected:
                     continue
-                connected = True
-                failures = 0
-                self._set_state(source_name, connected=True, connecting=False, error=None,
-                                failures=0, retry_at=None, since=self._clock())
-            lost = self._run_tasks(source, handle) or self._poll_due(source, handle, collectors)
+            lost = self._run_tasks(handle) or self.poll_due(handle, collectors)
             if lost is not None:
                 source.close(handle)
                 handle, connected = None, False
                 failures += 1
-                delay = self._retry_delay(source_name, failures)
-                self._set_state(source_name, connected=False, connecting=False, error=lost,
-                                failures=failures, retry_at=self._clock() + delay)
-                self._sleep_until(wake, self._clock() + delay)
+                self._back_off(failures, lost, self._retry_delay(failures))
                 continue
-            next_due = min((self._next_due[c.name] for c in self._active_of(source_name)), default=None)
+            next_due = engine._schedule.first_due(engine._active_of(source.name))
             # Sleep until the next reading is due: whatever changes the plan sooner (a shorter
             # interval, a screen shown, a task, resume, stop) sets ``wake``.
-            timeout = IDLE_WAIT if next_due is None else max(0.005, min(IDLE_WAIT, next_due - self._clock()))
-            wake.wait(timeout)
-            wake.clear()
+            self._wait(IDLE_WAIT if next_due is None else max(0.005, min(IDLE_WAIT, next_due - engine._clock())))
         if handle is not None:
             source.close(handle)
 
-    def _retry_delay(self, source_name: str, failures: int) -> float:
-        """The backoff, but never longer than one and a half of the shortest interval the
-        source is polled at (own-pace collectors aside): a server that comes back is seen
-        again within two intervals, and a dead one is tried less often than it was polled."""
-        delay = backoff_delay(failures)
-        intervals = [self._intervals[c.name] for c in self._active_of(source_name) if not c.own_pace]
-        return min([delay] + [RETRY_INTERVALS * interval for interval in intervals])
+    def _wait(self, timeout: float) -> None:
+        self.wake.wait(timeout)
+        self.wake.clear()
 
-    def _sleep_until(self, wake: threading.Event, deadline: float) -> None:
+    def _connect(self, failures: int):
+        """(True, handle, 0) once connected; (False, None, failures + 1) after a failure and
+        its backoff."""
+        engine, name = self.engine, self.source.name
+        engine._set_state(name, connecting=True)
+        try:
+            handle = self.source.connect()
+        except Exception as exc:  # any failure is reported in one line and retried
+            failures += 1
+            delay = self._retry_delay(failures)
+            message = self.source.describe_error(exc)
+            log.info("%s: %s (retry in %.0fs)", name, message, delay)
+            self._back_off(failures, message, delay)
+            return False, None, failures
+        engine._set_state(name, connected=True, connecting=False, error=None,
+                          failures=0, retry_at=None, since=engine._clock())
+        return True, handle, 0
+
+    def _retry_delay(self, failures: int) -> float:
+        return self.engine._schedule.retry_delay(backoff_delay(failures), self.engine._active_of(self.source.name))
+
+    def _back_off(self, failures: int, message: str, delay: float) -> None:
+        """Say why the source is unreachable and sleep until it is tried again."""
+        engine = self.engine
+        engine._set_state(self.source.name, connected=False, connecting=False, error=message,
+                          failures=failures, retry_at=engine._clock() + delay)
+        self._sleep_until(engine._clock() + delay)
+
+    def _sleep_until(self, deadline: float) -> None:
         """Wait for a retry deadline; a wake-up (e.g. on quit) only ends it early when stopping."""
-        while not self._stopping:
-            remaining = deadline - self._clock()
+        engine = self.engine
+        while not engine._stopping:
+            remaining = deadline - engine._clock()
             if remaining <= 0:
                 return
-            wake.wait(remaining)
-            wake.clear()
+            self._wait(remaining)
 
-    def _run_tasks(self, source: Source, handle) -> Optional[str]:
-        tasks = self._tasks[source.name]
-        while tasks:
-            with self._lock:
-                task, done = tasks.popleft()
+    def _run_tasks(self, handle) -> Optional[str]:
+        engine, source = self.engine, self.source
+        while self._tasks:
+            with engine._lock:
+                task, done = self._tasks.popleft()
             try:
                 task(handle)
             except Exception as exc:
                 message = source.describe_error(exc)
                 done(message)
-                self._tell_listeners()
+                engine._tell_listeners()
                 if source.is_connection_error(exc):
                     return message
                 continue
             done(None)
-            self._tell_listeners()
+            engine._tell_listeners()
         return None
 
-    def _poll_due(self, source: Source, handle, collectors: List[Collector]) -> Optional[str]:
+    def poll_due(self, handle, collectors: List[Collector]) -> Optional[str]:
         """Run the due collectors; returns an error line if the connection was lost."""
+        engine = self.engine
         news = 0
         try:
             for collector in collectors:
-                if self._stopping or self._paused:
+                if engine._stopping or engine._paused:
                     return None
-                news += self._poll_one(source, handle, collector)
+                news += self._poll_one(handle, collector)
         except _ConnectionLost as lost:
             return lost.message
         finally:
             if news:
-                self._tell_listeners()  # once per batch: the header's and the screen's readings
+                engine._tell_listeners()  # once per batch: the header's and the screen's readings
         return None
 
-    def _poll_one(self, source: Source, handle, collector: Collector) -> int:
+    def _poll_one(self, handle, collector: Collector) -> int:
         """Run one collector if it is due: 1 when it brought news (a snapshot or an error).
         Raises _ConnectionLost when the connection broke."""
-        name = collector.name
-        # The header's reading and the screen's drift a few milliseconds apart: read both in one
-        # batch rather than waking (the worker and the UI) twice per interval.
-        if self._next_due[name] > self._clock() + DUE_SLACK:
+        engine, source, name = self.engine, self.source, collector.name
+        if not engine._schedule.is_due(name):
             return 0
-        started = self._clock()
+        started = engine._clock()
         started_wall = time.time()
         try:
             data = collector.collect(handle)
@@ -456,30 +425,20 @@ class Engine:
                 log.info("%s: connection lost in %s: %s", source.name, name, message)
                 raise _ConnectionLost(message) from None
             log.info("%s: %s", name, message)
-            with self._lock:
-                self._errors[name] = (message, self._clock())
-                self._next_due[name] = started + self._intervals[name]
-            if self._observers:
-                self._notify("error", (name, message, self._clock()))
+            engine._readings.record_error(name, message, engine._clock())
+            engine._schedule.failed(name, started)
+            if engine._observers:
+                engine._notify("error", (name, message, engine._clock()))
             return 1
-        finished = self._clock()
+        finished = engine._clock()
         # Stamped when the query started: ProxySQL takes its figures as it begins to answer,
         # and under load an answer took up to 150 ms (rates were off by up to 16%).
         snapshot = Snapshot(collector=name, data=data, taken_at=started, duration=finished - started,
                             wall_time=started_wall)
-        with self._lock:
-            history = self._history[name]
-            history.append(snapshot)
-            if len(history) > 2 and collector.history > 2:
-                older = history[-3]
-                kept = collector.shrink(older.data)
-                if kept is not older.data:
-                    history[-3] = dataclasses.replace(older, data=kept)
-            self._errors.pop(name, None)
-            # max(): a collector's minimum may grow with what it measures (the digest's read time)
-            self._next_due[name] = started + max(self._intervals[name], collector.min_interval)
-        if self._observers:
-            self._notify("snapshot", snapshot)
+        engine._readings.record(collector, snapshot)
+        engine._schedule.read(collector, started)
+        if engine._observers:
+            engine._notify("snapshot", snapshot)
         return 1
 
 

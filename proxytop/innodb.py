@@ -134,19 +134,8 @@ def split_sections(text: str) -> Dict[str, List[str]]:
     return sections
 
 
-def parse_status_text(text: str) -> StatusText:
-    """Parse the LOG, BUFFER POOL AND MEMORY, TRANSACTIONS and FILE I/O sections.
-
-    Lines are matched one by one and everything unknown is skipped, so new lines in a new
-    version never break the parser; a missing line leaves its field None.
-
-    >>> s = parse_status_text("---\\nLOG\\n---\\nLog sequence number 2000\\nLast checkpoint at  1500\\n")
-    >>> s.lsn, s.checkpoint_lsn, s.age, s.flushed_lsn
-    (2000, 1500, 500, None)
-    """
-    sections = split_sections(text or "")
-    values: Dict[str, int] = {}
-    for line in sections.get("LOG", ()):
+def _parse_log(lines: Sequence[str], values: Dict[str, int]) -> None:
+    for line in lines:
         line = line.strip()
         match = _LSN_LINE.match(line)
         if match:
@@ -166,7 +155,10 @@ def parse_status_text(text: str) -> StatusText:
         match = _LOG_IOS.match(line)
         if match:
             values["log_ios"] = int(match.group(1))
-    for line in sections.get("BUFFER POOL AND MEMORY", ()):
+
+
+def _parse_buffer_pool(lines: Sequence[str], values: Dict[str, int]) -> None:
+    for line in lines:
         line = line.strip()
         if line.startswith("---BUFFER POOL"):
             break  # per-instance blocks (older layouts): the totals came first
@@ -180,12 +172,18 @@ def parse_status_text(text: str) -> StatusText:
             values["pending_flush_list"] = int(match.group(2))
             if match.group(3) is not None:
                 values["pending_single_page"] = int(match.group(3))
-    for line in sections.get("TRANSACTIONS", ()):
+
+
+def _parse_transactions(lines: Sequence[str], values: Dict[str, int]) -> None:
+    for line in lines:
         match = _HISTORY.match(line.strip())
         if match:
             values["history_list_length"] = int(match.group(1))
             break
-    for line in sections.get("FILE I/O", ()):
+
+
+def _parse_file_io(lines: Sequence[str], values: Dict[str, int]) -> None:
+    for line in lines:
         line = line.strip()
         match = _FSYNC_MYSQL.match(line)
         if match:
@@ -196,6 +194,31 @@ def parse_status_text(text: str) -> StatusText:
         match = _FSYNC_MARIADB.match(line)
         if match:
             values["pending_fsyncs"] = int(match.group(1))
+
+
+# Each section's parser adds the fields it finds to one dict of StatusText values.
+_SECTION_PARSERS = (
+    ("LOG", _parse_log),
+    ("BUFFER POOL AND MEMORY", _parse_buffer_pool),
+    ("TRANSACTIONS", _parse_transactions),
+    ("FILE I/O", _parse_file_io),
+)
+
+
+def parse_status_text(text: str) -> StatusText:
+    """Parse the LOG, BUFFER POOL AND MEMORY, TRANSACTIONS and FILE I/O sections.
+
+    Lines are matched one by one and everything unknown is skipped, so new lines in a new
+    version never break the parser; a missing line leaves its field None.
+
+    >>> s = parse_status_text("---\\nLOG\\n---\\nLog sequence number 2000\\nLast checkpoint at  1500\\n")
+    >>> s.lsn, s.checkpoint_lsn, s.age, s.flushed_lsn
+    (2000, 1500, 500, None)
+    """
+    sections = split_sections(text or "")
+    values: Dict[str, int] = {}
+    for title, parse in _SECTION_PARSERS:
+        parse(sections.get(title, ()), values)
     return StatusText(sections=frozenset(sections), **values)
 
 
@@ -730,6 +753,172 @@ def _lsn_from(status: Mapping, text: Optional[StatusText], metrics: Optional[Map
     return None, None, None, ""
 
 
+class _Provenance:
+    """Where each value came from, and which ones the user's privileges hide (in the order
+    the screen lists them)."""
+
+    NEEDS_ORDER = ("age", "pending_writes", "by_type", "history_list_length")
+
+    def __init__(self) -> None:
+        self.needs: List[str] = []
+        self.sources: List[Tuple[str, str]] = []
+
+    def source(self, value: str, origin: str) -> None:
+        self.sources.append((value, origin))
+
+    def need(self, value: str) -> None:
+        self.needs.append(value)
+
+    def needs_in_order(self) -> Tuple[str, ...]:
+        order = self.NEEDS_ORDER
+        ordered = sorted(self.needs, key=lambda n: order.index(n) if n in order else len(order))
+        return tuple(dict.fromkeys(ordered))
+
+
+def _checkpoint_age(status: Mapping, text: Optional[StatusText], metrics: Optional[Mapping[str, Metric]],
+                    denied_text: bool, notes: _Provenance):
+    """(lsn, checkpoint_lsn, flushed_lsn, lsn_source, age, age_source): the status variable,
+    else LSN − last checkpoint from wherever the LSNs were found."""
+    lsn, checkpoint_lsn, flushed_lsn, lsn_source = _lsn_from(status, text, metrics)
+    age = _int(status.get("Innodb_checkpoint_age"))
+    age_source = "Innodb_checkpoint_age" if age is not None else ""
+    if age is None and lsn is not None and checkpoint_lsn is not None:
+        age = max(0, lsn - checkpoint_lsn)
+        age_source = f"LSN − last checkpoint ({lsn_source})"
+    if lsn_source:
+        notes.source("LSN", lsn_source)
+    if age is not None:
+        notes.source("checkpoint age", age_source)
+    if age is None and denied_text:
+        notes.need("age")
+    return lsn, checkpoint_lsn, flushed_lsn, lsn_source, age, age_source
+
+
+def _modified_age(text: Optional[StatusText], flavour: Optional[Flavour]) -> Optional[int]:
+    """MySQL and Percona compare the *modified* age (LSN − oldest dirty page, "Pages flushed
+    up to") with their limits; MariaDB compares the checkpoint age (None here)."""
+    if text is None or (flavour is not None and flavour.is_mariadb):
+        return None
+    return text.modified_age if text.modified_age is not None else text.modified_age_computed
+
+
+def _redo_rate(status: Mapping, previous_status: Optional[Mapping], status_seconds: Optional[float],
+               text: Optional[StatusText], lsn_source: str, previous_engine: Optional[EngineReading],
+               engine_seconds: Optional[float]) -> Tuple[Optional[float], str]:
+    """(bytes/s written to the redo log, how it was measured): Δ LSN from the status
+    variables, else from the status text, else Innodb_os_log_written."""
+    redo_rate, redo_source = None, ""
+    if previous_status is not None:
+        for name in ("Innodb_redo_log_current_lsn", "Innodb_lsn_current"):
+            if name in status and name in previous_status:
+                redo_rate, redo_source = rate(previous_status.get(name), status.get(name), status_seconds), "Δ LSN"
+                break
+    if redo_rate is None and lsn_source == "SHOW ENGINE INNODB STATUS" and previous_engine is not None \
+            and previous_engine.text is not None:
+        redo_rate, redo_source = rate(previous_engine.text.lsn, text.lsn, engine_seconds), "Δ LSN"
+    if redo_rate is None and previous_status is not None and "Innodb_os_log_written" in status:
+        redo_rate = rate(previous_status.get("Innodb_os_log_written"), status.get("Innodb_os_log_written"),
+                         status_seconds)
+        redo_source = "Innodb_os_log_written"
+    return redo_rate, redo_source
+
+
+def _flushing_by_type(metrics: Optional[Mapping[str, Metric]], previous_engine: Optional[EngineReading],
+                      engine_seconds: Optional[float], denied_metrics: bool, notes: _Provenance):
+    """(pages/s by flush type or None, the disabled counters, sync waits/s) from INNODB_METRICS."""
+    if metrics is None:
+        if denied_metrics:
+            notes.need("by_type")
+        return None, (), None
+    previous_metrics = previous_engine.metrics if previous_engine is not None else None
+    pairs = []
+    disabled_names = []
+    for label, name in FLUSH_TYPE_METRICS:
+        metric = metrics.get(name)
+        if metric is None or not metric.enabled:
+            disabled_names.append(name)
+            pairs.append((label, None))
+            continue
+        before = previous_metrics.get(name) if previous_metrics else None
+        pairs.append((label, rate(before.count, metric.count, engine_seconds) if before and before.enabled else None))
+    by_type = tuple(pairs) if len(disabled_names) < len(FLUSH_TYPE_METRICS) else None
+    sync_waits = None
+    waits = metrics.get("buffer_flush_sync_waits")
+    if waits is not None and waits.enabled and previous_metrics and previous_metrics.get("buffer_flush_sync_waits"):
+        sync_waits = rate(previous_metrics["buffer_flush_sync_waits"].count, waits.count, engine_seconds)
+    notes.source("flushing by type", "INNODB_METRICS")
+    return by_type, tuple(disabled_names), sync_waits
+
+
+def _pending_writes(text: Optional[StatusText], denied_text: bool, notes: _Provenance) -> Dict[str, Optional[int]]:
+    """The flush writes queued, by list, from the status text."""
+    if text is None and denied_text:
+        notes.need("pending_writes")
+    if text is not None:
+        notes.source("pending writes", "SHOW ENGINE INNODB STATUS")
+    return dict(pending_lru=text.pending_lru if text else None,
+                pending_flush_list=text.pending_flush_list if text else None,
+                pending_single_page=text.pending_single_page if text else None)
+
+
+def _history_list_length(status: Mapping, text: Optional[StatusText], metrics: Optional[Mapping[str, Metric]],
+                         denied: bool, notes: _Provenance) -> Optional[float]:
+    """The purge backlog: the status variable, else INNODB_METRICS, else the status text."""
+    history = _num(status, "Innodb_history_list_length")
+    history_source = "Innodb_history_list_length"
+    if history is None and metrics:
+        metric = metrics.get("trx_rseg_history_len")
+        if metric is not None and metric.enabled:
+            history, history_source = metric.count, "INNODB_METRICS"
+    if history is None and text is not None:
+        history, history_source = text.history_list_length, "SHOW ENGINE INNODB STATUS"
+    if history is not None:
+        notes.source("history list", history_source)
+    if history is None and denied:
+        notes.need("history_list_length")
+    return history
+
+
+def _limit_sources(limits: Optional[RedoLimits], notes: _Provenance) -> None:
+    if limits is None:
+        return
+    for name, origin in (("async limit", limits.async_origin), ("sync limit", limits.sync_origin)):
+        notes.source(name, f"computed: {limits.formula}" if origin == "computed" and limits.formula else origin)
+
+
+def _pool_and_settings(status: Mapping, previous_status: Optional[Mapping], status_seconds: Optional[float],
+                       variables: Mapping) -> Dict[str, object]:
+    """The Assessment's buffer-pool rates and the flushing variables (SHOW GLOBAL STATUS and
+    VARIABLES only)."""
+
+    def per_second(name: str) -> Optional[float]:
+        if previous_status is None:
+            return None
+        return rate(previous_status.get(name), status.get(name), status_seconds)
+
+    dirty = _num(status, "Innodb_buffer_pool_pages_dirty")
+    total = _num(status, "Innodb_buffer_pool_pages_total")
+    return dict(
+        dirty_pages=dirty,
+        total_pages=total,
+        dirty_pct=percent_of(dirty, total),
+        max_dirty_pct=_num(variables, "innodb_max_dirty_pages_pct"),
+        max_dirty_lwm=_num(variables, "innodb_max_dirty_pages_pct_lwm"),
+        flushed_rate=per_second("Innodb_buffer_pool_pages_flushed"),
+        lru_flushed_rate=per_second("Innodb_buffer_pool_pages_lru_flushed")
+        if "Innodb_buffer_pool_pages_lru_flushed" in status else None,
+        io_capacity=_num(variables, "innodb_io_capacity"),
+        io_capacity_max=_num(variables, "innodb_io_capacity_max"),
+        pending_log_fsyncs=_num(status, "Innodb_os_log_pending_fsyncs"),
+        pending_log_writes=_num(status, "Innodb_os_log_pending_writes"),
+        wait_free_rate=per_second("Innodb_buffer_pool_wait_free"),
+        log_waits_rate=per_second("Innodb_log_waits"),
+        adaptive_flushing=_on(variables.get("innodb_adaptive_flushing")),
+        adaptive_flushing_lwm=_num(variables, "innodb_adaptive_flushing_lwm"),
+        flush_log_at_trx_commit=variables.get("innodb_flush_log_at_trx_commit"),
+    )
+
+
 def assess(status: Optional[Mapping], previous_status: Optional[Mapping], status_seconds: Optional[float],
            variables: Optional[Mapping], engine: Optional[EngineReading] = None,
            previous_engine: Optional[EngineReading] = None, engine_seconds: Optional[float] = None,
@@ -742,171 +931,47 @@ def assess(status: Optional[Mapping], previous_status: Optional[Mapping], status
     """
     status = status or {}
     variables = variables or {}
+    previous_status = previous_status or None
     if flavour is None:
         flavour = detect_flavour(variables.get("version"), variables.get("version_comment"))
     text = engine.text if engine is not None else None
     metrics = engine.metrics if engine is not None else None
     denied_text = engine is not None and engine.text_denied
     denied_metrics = engine is not None and engine.metrics_denied
-    needs: List[str] = []
-    sources: List[Tuple[str, str]] = []
+    notes = _Provenance()
 
-    # --- checkpoint age -----------------------------------------------------------------------
-    lsn, checkpoint_lsn, flushed_lsn, lsn_source = _lsn_from(status, text, metrics)
-    age = _int(status.get("Innodb_checkpoint_age"))
-    age_source = "Innodb_checkpoint_age" if age is not None else ""
-    if age is None and lsn is not None and checkpoint_lsn is not None:
-        age = max(0, lsn - checkpoint_lsn)
-        age_source = f"LSN − last checkpoint ({lsn_source})"
-    if lsn_source:
-        sources.append(("LSN", lsn_source))
-    if age is not None:
-        sources.append(("checkpoint age", age_source))
-    if age is None and denied_text:
-        needs.append("age")
-
+    lsn, checkpoint_lsn, flushed_lsn, lsn_source, age, age_source = _checkpoint_age(
+        status, text, metrics, denied_text, notes)
     limits = server_limits(flavour, status, variables, metrics)
     capacity = limits.capacity if limits else redo_capacity(flavour, variables)
-    # MySQL and Percona compare the *modified* age (LSN − oldest dirty page, "Pages flushed up
-    # to") with their limits; MariaDB compares the checkpoint age.
-    modified_age = None
-    if text is not None and (flavour is None or not flavour.is_mariadb):
-        modified_age = text.modified_age if text.modified_age is not None else text.modified_age_computed
+    modified_age = _modified_age(text, flavour)
     compared_age = modified_age if modified_age is not None else age
-    state = checkpoint_state(compared_age, limits)
-
-    # --- redo write rate ----------------------------------------------------------------------
-    redo_rate = None
-    redo_source = ""
-    previous_status = previous_status or None
-    if previous_status is not None:
-        for name in ("Innodb_redo_log_current_lsn", "Innodb_lsn_current"):
-            if name in status and name in previous_status:
-                redo_rate = rate(previous_status.get(name), status.get(name), status_seconds)
-                redo_source = "Δ LSN"
-                break
-    if redo_rate is None and lsn_source == "SHOW ENGINE INNODB STATUS" and previous_engine is not None \
-            and previous_engine.text is not None:
-        redo_rate = rate(previous_engine.text.lsn, text.lsn, engine_seconds)
-        redo_source = "Δ LSN"
-    if redo_rate is None and previous_status is not None and "Innodb_os_log_written" in status:
-        redo_rate = rate(previous_status.get("Innodb_os_log_written"), status.get("Innodb_os_log_written"),
-                         status_seconds)
-        redo_source = "Innodb_os_log_written"
-
-    # --- dirty pages and flushing -------------------------------------------------------------
-    dirty = _num(status, "Innodb_buffer_pool_pages_dirty")
-    total = _num(status, "Innodb_buffer_pool_pages_total")
-
-    def per_second(name: str) -> Optional[float]:
-        if previous_status is None:
-            return None
-        return rate(previous_status.get(name), status.get(name), status_seconds)
-
-    by_type = None
-    disabled: Tuple[str, ...] = ()
-    sync_waits = None
-    if metrics is not None:
-        previous_metrics = previous_engine.metrics if previous_engine is not None else None
-        pairs = []
-        disabled_names = []
-        for label, name in FLUSH_TYPE_METRICS:
-            metric = metrics.get(name)
-            if metric is None or not metric.enabled:
-                disabled_names.append(name)
-                pairs.append((label, None))
-                continue
-            before = previous_metrics.get(name) if previous_metrics else None
-            pairs.append((label, rate(before.count, metric.count, engine_seconds) if before and before.enabled else None))
-        disabled = tuple(disabled_names)
-        if len(disabled_names) < len(FLUSH_TYPE_METRICS):
-            by_type = tuple(pairs)
-        waits = metrics.get("buffer_flush_sync_waits")
-        if waits is not None and waits.enabled and previous_metrics and previous_metrics.get("buffer_flush_sync_waits"):
-            sync_waits = rate(previous_metrics["buffer_flush_sync_waits"].count, waits.count, engine_seconds)
-        sources.append(("flushing by type", "INNODB_METRICS"))
-    elif denied_metrics:
-        needs.append("by_type")
-
-    # --- pending and stalls -------------------------------------------------------------------
-    pending_lru = text.pending_lru if text else None
-    pending_flush = text.pending_flush_list if text else None
-    pending_single = text.pending_single_page if text else None
-    if text is None and denied_text:
-        needs.append("pending_writes")
-    if text is not None:
-        sources.append(("pending writes", "SHOW ENGINE INNODB STATUS"))
-    history = _num(status, "Innodb_history_list_length")
-    history_source = "Innodb_history_list_length"
-    if history is None and metrics:
-        metric = metrics.get("trx_rseg_history_len")
-        if metric is not None and metric.enabled:
-            history, history_source = metric.count, "INNODB_METRICS"
-    if history is None and text is not None:
-        history, history_source = text.history_list_length, "SHOW ENGINE INNODB STATUS"
-    if history is not None:
-        sources.append(("history list", history_source))
-    if history is None and (denied_text or denied_metrics):
-        needs.append("history_list_length")
-
+    redo_rate, redo_source = _redo_rate(status, previous_status, status_seconds, text, lsn_source,
+                                        previous_engine, engine_seconds)
+    by_type, disabled, sync_waits = _flushing_by_type(metrics, previous_engine, engine_seconds,
+                                                      denied_metrics, notes)
+    pending = _pending_writes(text, denied_text, notes)
+    history = _history_list_length(status, text, metrics, denied_text or denied_metrics, notes)
     pending_fsyncs = _num(status, "Innodb_data_pending_fsyncs")
     if pending_fsyncs is None and text is not None:
         pending_fsyncs = text.pending_fsyncs
-
-    if limits is not None:
-        for name, origin in (("async limit", limits.async_origin), ("sync limit", limits.sync_origin)):
-            sources.append((name, f"computed: {limits.formula}" if origin == "computed" and limits.formula
-                            else origin))
+    _limit_sources(limits, notes)
     if status:
-        sources.append(("pages and waits", "SHOW GLOBAL STATUS"))
-    order = ("age", "pending_writes", "by_type", "history_list_length")
-    needs.sort(key=lambda n: order.index(n) if n in order else len(order))
-
+        notes.source("pages and waits", "SHOW GLOBAL STATUS")
+    # "Full in" is where writes stall: the sync flush limit (MariaDB's own margin, about 12%
+    # below the log's capacity), against the age that limit is compared with.
+    sync_in = time_to_full(limits.sync_age if limits else None, compared_age, redo_rate)
     return Assessment(
-        flavour=flavour,
-        lsn=lsn,
-        checkpoint_lsn=checkpoint_lsn,
-        flushed_lsn=flushed_lsn,
-        age=age,
-        age_source=age_source,
-        modified_age=modified_age,
-        limits=limits,
+        flavour=flavour, lsn=lsn, checkpoint_lsn=checkpoint_lsn, flushed_lsn=flushed_lsn,
+        age=age, age_source=age_source, modified_age=modified_age, limits=limits,
         age_pct=percent_of(age, capacity),
         async_pct=percent_of(limits.async_age, capacity) if limits else None,
         sync_pct=percent_of(limits.sync_age, capacity) if limits else None,
-        state=state,
-        redo_rate=redo_rate,
-        redo_rate_source=redo_source,
-        # "Full in" is where writes stall: the sync flush limit (MariaDB's own margin, about
-        # 12% below the log's capacity), against the age that limit is compared with.
-        full_in=time_to_full(limits.sync_age if limits else None, compared_age, redo_rate),
-        sync_in=time_to_full(limits.sync_age if limits else None, compared_age, redo_rate),
-        log_full_in=time_to_full(capacity, age, redo_rate),
-        dirty_pages=dirty,
-        total_pages=total,
-        dirty_pct=percent_of(dirty, total),
-        max_dirty_pct=_num(variables, "innodb_max_dirty_pages_pct"),
-        max_dirty_lwm=_num(variables, "innodb_max_dirty_pages_pct_lwm"),
-        flushed_rate=per_second("Innodb_buffer_pool_pages_flushed"),
-        lru_flushed_rate=per_second("Innodb_buffer_pool_pages_lru_flushed")
-        if "Innodb_buffer_pool_pages_lru_flushed" in status else None,
-        io_capacity=_num(variables, "innodb_io_capacity"),
-        io_capacity_max=_num(variables, "innodb_io_capacity_max"),
-        by_type=by_type,
-        by_type_disabled=disabled,
-        sync_waits_rate=sync_waits,
-        pending_lru=pending_lru,
-        pending_flush_list=pending_flush,
-        pending_single_page=pending_single,
-        pending_fsyncs=pending_fsyncs,
-        pending_log_fsyncs=_num(status, "Innodb_os_log_pending_fsyncs"),
-        pending_log_writes=_num(status, "Innodb_os_log_pending_writes"),
-        wait_free_rate=per_second("Innodb_buffer_pool_wait_free"),
-        log_waits_rate=per_second("Innodb_log_waits"),
-        history_list_length=history,
-        adaptive_flushing=_on(variables.get("innodb_adaptive_flushing")),
-        adaptive_flushing_lwm=_num(variables, "innodb_adaptive_flushing_lwm"),
-        flush_log_at_trx_commit=variables.get("innodb_flush_log_at_trx_commit"),
-        needs_process=tuple(dict.fromkeys(needs)),
-        sources=tuple(sources),
+        state=checkpoint_state(compared_age, limits),
+        redo_rate=redo_rate, redo_rate_source=redo_source,
+        full_in=sync_in, sync_in=sync_in, log_full_in=time_to_full(capacity, age, redo_rate),
+        by_type=by_type, by_type_disabled=disabled, sync_waits_rate=sync_waits,
+        pending_fsyncs=pending_fsyncs, history_list_length=history,
+        needs_process=notes.needs_in_order(), sources=tuple(notes.sources),
+        **pending, **_pool_and_settings(status, previous_status, status_seconds, variables),
     )

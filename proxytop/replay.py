@@ -29,6 +29,7 @@ from proxytop import units
 from proxytop.collectors.base import Collector, Snapshot, Source
 from proxytop.engine import SourceState
 from proxytop.keys import Binding
+from proxytop.playback import PlaybackClock
 from proxytop.recording import RecordingError, loads, scan
 
 log = logging.getLogger(__name__)
@@ -175,6 +176,133 @@ class RecordedCollector(Collector):
         raise RecordingError(NOT_IN_REPLAY)
 
 
+# ----- the readings at a position ---------------------------------------------------------------
+
+class RecordedReadings:
+    """Snapshots, errors, source states and sources as they stood at a position on the
+    timeline. Decoded on first use and cached: a screen asks for the same few readings every
+    frame. Only readings of the position's own run count (a rate never spans two runs)."""
+
+    def __init__(self, index: RecordingIndex):
+        self.index = index
+        self._cache: "OrderedDict[Tuple[str, int], Snapshot]" = OrderedDict()
+        self._source_cache: Dict[Tuple[str, int], Source] = {}
+        self._state_cache: Dict[Tuple[str, int], SourceState] = {}
+
+    def _entry_at(self, series: Series, at: float) -> int:
+        """Index of the series' last entry at or before ``at`` in the same run (-1 when none)."""
+        i = series.index_at(at)
+        if i < 0 or series.entries[i][1] != self.index.segment_at(at):
+            return -1
+        return i
+
+    def _index(self, name: str, at: float) -> Tuple[Optional[Series], int]:
+        series = self.index.snapshots.get(name)
+        if series is None:
+            return None, -1
+        return series, self._entry_at(series, at)
+
+    def _snapshot(self, name: str, series: Series, i: int) -> Snapshot:
+        key = (name, i)
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            return cached
+        at, _segment, envelope, raw = series.entries[i]
+        error = envelope.get("e")
+        try:
+            data = loads(raw) if raw is not None else None
+        except (RecordingError, ValueError, TypeError) as exc:
+            log.warning("%s at %.3f: %s", name, at, exc)
+            data, error = None, f"cannot replay this reading: {exc}"
+        snapshot = Snapshot(collector=name, data=data, taken_at=at, duration=float(envelope.get("d") or 0.0),
+                            wall_time=float(envelope.get("w") or at), error=error)
+        self._cache[key] = snapshot
+        if len(self._cache) > CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return snapshot
+
+    def latest(self, name: str, at: float) -> Optional[Snapshot]:
+        series, i = self._index(name, at)
+        return self._snapshot(name, series, i) if i >= 0 else None
+
+    def history(self, name: str, at: float, keep: int) -> Tuple[Snapshot, ...]:
+        """Up to ``keep`` readings, the last one at or before ``at``."""
+        series, i = self._index(name, at)
+        if i < 0:
+            return ()
+        segment = series.entries[i][1]
+        first = i
+        while first > 0 and i - first + 1 < keep and series.entries[first - 1][1] == segment:
+            first -= 1
+        return tuple(self._snapshot(name, series, j) for j in range(first, i + 1))
+
+    def last_two(self, name: str, at: float) -> Tuple[Optional[Snapshot], Optional[Snapshot]]:
+        series, i = self._index(name, at)
+        if i < 0:
+            return None, None
+        current = self._snapshot(name, series, i)
+        if i > 0 and series.entries[i - 1][1] == series.entries[i][1]:
+            return self._snapshot(name, series, i - 1), current
+        return None, current
+
+    def error(self, name: str, at: float) -> Optional[str]:
+        errors = self.index.errors.get(name)
+        i = self._entry_at(errors, at) if errors is not None else -1
+        if i < 0:
+            return None
+        failed_at = errors.entries[i][0]
+        series, j = self._index(name, at)
+        if j >= 0 and series.times[j] >= failed_at:
+            return None  # a reading succeeded since
+        return errors.entries[i][2].get("m")
+
+    def state(self, source_name: str, at: float) -> Optional[SourceState]:
+        series = self.index.states.get(source_name)
+        i = self._entry_at(series, at) if series is not None else -1
+        if i < 0:
+            return None
+        key = (source_name, i)
+        state = self._state_cache.get(key)
+        if state is None:
+            state = self._decode_state(series, i)
+            if state is None:
+                return None
+            self._state_cache[key] = state
+        return state
+
+    def _decode_state(self, series: Series, i: int) -> Optional[SourceState]:
+        """The recorded state, its monotonic times moved onto the timeline."""
+        _at, segment, _envelope, raw = series.entries[i]
+        offset = self.index.segments[segment].offset
+        try:
+            decoded = loads(raw) if raw is not None else None
+        except (RecordingError, ValueError, TypeError):
+            decoded = None
+        if not isinstance(decoded, SourceState):
+            return None
+        return replace(decoded, retry_at=decoded.retry_at + offset if decoded.retry_at is not None else None,
+                       since=decoded.since + offset)
+
+    def source(self, name: str, at: float) -> Optional[Source]:
+        """The source as recorded at ``at``; None when the recording has no usable record."""
+        series = self.index.sources.get(name)
+        if series is None or not len(series):
+            return None
+        i = max(0, series.index_at(at))
+        key = (name, i)
+        source = self._source_cache.get(key)
+        if source is None:
+            raw = series.entries[i][3]
+            try:
+                info = loads(raw) if raw is not None else {}
+            except (RecordingError, ValueError, TypeError) as exc:
+                log.warning("source %s: %s", name, exc)
+                return None
+            source = self._source_cache[key] = ReplaySource(name, info if isinstance(info, dict) else {})
+        return source
+
+
 # ----- the engine -------------------------------------------------------------------------------
 
 class ReplayEngine:
@@ -187,19 +315,12 @@ class ReplayEngine:
     def __init__(self, index: RecordingIndex, clock: Callable[[], float] = time.monotonic,
                  speed: float = 1.0, loop: bool = False, start: Optional[float] = None):
         self.index = index
-        self._clock = clock
         self._sources: Dict[str, Source] = {}
         self._collectors: Dict[str, Collector] = {}
         self._intervals: Dict[str, float] = {}
         self._active: frozenset = frozenset()
-        self._cache: "OrderedDict[Tuple[str, int], Snapshot]" = OrderedDict()
-        self._source_cache: Dict[Tuple[str, int], Source] = {}
-        self._state_cache: Dict[Tuple[str, int], SourceState] = {}
-        self.loop = loop
-        self.speed = speed
-        self._playing = False
-        self._anchor_pos = index.start if start is None else self._clamp(start)
-        self._anchor_clock = clock()
+        self._readings = RecordedReadings(index)
+        self._playback = PlaybackClock(index.start, index.end, clock, speed=speed, loop=loop, at=start)
 
     @classmethod
     def open(cls, path: str, **kwargs) -> "ReplayEngine":
@@ -257,52 +378,36 @@ class ReplayEngine:
         done(NOT_IN_REPLAY)
 
     # ----- the playback clock ---------------------------------------------------------------
-    def _clamp(self, at: float) -> float:
-        return min(max(at, self.index.start), self.index.end)
+    @property
+    def speed(self) -> float:
+        return self._playback.speed
+
+    @property
+    def loop(self) -> bool:
+        return self._playback.loop
 
     def now(self) -> float:
-        if not self._playing:
-            return self._anchor_pos
-        position = self._anchor_pos + (self._clock() - self._anchor_clock) * self.speed
-        if position >= self.index.end:
-            span = self.index.end - self.index.start
-            if self.loop and span > 0:
-                position = self.index.start + (position - self.index.start) % span
-                self._anchor_pos, self._anchor_clock = position, self._clock()
-            else:
-                self._anchor_pos, self._anchor_clock, self._playing = self.index.end, self._clock(), False
-                return self.index.end
-        return position
+        return self._playback.now()
 
     def pause(self) -> None:
-        self._anchor_pos = self.now()
-        self._anchor_clock = self._clock()
-        self._playing = False
+        self._playback.pause()
 
     def resume(self) -> None:
-        if self.at_end:
-            self._anchor_pos = self.index.start  # play again from the beginning
-        self._anchor_clock = self._clock()
-        self._playing = True
+        self._playback.resume()
 
     @property
     def paused(self) -> bool:
-        self.now()
-        return not self._playing
+        return self._playback.paused
 
     @property
     def at_end(self) -> bool:
-        return not self.loop and self.now() >= self.index.end - 1e-9
+        return self._playback.at_end
 
     def seek(self, at: float) -> float:
-        self._anchor_pos = self._clamp(at)
-        self._anchor_clock = self._clock()
-        return self._anchor_pos
+        return self._playback.seek(at)
 
     def set_speed(self, speed: float) -> None:
-        self._anchor_pos = self.now()
-        self._anchor_clock = self._clock()
-        self.speed = speed
+        self._playback.set_speed(speed)
 
     def reading_times(self, names: Optional[Iterable[str]] = None) -> List[float]:
         """Sorted times of the readings of ``names`` (every collector when None)."""
@@ -341,121 +446,31 @@ class ReplayEngine:
         """The recorded wall-clock time of the position."""
         return self.now() + self.index.base
 
-    # ----- what the UI reads ----------------------------------------------------------------
-    def _index(self, name: str, at: Optional[float] = None) -> Tuple[Optional[Series], int]:
-        series = self.index.snapshots.get(name)
-        if series is None:
-            return None, -1
-        at = self.now() if at is None else at
-        i = series.index_at(at)
-        if i < 0 or series.entries[i][1] != self.index.segment_at(at):
-            return series, -1
-        return series, i
-
-    def _snapshot(self, name: str, series: Series, i: int) -> Snapshot:
-        key = (name, i)
-        cached = self._cache.get(key)
-        if cached is not None:
-            self._cache.move_to_end(key)
-            return cached
-        at, _segment, envelope, raw = series.entries[i]
-        error = envelope.get("e")
-        try:
-            data = loads(raw) if raw is not None else None
-        except (RecordingError, ValueError, TypeError) as exc:
-            log.warning("%s at %.3f: %s", name, at, exc)
-            data, error = None, f"cannot replay this reading: {exc}"
-        snapshot = Snapshot(collector=name, data=data, taken_at=at, duration=float(envelope.get("d") or 0.0),
-                            wall_time=float(envelope.get("w") or at), error=error)
-        self._cache[key] = snapshot
-        if len(self._cache) > CACHE_SIZE:
-            self._cache.popitem(last=False)
-        return snapshot
-
+    # ----- what the UI reads (as it stood at the position) ----------------------------------
     def latest(self, name: str) -> Optional[Snapshot]:
-        series, i = self._index(name)
-        return self._snapshot(name, series, i) if i >= 0 else None
+        return self._readings.latest(name, self.now())
 
     def history(self, name: str) -> Tuple[Snapshot, ...]:
-        series, i = self._index(name)
-        if i < 0:
-            return ()
         collector = self.collector(name)
         keep = max(2, collector.history if collector is not None else 2)
-        segment = series.entries[i][1]
-        first = i
-        while first > 0 and i - first + 1 < keep and series.entries[first - 1][1] == segment:
-            first -= 1
-        return tuple(self._snapshot(name, series, j) for j in range(first, i + 1))
+        return self._readings.history(name, self.now(), keep)
 
     def last_two(self, name: str) -> Tuple[Optional[Snapshot], Optional[Snapshot]]:
-        series, i = self._index(name)
-        if i < 0:
-            return None, None
-        current = self._snapshot(name, series, i)
-        if i > 0 and series.entries[i - 1][1] == series.entries[i][1]:
-            return self._snapshot(name, series, i - 1), current
-        return None, current
+        return self._readings.last_two(name, self.now())
 
     def error(self, name: str) -> Optional[str]:
-        errors = self.index.errors.get(name)
-        if errors is None:
-            return None
-        at = self.now()
-        i = errors.index_at(at)
-        if i < 0 or errors.entries[i][1] != self.index.segment_at(at):
-            return None
-        failed_at = errors.entries[i][0]
-        series, j = self._index(name, at)
-        if j >= 0 and series.times[j] >= failed_at:
-            return None  # a reading succeeded since
-        return errors.entries[i][2].get("m")
+        return self._readings.error(name, self.now())
 
     def state(self, source_name: str) -> Optional[SourceState]:
-        series = self.index.states.get(source_name)
-        if series is None:
-            return None
-        at = self.now()
-        i = series.index_at(at)
-        if i < 0 or series.entries[i][1] != self.index.segment_at(at):
-            return None
-        key = (source_name, i)
-        state = self._state_cache.get(key)
-        if state is None:
-            _at, segment, _envelope, raw = series.entries[i]
-            offset = self.index.segments[segment].offset
-            try:
-                decoded = loads(raw) if raw is not None else None
-            except (RecordingError, ValueError, TypeError):
-                decoded = None
-            if not isinstance(decoded, SourceState):
-                return None
-            state = replace(decoded,
-                            retry_at=decoded.retry_at + offset if decoded.retry_at is not None else None,
-                            since=decoded.since + offset)
-            self._state_cache[key] = state
-        return state
+        return self._readings.state(source_name, self.now())
 
     def states(self) -> List[SourceState]:
         found = [self.state(name) for name in self.index.states]
         return [s for s in found if s is not None]
 
     def source(self, name: str) -> Optional[Source]:
-        series = self.index.sources.get(name)
-        if series is None or not len(series):
-            return self._sources.get(name)
-        i = max(0, series.index_at(self.now()))
-        key = (name, i)
-        source = self._source_cache.get(key)
-        if source is None:
-            raw = series.entries[i][3]
-            try:
-                info = loads(raw) if raw is not None else {}
-            except (RecordingError, ValueError, TypeError) as exc:
-                log.warning("source %s: %s", name, exc)
-                return self._sources.get(name)
-            source = self._source_cache[key] = ReplaySource(name, info if isinstance(info, dict) else {})
-        return source
+        recorded = self._readings.source(name, self.now())
+        return recorded if recorded is not None else self._sources.get(name)
 
     # ----- what the header says -------------------------------------------------------------
     def replay_status(self, ctl) -> List[Tuple[str, Optional[str]]]:

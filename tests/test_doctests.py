@@ -10,6 +10,7 @@ MODULES = [
     "proxytop.rates",
     "proxytop.units",
     "proxytop.engine",
+    "proxytop.playback",
     "proxytop.connection",
     "proxytop.options",
     "proxytop.textrows",
