@@ -29,7 +29,7 @@ from proxytop.rates import to_number
 from proxytop.route import Query, Route, compile_rules, evaluate, parse_digest
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
-from proxytop.sides import column
+from proxytop.sides import MYSQL, column
 from proxytop.table import Column, Row, filter_rows
 
 Segment = Tuple[str, Optional[str]]
@@ -435,7 +435,9 @@ class QueriesScreen(SidedScreen, Screen):
         elif rows_count == 0:
             hint = "" if variables is not None else " (or mysql-query_digests=false: an admin user can tell)"
             lines.append(((f"The digest is empty: no queries since it was last reset{hint}.", "dim"),))
-        if variables is not None and str(variables.get("admin-stats_mysql_query_digest_to_disk", "0")) not in ("0", ""):
+        # history_mysql_query_digest: the MySQL side's digest; ProxySQL 3.0 has no pgsql twin of the setting
+        if self.side is MYSQL and variables is not None \
+                and str(variables.get("admin-stats_mysql_query_digest_to_disk", "0")) not in ("0", ""):
             lines.append((("admin-stats_mysql_query_digest_to_disk is on: ProxySQL empties the digest periodically "
                            "(those intervals have no rates)", "dim"),))
         if now is not None and now.null_counters:

@@ -205,6 +205,20 @@ def test_queries_batch_on_both_sides_gives_the_recorded_counts(double3, side, ta
         assert rows["SELECT pg_sleep(?)"]["hg"] == "40" and rows["BEGIN;"]["hg"] == "30"
 
 
+def test_each_side_reads_its_own_digest_settings(double3):
+    def settings(columns, rows):
+        changed = {"pgsql-query_digests": "false", "admin-stats_mysql_query_digest_to_disk": "60"}
+        return columns, [[r[0], changed.get(r[0], r[1])] + list(r[2:]) for r in rows]
+
+    double3.transforms["global_variables"] = settings
+    pgsql = "\n".join(batch(double3, "queries", "pgsql")["notes"])
+    assert "pgsql-query_digests=false: ProxySQL collects no query digests" in pgsql
+    assert "to_disk" not in pgsql  # it saves the MySQL side's digest only
+    mysql = "\n".join(batch(double3, "queries", "mysql")["notes"])
+    assert "query_digests=false" not in mysql  # mysql-query_digests is still true
+    assert "admin-stats_mysql_query_digest_to_disk is on" in mysql
+
+
 def test_errors_batch_pgsql_side_sqlstates_rates_and_users(double3):
     report = batch(double3, "errors", "pgsql", count=3)
     assert report["side"] == "pgsql" and report["status"] is None, report["status"]
