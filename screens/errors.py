@@ -264,7 +264,7 @@ def error_detail(row: Mapping, all_rows: Sequence[Mapping], code: str = "errno")
     lines: List[Tuple[Segment, ...]] = [
         ((f"{code} ", "label"), (f"{current.get('errno')} {name}", "header")),
         (("where ", "label"), (f"hostgroup {units.plain(current.get('hostgroup'))}  {current.get('server')}  "
-                               f"user {current.get('user')}  schema {current.get('schema')}  "
+                               f"user {current.get('user')}  {'database' if code == 'SQLSTATE' else 'schema'} {current.get('schema')}  "
                                f"client {current.get('client')}", None)),
         (("count ", "label"), (units.number(current.get("count")), "header"),
          ("  errors/s ", "label"), (units.number(current.get("errors_s")), "danger" if current.get("errors_s") else None)),

@@ -121,6 +121,7 @@ def test_sqlstate_rows_worked_numbers():
                                                                             "SQLSTATE").lines)
     assert "SQLSTATE 57P01 admin_shutdown (57 operator_intervention)" in detail
     assert "Same SQLSTATE elsewhere" in detail and "errno" not in detail
+    assert "user sbtest  database sbtest  client" in detail
 
 
 # ----- the real program against the 3.0.1 double ---------------------------------------------
