@@ -11,6 +11,8 @@ from typing import Optional
 
 from proxytop.collectors.base import Table
 from proxytop.collectors.proxysql import TableCollector
+from proxytop.collectors.sides import tables_on_side
+from proxytop.sides import PGSQL
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,8 @@ class FreeConnectionsTable:
 MYSQL_ERRORS = ErrorsTable()
 MYSQL_USERS = UsersTable()
 MYSQL_FREE = FreeConnectionsTable()
+# stats_pgsql_errors: database for schemaname, sqlstate (text: '08006') for errno
+PGSQL_ERRORS = tables_on_side(MYSQL_ERRORS, PGSQL)
 
 
 class BackendErrors(TableCollector):

@@ -12,11 +12,12 @@ A twin never sends a query to a ProxySQL without a PostgreSQL side: it says so i
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any, Dict
 
 from proxytop.collectors.base import Collector
 from proxytop.errors import NotInThisVersion
-from proxytop.sides import MYSQL, NO_PGSQL, PGSQL, Side, has_pgsql_tables
+from proxytop.sides import MYSQL, NO_PGSQL, PGSQL, Side, column, has_pgsql_tables
 
 PGSQL_PREFIX = "proxysql.pgsql."
 
@@ -32,12 +33,38 @@ def twin_name(name: str, side: Side) -> str:
     return PGSQL_PREFIX + (name[len("proxysql."):] if name.startswith("proxysql.") else name)
 
 
+def name_on_side(name: str, side: Side) -> str:
+    """A MySQL-side table, setting or column name as ``side`` names it.
+
+    >>> [name_on_side(n, PGSQL) for n in ("runtime_mysql_users", "mysql-query_digests", "schemaname", "digest")]
+    ['runtime_pgsql_users', 'pgsql-query_digests', 'database', 'digest']
+    """
+    table = side.table(name)
+    if table is not None:
+        return table
+    return side.variable(name) if name.startswith("mysql-") else column(side, name)
+
+
+def tables_on_side(tables: Any, side: Side) -> Any:
+    """A frozen declaration of table, column and setting names (collectors.digest.DigestTables),
+    with each name as ``side`` has it: one declaration serves both sides."""
+    names = {f.name: getattr(tables, f.name) for f in dataclasses.fields(tables)}
+    return dataclasses.replace(tables, **{key: name_on_side(value, side) for key, value in names.items()
+                                          if isinstance(value, str)})
+
+
 def _changes(collector: Collector, side: Side) -> Dict[str, Any]:
-    """The attributes that differ on ``side``: its table, its ``mysql-*`` settings."""
+    """The attributes that differ on ``side``: its table (or its declaration of table and
+    column names, ``tables``), its ``mysql-*`` settings."""
     changes: Dict[str, Any] = {}
     table = getattr(collector, "table", "")
     if table and side.table(table) not in (None, table):
         changes["table"] = side.table(table)
+    tables = getattr(collector, "tables", None)
+    if dataclasses.is_dataclass(tables) and not isinstance(tables, type):
+        renamed = tables_on_side(tables, side)
+        if renamed != tables:
+            changes["tables"] = renamed
     wanted = getattr(collector, "wanted", None)
     if wanted:
         renamed = tuple(side.variable(name) for name in wanted)

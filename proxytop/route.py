@@ -165,7 +165,8 @@ def compile_rule(definition: Mapping) -> Rule:
         rule_id=_int(definition.get("rule_id")) or 0,
         flag_in=_int(definition.get("flagIN")) or 0,
         username=None if _empty(definition.get("username")) else str(definition.get("username")),
-        schemaname=None if _empty(definition.get("schemaname")) else str(definition.get("schemaname")),
+        # runtime_pgsql_query_rules names it ``database``; ProxySQL compares it the same way
+        schemaname=None if _empty(_schema(definition)) else str(_schema(definition)),
         client_addr=None if _empty(definition.get("client_addr")) else str(definition.get("client_addr")),
         proxy_addr=None if _empty(definition.get("proxy_addr")) else str(definition.get("proxy_addr")),
         proxy_port=port if port is not None and port >= 0 else None,
@@ -185,6 +186,15 @@ def compile_rule(definition: Mapping) -> Rule:
         digest_regex=digest_regex,
         problem=problem,
     )
+
+
+def _schema(definition: Mapping) -> Any:
+    """A rule's schema: ``schemaname`` on the MySQL side, ``database`` on the PostgreSQL side.
+
+    >>> _schema({"schemaname": "app"}), _schema({"database": "sbtest"}), _schema({"database": None})
+    ('app', 'sbtest', None)
+    """
+    return definition["schemaname"] if "schemaname" in definition else definition.get("database")
 
 
 def _nonnegative(value: Any) -> Optional[int]:

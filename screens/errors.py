@@ -1,7 +1,8 @@
 """Errors: what the backends answered with errors, and which users are near their connection cap.
 
 One row per stats_mysql_errors row (hostgroup, server, user, schema, client, errno) with
-errors/s from count_star, the errno's name, the last error text and how long ago it was last
+errors/s from count_star, the errno's name (on the PostgreSQL side, stats_pgsql_errors: the
+SQLSTATE and its class, proxytop.sqlstates), the last error text and how long ago it was last
 seen; busiest first. The notes give the refused logins per second (Access_Denied_* in
 stats_mysql_global) and the Users table: stats_mysql_users frontend connections against each
 user's max_connections, highlighted from 90%. Enter on a row: the whole last error, first and
@@ -13,13 +14,14 @@ import operator
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from proxytop import errnames, health, units
-from proxytop.collectors.errors import MYSQL_ERRORS, MYSQL_USERS, BackendErrors, FrontendUsers
+from proxytop import errnames, health, sqlstates, units
+from proxytop.collectors.errors import MYSQL_ERRORS, MYSQL_USERS, PGSQL_ERRORS, BackendErrors, FrontendUsers
 from proxytop.rates import rate, to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
+from proxytop.screens.sided import SidedScreen, header_collector
+from proxytop.sides import PGSQL
 from proxytop.table import Column, Row
 
-HEADER_COLLECTOR = "proxysql.global"
 USERS_SHOWN = 6  # users in the notes (the fullest first)
 USED_WARNING = 90.0  # Used% from which a user is highlighted
 REFUSED = ("Access_Denied_Wrong_Password", "Access_Denied_Max_Connections",
@@ -28,8 +30,26 @@ REFUSED = ("Access_Denied_Wrong_Password", "Access_Denied_Max_Connections",
 Segment = Tuple[str, Optional[str]]
 
 
-KEY_COLUMNS = (MYSQL_ERRORS.hostgroup, MYSQL_ERRORS.host, MYSQL_ERRORS.port, MYSQL_ERRORS.user,
-               MYSQL_ERRORS.client, MYSQL_ERRORS.schema, MYSQL_ERRORS.errno)
+def key_columns(e) -> Tuple[str, ...]:
+    return (e.hostgroup, e.host, e.port, e.user, e.client, e.schema, e.errno)
+
+
+KEY_COLUMNS = key_columns(MYSQL_ERRORS)
+
+
+def error_code(value: Any, e=MYSQL_ERRORS) -> Tuple[Any, Optional[str]]:
+    """An error's code as shown and its name: an errno is a number named by proxytop.errnames,
+    a SQLSTATE stays text (``08006``, ``57P01``) and is named by its class.
+
+    >>> error_code("1045"), error_code("08006", PGSQL_ERRORS), error_code("57P01", PGSQL_ERRORS)
+    ((1045, 'ER_ACCESS_DENIED_ERROR'), ('08006', 'connection_exception'), ('57P01', 'operator_intervention'))
+    >>> error_code("oops"), error_code("XY123", PGSQL_ERRORS)
+    (('oops', None), ('XY123', None))
+    """
+    if e.errno == PGSQL_ERRORS.errno:
+        return value, sqlstates.class_name(value) or None
+    number = to_number(value)
+    return (number if number is not None else value), errnames.name(value) or None
 
 
 def _getter(table, names: Sequence[str]):
@@ -43,16 +63,15 @@ def _getter(table, names: Sequence[str]):
 _parsed_readings: List[Tuple[Any, Dict, Dict]] = []  # (reading, parsed rows, raw values): current, then previous
 
 
-def parsed(snapshot) -> Dict[Tuple, Tuple]:
+def parsed(snapshot, e=MYSQL_ERRORS) -> Dict[Tuple, Tuple]:
     """{key: (count, hostgroup, server, errno, errno name, first_seen, last_seen, last_error)} of
     one stats_mysql_errors reading, numbers converted; made once per reading, and a row whose
     values are those of the reading before (most rows, most of the time) reuses its parse."""
     for seen, rows, _raw in _parsed_readings:
         if seen is snapshot:
             return rows
-    e = MYSQL_ERRORS
     table = snapshot.data
-    key_of = _getter(table, KEY_COLUMNS)
+    key_of = _getter(table, key_columns(e))
     values_of = _getter(table, (e.count, e.first_seen, e.last_seen, e.last_error))
     last_rows, last_raw = (_parsed_readings[-1][1], _parsed_readings[-1][2]) if _parsed_readings else ({}, {})
     names: Dict[Any, Tuple[Any, Optional[str]]] = {}
@@ -68,8 +87,7 @@ def parsed(snapshot) -> Dict[Tuple, Tuple]:
         hostgroup, host, port, _user, _client, _schema, errno = key
         count, first_seen, last_seen, last_error = values
         if errno not in names:
-            number = to_number(errno)
-            names[errno] = (number if number is not None else errno, errnames.name(errno) or None)
+            names[errno] = error_code(errno, e)
         place = places.get(key[:3])
         if place is None:
             place = places[key[:3]] = (to_number(hostgroup), f"{host}:{port}")
@@ -78,7 +96,7 @@ def parsed(snapshot) -> Dict[Tuple, Tuple]:
     return rows
 
 
-def errors_rows(previous, current, now_wall: Optional[float] = None) -> List[Row]:
+def errors_rows(previous, current, now_wall: Optional[float] = None, e=MYSQL_ERRORS) -> List[Row]:
     """Pure: two stats_mysql_errors readings -> screen rows with errors/s and last-seen age.
 
     Ages are measured at ``now_wall`` (default: the reading's own time) and never negative:
@@ -87,10 +105,10 @@ def errors_rows(previous, current, now_wall: Optional[float] = None) -> List[Row
     if current is None or current.data is None:
         return []
     seconds = seconds_between(previous, current)
-    before = parsed(previous) if previous is not None and previous.data is not None else {}
+    before = parsed(previous, e) if previous is not None and previous.data is not None else {}
     now = current.wall_time if now_wall is None else now_wall
     rows = []
-    for key, (count, hostgroup, server, errno, name, first_seen, last_seen, last_error) in parsed(current).items():
+    for key, (count, hostgroup, server, errno, name, first_seen, last_seen, last_error) in parsed(current, e).items():
         old = before.get(key)
         if old is not None:
             old_count = old[0]
@@ -161,7 +179,7 @@ def age_text(value: Any) -> str:
     return health.ago(to_number(value)) if value is not None else units.MISSING
 
 
-class ErrorsScreen(Screen):
+class ErrorsScreen(SidedScreen, Screen):
     key = "errors"
     title = "Errors"
     default_sort = ("errors_s", True)
@@ -172,7 +190,7 @@ class ErrorsScreen(Screen):
         Column("errors_s", "Errors/s", 9, fmt=units.scaled, style=rate_style, summable=True, priority=0,
                help="errors per second (from count_star)"),
         Column("count", "Count", 7, fmt=units.scaled, summable=True, priority=4, help="count_star: errors since the row appeared"),
-        Column("errno", "Errno", 5, fmt=errno_text, priority=0),
+        Column("errno", "Errno", 8, fmt=errno_text, priority=0),  # 8: the title SQLSTATE on the PostgreSQL side
         Column("errno_name", "Name", 22, "<", numeric=False, priority=2, help="the error number's symbolic name"),
         Column("hostgroup", "HG", 4, fmt=units.plain, priority=1),
         Column("server", "Server", 18, "<", numeric=False, priority=1),
@@ -182,26 +200,34 @@ class ErrorsScreen(Screen):
         Column("last_seen_age", "Seen", 6, fmt=age_text, priority=1, help="how long ago the error was last seen"),
         Column("last_error", "Last error", 30, "<", numeric=False, priority=3, flexible=True),
     )
+    # stats_pgsql_errors: a SQLSTATE (text) for the errno, named by its class; keys unchanged
+    pgsql_titles = {"errno": ("SQLSTATE", "the five-character SQLSTATE PostgreSQL answered"),
+                    "errno_name": ("Class", "the SQLSTATE's class (its first two characters)"),
+                    "schema": ("Database", "the database the client was using")}
+
+    @property
+    def errors_table(self):
+        return PGSQL_ERRORS if self.side is PGSQL else MYSQL_ERRORS
 
     def collectors(self):
         return [BackendErrors(), FrontendUsers()]
 
     def rows(self, view: DataView) -> List[Row]:
-        previous, current = view.pair(BackendErrors.name)
+        previous, current = view.pair(self.on_side(BackendErrors.name))
         if current is None:
             return []
-        return errors_rows(previous, current)  # ages as of the reading: a replay shows the same rows
+        return errors_rows(previous, current, e=self.errors_table)  # ages as of the reading: a replay shows the same rows
 
     def notes(self, view: DataView) -> List[Sequence[Segment]]:
         lines: List[Sequence[Segment]] = []
-        refused = refused_per_second(*view.pair(HEADER_COLLECTOR))
+        refused = refused_per_second(*view.pair(header_collector(self)))
         if refused is not None:
             line: List[Segment] = [("refused logins/s ", "label")]
             for name, value in refused.items():
                 short = name.replace("Access_Denied_", "").replace("_", " ").lower()
                 line += [(f"{short} ", "label"), (units.number(value), "danger" if value else "header"), ("  ", None)]
             lines.append(tuple(line))
-        users = user_rows(view.latest(FrontendUsers.name))
+        users = user_rows(view.latest(self.on_side(FrontendUsers.name)))
         if users:
             line = [("users ", "label")]
             for user in users[:USERS_SHOWN]:
@@ -213,27 +239,32 @@ class ErrorsScreen(Screen):
             if len(users) > USERS_SHOWN:
                 line.append((f"+{len(users) - USERS_SHOWN} more", "dim"))
             lines.append(tuple(line))
-        previous, current = view.pair(BackendErrors.name)
+        previous, current = view.pair(self.on_side(BackendErrors.name))
         if current is not None and current.data is not None and not current.data.rows:
             lines.append((("No backend errors recorded since ProxySQL started (or since stats_mysql_errors "
                            "was last reset).", "dim"),))
         return lines
 
     def detail(self, row: Row, view: DataView) -> Optional[Detail]:
-        return error_detail(row, errors_rows(*view.pair(BackendErrors.name)))
+        rows = errors_rows(*view.pair(self.on_side(BackendErrors.name)), e=self.errors_table)
+        return error_detail(row, rows, "SQLSTATE" if self.side is PGSQL else "errno")
 
 
-def error_detail(row: Mapping, all_rows: Sequence[Mapping]) -> Detail:
-    """The whole last error, first/last seen, and the same errno on the other servers."""
+def error_detail(row: Mapping, all_rows: Sequence[Mapping], code: str = "errno") -> Detail:
+    """The whole last error, first/last seen, and the same ``code`` (errno, or SQLSTATE on the
+    PostgreSQL side) on the other servers."""
     def when(epoch: Any) -> str:
         number = to_number(epoch)
         return units.MISSING if number is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(number))
 
     current = next((r for r in all_rows if r["_id"] == row["_id"]), row)
+    name = current.get("errno_name") or ""
+    if code == "SQLSTATE":
+        name = sqlstates.describe(current.get("errno")) or name
     lines: List[Tuple[Segment, ...]] = [
-        (("errno ", "label"), (f"{current.get('errno')} {current.get('errno_name') or ''}", "header")),
+        ((f"{code} ", "label"), (f"{current.get('errno')} {name}", "header")),
         (("where ", "label"), (f"hostgroup {units.plain(current.get('hostgroup'))}  {current.get('server')}  "
-                               f"user {current.get('user')}  schema {current.get('schema')}  "
+                               f"user {current.get('user')}  {'database' if code == 'SQLSTATE' else 'schema'} {current.get('schema')}  "
                                f"client {current.get('client')}", None)),
         (("count ", "label"), (units.number(current.get("count")), "header"),
          ("  errors/s ", "label"), (units.number(current.get("errors_s")), "danger" if current.get("errors_s") else None)),
@@ -250,7 +281,7 @@ def error_detail(row: Mapping, all_rows: Sequence[Mapping]) -> Detail:
             paragraph = paragraph[100:]
         lines.append(((paragraph, None),))
     others = [r for r in all_rows if r.get("errno") == current.get("errno") and r["_id"] != current["_id"]]
-    lines += [(), (("Same errno elsewhere", "header_title"),)]
+    lines += [(), ((f"Same {code} elsewhere", "header_title"),)]
     if not others:
         lines.append((("  none", "dim"),))
     for r in sorted(others, key=lambda r: -(to_number(r.get("count")) or 0)):

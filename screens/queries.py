@@ -28,6 +28,8 @@ from proxytop.keys import Binding
 from proxytop.rates import to_number
 from proxytop.route import Query, Route, compile_rules, evaluate, parse_digest
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
+from proxytop.screens.sided import SidedScreen
+from proxytop.sides import MYSQL, column
 from proxytop.table import Column, Row, filter_rows
 
 Segment = Tuple[str, Optional[str]]
@@ -113,8 +115,8 @@ def parsed_of(snapshot, schema_column: str = MYSQL_TABLES.schema_column) -> Opti
     return parsed(snapshot.data, snapshot.wall_time, schema_column)
 
 
-def variables_of(view: DataView) -> Optional[Mapping[str, Any]]:
-    snapshot = view.latest(DigestVariables.name)
+def variables_of(view: DataView, name: str = DigestVariables.name) -> Optional[Mapping[str, Any]]:
+    snapshot = view.latest(name)
     return snapshot.data if snapshot is not None else None
 
 
@@ -335,10 +337,11 @@ def _clock(epoch: Any) -> str:
 
 # ----- the screen ---------------------------------------------------------------------------------
 
-class QueriesScreen(Screen):
+class QueriesScreen(SidedScreen, Screen):
     key = "queries"
     title = "Queries"
     columns = COLUMNS
+    pgsql_titles = {"schema": ("Database", "databases it ran in")}
     default_sort = ("time_s", True)
     default_interval = DEFAULT_FLOOR
     bindings = (
@@ -379,8 +382,9 @@ class QueriesScreen(Screen):
         return digests.GROUPINGS[self.options.get("by", 0) % len(digests.GROUPINGS)]
 
     def _readings(self, view: DataView):
-        previous, current = view.pair(QueryDigest.name)
-        return previous, current, parsed_of(previous), parsed_of(current)
+        previous, current = view.pair(self.on_side(QueryDigest.name))
+        schema_column = column(self.side, MYSQL_TABLES.schema_column)
+        return previous, current, parsed_of(previous, schema_column), parsed_of(current, schema_column)
 
     def rows(self, view: DataView) -> List[Row]:
         previous, current, before, now = self._readings(view)
@@ -398,7 +402,7 @@ class QueriesScreen(Screen):
     # --- notes -------------------------------------------------------------------------------
     def notes(self, view: DataView):
         previous, current, before, now = self._readings(view)
-        variables = variables_of(view)
+        variables = variables_of(view, self.on_side(DigestVariables.name))
         session = getattr(view.source("proxysql"), "session", None)
         if current is None:
             return [(("reading the query digest\u2026 (it is read only while this screen is visible)", "dim"),)]
@@ -410,7 +414,7 @@ class QueriesScreen(Screen):
 
     def _cost_line(self, view: DataView, current, now) -> Tuple[Segment, ...]:
         """What reading the digest costs ProxySQL: its size, the last read, the interval in force."""
-        interval = view.interval_in_force(QueryDigest.name)
+        interval = view.interval_in_force(self.on_side(QueryDigest.name))
         read_at = time.strftime("%H:%M:%S", time.localtime(current.wall_time))
         return (("Digest  ", "label"), (f"{len(now.entries):,} rows, {len(now.texts):,} digests", None),
                 (f"   read at {read_at} in {units.milliseconds(current.duration * 1000.0)}", None),
@@ -424,13 +428,16 @@ class QueriesScreen(Screen):
         read_at = time.strftime("%H:%M:%S", time.localtime(current.wall_time))
         if before is not None and now is not None and digests.mass_reset(before, now):
             lines.append(((f"digest statistics were reset at {read_at}: no rates for this interval", "warning_bold"),))
-        if variables is not None and str(variables.get(MYSQL_TABLES.enabled_variable, "true")).lower() in ("false", "0"):
+        if variables is not None and str(variables.get(self.side.variable(MYSQL_TABLES.enabled_variable),
+                                                       "true")).lower() in ("false", "0"):
             lines.append(((f"{MYSQL_TABLES.enabled_variable}=false: ProxySQL collects no query digests "
                            "(SET mysql-query_digests='true'; LOAD MYSQL VARIABLES TO RUNTIME)", "warning_bold"),))
         elif rows_count == 0:
             hint = "" if variables is not None else " (or mysql-query_digests=false: an admin user can tell)"
             lines.append(((f"The digest is empty: no queries since it was last reset{hint}.", "dim"),))
-        if variables is not None and str(variables.get("admin-stats_mysql_query_digest_to_disk", "0")) not in ("0", ""):
+        # history_mysql_query_digest: the MySQL side's digest; ProxySQL 3.0 has no pgsql twin of the setting
+        if self.side is MYSQL and variables is not None \
+                and str(variables.get("admin-stats_mysql_query_digest_to_disk", "0")) not in ("0", ""):
             lines.append((("admin-stats_mysql_query_digest_to_disk is on: ProxySQL empties the digest periodically "
                            "(those intervals have no rates)", "dim"),))
         if now is not None and now.null_counters:
@@ -444,10 +451,10 @@ class QueriesScreen(Screen):
 
     # --- drill-down ----------------------------------------------------------------------------
     def detail(self, row: Row, view: DataView) -> Optional[Detail]:
-        current = view.latest(QueryDigest.name)
-        rules_snapshot = view.latest(RuntimeQueryRules.name)
-        users_snapshot = view.latest(RuntimeUsers.name)
-        variables_snapshot = view.latest(DigestVariables.name)
+        current = view.latest(self.on_side(QueryDigest.name))
+        rules_snapshot = view.latest(self.on_side(RuntimeQueryRules.name))
+        users_snapshot = view.latest(self.on_side(RuntimeUsers.name))
+        variables_snapshot = view.latest(self.on_side(DigestVariables.name))
         session = getattr(view.source("proxysql"), "session", None)
         # rebuilt ten times a second while open (live_detail): computed once per reading
         key = (row, current, rules_snapshot, users_snapshot, variables_snapshot, session)
@@ -460,16 +467,16 @@ class QueriesScreen(Screen):
             problem = "Routes need an admin user: the stats user can't read runtime_mysql_query_rules."
         rules = self._cached("rules", (rules_snapshot,), lambda: rules_of(rules_snapshot))
         users = self._cached("users", (users_snapshot,), lambda: users_of(users_snapshot))
-        variables = variables_of(view) or {}
-        iterations = int(to_number(variables.get(MYSQL_TABLES.iterations_variable)) or 0)
+        variables = variables_of(view, self.on_side(DigestVariables.name)) or {}
+        iterations = int(to_number(variables.get(self.side.variable(MYSQL_TABLES.iterations_variable))) or 0)
         fresh = self._fresh_row(row, view)  # the row as it is now: the drill-down follows new readings
         return digest_detail(fresh, before, now, seconds_between(previous, current),
-                             view.history(QueryDigest.name), rules, problem, users, iterations, self.grouping[1])
+                             view.history(self.on_side(QueryDigest.name)), rules, problem, users, iterations, self.grouping[1])
 
     live_detail = True
 
     def _fresh_row(self, row: Row, view: DataView) -> Row:
-        rows = self._cached("detail_rows", (view.latest(QueryDigest.name), self.options.get("by", 0)),
+        rows = self._cached("detail_rows", (view.latest(self.on_side(QueryDigest.name)), self.options.get("by", 0)),
                             lambda: {r["_id"]: r for r in self.rows(view)})
         return rows.get(row.get("_id"), row)
 

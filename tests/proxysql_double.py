@@ -191,7 +191,8 @@ def _accumulated(frames):
 def _sqlite_value(value):
     """Numbers stored as numbers so that ORDER BY and comparisons behave like ProxySQL's INT columns."""
     if isinstance(value, str) and 0 < len(value) <= 19 and value.isascii() \
-            and value.lstrip("-").isdigit() and value.count("-") == (value[0] == "-") and len(value.lstrip("-")) <= 18:
+            and value.lstrip("-").isdigit() and value.count("-") == (value[0] == "-") and len(value.lstrip("-")) <= 18 \
+            and not (value.lstrip("-")[0] == "0" and len(value.lstrip("-")) > 1):  # text: a SQLSTATE '08006'
         return int(value)  # the same test as re.fullmatch(r"-?\d{1,18}"), without a regex per value
     return value
 
