@@ -11,6 +11,7 @@ the same collector and metrics.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 import time
@@ -84,7 +85,9 @@ class QueryDigest(Collector):
     def shrink(self, data: Any) -> Any:
         if not isinstance(data, Table):
             return data
-        kept = digests.table_totals(data.columns, data.rows, self._position)
+        already = parsed_before(data)  # the screen parsed it when it was the current reading
+        kept = digests.totals(already, self._position) if already is not None else \
+            digests.table_totals(data.columns, data.rows, self._position)
         self._position = kept.position
         return kept
 
@@ -134,14 +137,25 @@ _parsed_recent: List[Tuple[Table, digests.Parsed]] = []
 
 def parsed(table: Table, wall_time: float, schema_column: str = MYSQL_TABLES.schema_column) -> digests.Parsed:
     """``digests.parse`` of a Table, computed once per reading (each is used as the current,
-    then the previous reading, and shrunk): 20,000 digests take tens of milliseconds."""
+    then the previous reading, and shrunk): 20,000 digests take tens of milliseconds. A new
+    reading shares the row keys and texts of the one before when they are the same."""
     with _parsed_lock:
         for seen, result in _parsed_recent:
             if seen is table:
                 return result if result.wall_time == wall_time or not wall_time else \
-                    digests.Parsed(result.entries, result.texts, wall_time, result.null_counters)
-    result = digests.parse(table.columns, table.rows, wall_time, schema_column)
+                    dataclasses.replace(result, wall_time=wall_time)
+        before = _parsed_recent[-1][1] if _parsed_recent else None
+    result = digests.parse(table.columns, table.rows, wall_time, schema_column, previous=before)
     with _parsed_lock:
         # the current and the previous reading only: at 20,000 digests each costs tens of MB
         _parsed_recent[:] = _parsed_recent[-1:] + [(table, result)]
     return result
+
+
+def parsed_before(table: Table) -> Optional[digests.Parsed]:
+    """The reading of ``table`` if it was parsed and is still kept, else None (never parses)."""
+    with _parsed_lock:
+        for seen, result in _parsed_recent:
+            if seen is table:
+                return result
+    return None

@@ -388,12 +388,7 @@ class QueriesScreen(Screen):
             return []
         _name, fields = self.grouping
         seconds = seconds_between(previous, current)
-        rows = digests.digest_rows(before, now, seconds, fields)
-        wall = current.wall_time
-        for row in rows:
-            last = row.get("last_seen")
-            row["seen_ago"] = max(0.0, wall - last) if last is not None else None
-        return rows
+        return digests.digest_rows(before, now, seconds, fields)
 
     # --- notes -------------------------------------------------------------------------------
     def notes(self, view: DataView):
