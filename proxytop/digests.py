@@ -408,14 +408,13 @@ def digest_rows(previous: Optional[Parsed], current: Optional[Parsed], seconds: 
     """
     if current is None:
         return []
-    rated = seconds is not None and seconds > 0 and previous is not None
-    change = deltas(previous, current) if rated else None  # type: ignore[arg-type]
     members = _members(current, fields)
     if members is None:  # every row a group of its own (the usual case at scale): column by column
-        return _rows_of_single_rows(current, change, seconds, fields)  # type: ignore[arg-type]
-    else:
-        groups = [_single(current, rows[0], change, fields) if len(rows) == 1 else
-                  _group(current, group, rows, change) for group, rows in members.items()]
+        return digest_columns(previous, current, seconds, fields).rows()  # type: ignore[union-attr]
+    rated = seconds is not None and seconds > 0 and previous is not None
+    change = deltas(previous, current) if rated else None  # type: ignore[arg-type]
+    groups = [_single(current, rows[0], change, fields) if len(rows) == 1 else
+              _group(current, group, rows, change) for group, rows in members.items()]
     texts = current.texts
     rows: List[Dict[str, Any]] = []
     weights: List[int] = []
@@ -462,9 +461,49 @@ def digest_rows(previous: Optional[Parsed], current: Optional[Parsed], seconds: 
     return rows
 
 
-def _rows_of_single_rows(current: Parsed, change: Optional[Deltas], seconds: float,
-                         fields: Sequence[str]) -> List[Dict[str, Any]]:
-    """digest_rows when each row is its own group, each figure computed for the whole column."""
+ROW_KEYS = ("_id", "digest", "text", "hg", "user", "schema", "count_s", "time_s", "share", "avg_ms", "avg_life_ms",
+            "min_ms", "max_ms", "sent_s", "affected_s", "last_seen", "first_seen", "count", "seen_ago")
+
+
+class DigestColumns:
+    """digest_rows as columns, when each row of the reading is a group of its own (the usual
+    case at scale): ``columns[key][n]`` is row n's value, ``order`` the rows heaviest first.
+    A screen can sort on one column and build the dicts of only the rows it shows."""
+
+    def __init__(self, columns: Dict[str, List[Any]], order: List[int]):
+        self.columns = columns
+        self.order = order
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def row(self, n: int) -> Dict[str, Any]:
+        """Row n as digest_rows gives it."""
+        row = {key: column[n] for key, column in self.columns.items()}
+        if row["text"] is None:
+            row["_style"] = "dim"
+        return row
+
+    def rows(self) -> List[Dict[str, Any]]:
+        """Every row, heaviest first."""
+        packed = [{"_id": g, "digest": d, "text": t, "hg": h, "user": u, "schema": sc, "count_s": c_s, "time_s": t_s,
+                   "share": share, "avg_ms": avg, "avg_life_ms": life, "min_ms": lo, "max_ms": hi, "sent_s": s_s,
+                   "affected_s": a_s, "last_seen": seen, "first_seen": f, "count": n, "seen_ago": ago}
+                  for g, d, t, h, u, sc, c_s, t_s, share, avg, life, lo, hi, s_s, a_s, seen, f, n, ago
+                  in zip(*(self.columns[key] for key in ROW_KEYS))]
+        for row in packed:
+            if row["text"] is None:
+                row["_style"] = "dim"
+        return [packed[n] for n in self.order]
+
+
+def digest_columns(previous: Optional[Parsed], current: Parsed, seconds: Optional[float],
+                   fields: Sequence[str] = ()) -> Optional[DigestColumns]:
+    """:func:`digest_rows` as columns; None when a group has several rows (see digest_rows)."""
+    if _members(current, fields) is not None:
+        return None
+    rated = seconds is not None and seconds > 0 and previous is not None
+    change = deltas(previous, current) if rated else None  # type: ignore[arg-type]
     keys = current.keys
     size = len(keys)
     columns = current.columns
@@ -476,48 +515,42 @@ def _rows_of_single_rows(current: Parsed, change: Optional[Deltas], seconds: flo
     count = _or(columns[COUNT], 0)
     sum_time = _or(columns[SUM_TIME], 0)
     none = [None] * size
+    share = none
     if change is not None:
-        rated = change.rated
-        count_s = [d / seconds if ok else None for d, ok in zip(change.count, rated)]
-        time_s = [d / 1000.0 / seconds if ok else None for d, ok in zip(change.sum_time, rated)]
-        avg_ms = [t / c / 1000.0 if c else None for t, c in zip(change.sum_time, change.count)]
-        sent_s = [d / seconds if ok else None for d, ok in zip(change.sent, rated)]
-        affected_s = [d / seconds if ok else None for d, ok in zip(change.affected, rated)]
+        ok = change.rated
+        count_s = [d / seconds if rated else None for d, rated in zip(change.count, ok)]  # type: ignore[operator]
+        time_s = [d / 1000.0 / seconds if rated else None for d, rated in zip(change.sum_time, ok)]  # type: ignore[operator]
+        avg_ms = [t / c / 1000.0 if rated and c else None for t, c, rated in zip(change.sum_time, change.count, ok)]
+        sent_s = [d / seconds if rated else None for d, rated in zip(change.sent, ok)]  # type: ignore[operator]
+        affected_s = [d / seconds if rated else None for d, rated in zip(change.affected, ok)]  # type: ignore[operator]
+        total_time = sum(t for t in time_s if t is not None)
+        if total_time > 0:
+            share = [100.0 * t / total_time if t is not None else None for t in time_s]
     else:
         count_s = time_s = avg_ms = sent_s = affected_s = none
     wall = current.wall_time
     last = _or(columns[LAST], None)
-    first = _or(columns[FIRST], None)
-    high = [None if v == MISSING else v / 1000.0 for v in columns[MAX]]
-    low = [v / 1000.0 if n and v != MISSING else None for v, n in zip(columns[MIN], count)]
-    avg_life_ms = [t / n / 1000.0 if n else None for t, n in zip(sum_time, count)]
-    seen_ago = [(wall - v if v < wall else 0.0) if v is not None else None for v in last]
-    text = list(map(lines.get, digest_list))
-    hg = list(map(labels.__getitem__, hostgroups))
-    # the rows are packed from the columns: each figure above was computed for all rows at once
-    rows = [{"_id": g, "digest": d, "text": t, "hg": h, "user": u, "schema": sc, "count_s": c_s, "time_s": t_s,
-             "share": None, "avg_ms": avg, "avg_life_ms": life, "min_ms": lo, "max_ms": hi, "sent_s": s_s,
-             "affected_s": a_s, "last_seen": seen, "first_seen": f, "count": n, "seen_ago": ago}
-            for g, d, t, h, u, sc, c_s, t_s, avg, life, lo, hi, s_s, a_s, seen, f, n, ago
-            in zip(groups, digest_list, text, hg, map(itemgetter(2), keys), map(itemgetter(1), keys), count_s,
-                   time_s, avg_ms, avg_life_ms, low, high, sent_s, affected_s, last, first, count, seen_ago)]
-    if change is not None:
-        for row, ok in zip(rows, change.rated):
-            if not ok:
-                row["avg_ms"] = None
-    if None in lines.values():
-        for row in rows:
-            if row["text"] is None:
-                row["_style"] = "dim"
-    # heaviest (lifetime sum_time) first; equal weights keep their order
-    rows = [rows[i] for i in sorted(range(size), key=sum_time.__getitem__, reverse=True)]
-    total_time = sum(t for t in time_s if t is not None) if change is not None else 0.0
-    if total_time > 0:
-        for row in rows:
-            spent = row["time_s"]
-            if spent is not None:
-                row["share"] = 100.0 * spent / total_time
-    return rows
+    return DigestColumns({
+        "_id": groups,
+        "digest": digest_list,
+        "text": list(map(lines.get, digest_list)),
+        "hg": list(map(labels.__getitem__, hostgroups)),
+        "user": list(map(itemgetter(2), keys)),
+        "schema": list(map(itemgetter(1), keys)),
+        "count_s": count_s,
+        "time_s": time_s,
+        "share": share,
+        "avg_ms": avg_ms,
+        "avg_life_ms": [t / n / 1000.0 if n else None for t, n in zip(sum_time, count)],
+        "min_ms": [v / 1000.0 if n and v != MISSING else None for v, n in zip(columns[MIN], count)],
+        "max_ms": [None if v == MISSING else v / 1000.0 for v in columns[MAX]],
+        "sent_s": sent_s,
+        "affected_s": affected_s,
+        "last_seen": last,
+        "first_seen": _or(columns[FIRST], None),
+        "count": count,
+        "seen_ago": [(wall - v if v < wall else 0.0) if v is not None else None for v in last],
+    }, sorted(range(size), key=sum_time.__getitem__, reverse=True))  # heaviest first, ties in order
 
 
 def _or(column: array, default: Any) -> Sequence[Any]:

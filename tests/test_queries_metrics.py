@@ -189,3 +189,32 @@ def test_twenty_thousand_generated_digests_have_rates_and_group_as_recorded():
     assert sum(1 for r in rows if r["count_s"] == 0) > 1000  # idle digests: a rate of 0, not None
     assert {r["hg"] for r in rows} == {"10", "20", "cache"}
     assert not mass_reset(first, second)
+
+
+def test_rows_filled_when_read_sort_and_filter_as_full_rows():
+    from proxytop import filters
+    from proxytop.table import TableState
+    from tests.proxysql_double import Recording
+    from tests.scale_digests import ScaleDigests
+
+    scale = ScaleDigests(Recording.load("cluster", node="127.0.0.1:6042"), digests=2_000)
+    first = parse(*scale(COLUMNS, []), 1_795_385_005.0)
+    second = parse(*scale(COLUMNS, []), 1_795_385_010.0, previous=first)
+    assert second.keys is first.keys and second.texts is first.texts  # unchanged rows and texts: shared
+    full = digest_rows(first, second, 5.0)
+    frame = digests.digest_columns(first, second, 5.0)
+    shown = queries.ShownRows(frame, frame.order)
+    assert len(shown) == len(full) == 2_000
+    assert all(len(r) == 1 for r in shown)  # nothing built until read by index
+    assert shown[7] == full[7] and len(list.__getitem__(shown, 8)) == 1
+    assert shown.filled() == full
+    screen = queries.QueriesScreen()
+    by_time = screen.arrange(queries.ShownRows(frame, frame.order), TableState("time_s", True))
+    assert by_time.filled() == screen.arrange(full, TableState("time_s", True))
+    times = [r["time_s"] for r in by_time.filled()]
+    assert times[0] == max(t for t in times if t is not None)
+    wanted = TableState("time_s", True, filters.parse("sbtest1", queries.COLUMNS))
+    filtered = screen.arrange(queries.ShownRows(frame, frame.order), wanted)
+    assert filtered == screen.arrange(full, wanted) and 0 < len(filtered) < len(full)
+    assert screen.arrange(queries.ShownRows(frame, frame.order), TableState("text")) == \
+        screen.arrange(full, TableState("text"))
