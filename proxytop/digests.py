@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from array import array
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence as SequenceABC
 from dataclasses import dataclass
 from itertools import repeat
 from operator import and_, eq, gt, itemgetter, le, ne, or_, sub
@@ -173,6 +173,58 @@ def parse(columns: Sequence[str], rows: Iterable[Sequence[Any]], wall_time: floa
     if previous is not None and previous.texts == texts:
         texts = previous.texts
     return Parsed(keys, index, counters, texts, wall_time, nulls)
+
+
+TABLE_COLUMNS = ("hostgroup", "schemaname", "username", "client_address", "digest", "digest_text") + COUNTERS
+
+
+class ParsedRows(SequenceABC):
+    """The rows of a digest table regenerated from its Parsed reading, as text in the
+    table's column order: a Table can hold its rows this way (see :func:`compact_rows`)."""
+
+    def __init__(self, parsed: Parsed, columns: Sequence[str], schema_column: str = "schemaname"):
+        self.parsed = parsed
+        names = [schema_column if name == "schemaname" else name for name in TABLE_COLUMNS]
+        self._from = [names.index(name) for name in columns]
+
+    def __len__(self) -> int:
+        return len(self.parsed.keys)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[n] for n in range(*i.indices(len(self)))]
+        parsed = self.parsed
+        key = parsed.keys[i]
+        values = key + (parsed.texts.get(key[4]),) + tuple(str(column[i]) for column in parsed.columns)
+        return tuple(values[at] for at in self._from)
+
+
+def compact_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], parsed: Parsed,
+                 schema_column: str = "schemaname") -> Optional[ParsedRows]:
+    """``parsed`` as the table's rows when they give back exactly ``rows`` (decimal counters,
+    no NULL, one text per digest, no column parse doesn't know); else None (keep the rows).
+
+    >>> cols = ("hostgroup", "schemaname", "username", "client_address", "digest", "digest_text",
+    ...         "count_star", "first_seen", "last_seen", "sum_time", "min_time", "max_time",
+    ...         "sum_rows_affected", "sum_rows_sent")
+    >>> rows = [("10", "s", "u", "", "0x1", "SELECT ?", "4", "100", "160", "2000", "300", "900", "0", "4")]
+    >>> list(compact_rows(cols, rows, parse(cols, rows, 1.0))) == rows
+    True
+    >>> compact_rows(cols, [rows[0][:6] + (None,) + rows[0][7:]], parse(cols, [rows[0][:6] + (None,) + rows[0][7:]], 1.0))
+    """
+    names = [schema_column if name == "schemaname" else name for name in TABLE_COLUMNS]
+    if sorted(columns) != sorted(names) or len(parsed.keys) != len(rows) or parsed.null_counters:
+        return None
+    if any(MISSING in column for column in parsed.columns):
+        return None
+    at = {name: i for i, name in enumerate(columns)}
+    for name in names[:5]:
+        if None in map(itemgetter(at[name]), rows):
+            return None
+    texts = list(map(itemgetter(at["digest_text"]), rows))
+    if list(map(parsed.texts.get, map(itemgetter(at["digest"]), rows))) != texts:
+        return None  # an empty text, or two texts for one digest
+    return ParsedRows(parsed, columns, schema_column)
 
 
 @dataclass(frozen=True)
@@ -378,11 +430,16 @@ def _deltas_one_by_one(previous: Parsed, current: Parsed) -> Deltas:
     return Deltas(rated, *columns)
 
 
-def _members(current: Parsed, fields: Sequence[str]) -> Optional[Dict[tuple, List[int]]]:
-    """{group: its rows} under a grouping; None when every row is a group of its own."""
-    at = [_FIELD_AT[name] for name in fields]
+def _groups(current: Parsed, fields: Sequence[str]) -> List[tuple]:
+    """Each row's group under a grouping: (digest,) plus the grouping's fields."""
     keys = current.keys
-    groups = [(k[4],) + tuple(k[i] for i in at) for k in keys] if at else [(k[4],) for k in keys]
+    return list(zip(map(itemgetter(4), keys), *(map(itemgetter(_FIELD_AT[name]), keys) for name in fields)))
+
+
+def _members(current: Parsed, fields: Sequence[str], groups: Optional[List[tuple]] = None) \
+        -> Optional[Dict[tuple, List[int]]]:
+    """{group: its rows} under a grouping; None when every row is a group of its own."""
+    groups = _groups(current, fields) if groups is None else groups
     if len(set(groups)) == len(groups):
         return None
     members: Dict[tuple, List[int]] = {}
@@ -473,6 +530,14 @@ class DigestColumns:
     def __init__(self, columns: Dict[str, List[Any]], order: List[int]):
         self.columns = columns
         self.order = order
+        self._stubs: Optional[List[Dict[str, Any]]] = None
+
+    def stubs(self) -> List[Dict[str, Any]]:
+        """One ``{"_id": ...}`` per row, made once: a screen fills each in place with
+        :meth:`row` when it is shown, and keeps them filled across sorts."""
+        if self._stubs is None:
+            self._stubs = [{"_id": group} for group in self.columns["_id"]]
+        return self._stubs
 
     def __len__(self) -> int:
         return len(self.order)
@@ -500,7 +565,8 @@ class DigestColumns:
 def digest_columns(previous: Optional[Parsed], current: Parsed, seconds: Optional[float],
                    fields: Sequence[str] = ()) -> Optional[DigestColumns]:
     """:func:`digest_rows` as columns; None when a group has several rows (see digest_rows)."""
-    if _members(current, fields) is not None:
+    groups = _groups(current, fields)
+    if _members(current, fields, groups) is not None:
         return None
     rated = seconds is not None and seconds > 0 and previous is not None
     change = deltas(previous, current) if rated else None  # type: ignore[arg-type]
@@ -508,7 +574,6 @@ def digest_columns(previous: Optional[Parsed], current: Parsed, seconds: Optiona
     size = len(keys)
     columns = current.columns
     digest_list = list(map(itemgetter(4), keys))
-    groups = list(zip(digest_list, *(map(itemgetter(_FIELD_AT[name]), keys) for name in fields)))
     hostgroups = list(map(itemgetter(0), keys))
     labels = {value: hostgroup_label(value) for value in set(hostgroups)}
     lines = _lines_of(current.texts)
@@ -687,21 +752,39 @@ class DigestTotals:
         return self.sum_time[at], self.first_seen[at]
 
 
-def totals(parsed: Parsed, position: Optional[Mapping[str, int]] = None) -> DigestTotals:
-    """Per-digest totals of a reading; ``position`` is reused when the digests are the same."""
+def totals(parsed: Parsed, position: Optional[Mapping[str, int]] = None,
+           before: Optional[DigestTotals] = None) -> DigestTotals:
+    """Per-digest totals of a reading; ``position`` is reused when the digests are the same,
+    and the first_seen figures of ``before`` (the totals kept before) when they are the same:
+    first_seen moves only when a row resets, so most kept readings share one array."""
     sum_time, first_seen = parsed.columns[SUM_TIME], parsed.columns[FIRST]
     digests = [key[4] for key in parsed.keys]
     if len(set(digests)) == len(digests):  # one row per digest: the columns are the totals
         if position is None or len(position) != len(digests) or any(map(ne, map(position.get, digests),
                                                                          range(len(digests)))):
             position = dict(zip(digests, range(len(digests))))
-        return DigestTotals(position, _no_missing(sum_time), _no_missing(first_seen), parsed.wall_time)
-    sums: Dict[str, int] = {}
-    firsts: Dict[str, int] = {}
-    for digest, spent, first in zip(digests, sum_time, first_seen):
-        sums[digest] = sums.get(digest, 0) + (spent if spent != MISSING else 0)
-        firsts[digest] = firsts.get(digest, 0) + (first if first != MISSING else 0)
-    return _totals(sums, firsts, position, parsed.wall_time)
+        kept = DigestTotals(position, _no_missing(sum_time), _no_missing(first_seen), parsed.wall_time)
+    else:
+        sums: Dict[str, int] = {}
+        firsts: Dict[str, int] = {}
+        for digest, spent, first in zip(digests, sum_time, first_seen):
+            sums[digest] = sums.get(digest, 0) + (spent if spent != MISSING else 0)
+            firsts[digest] = firsts.get(digest, 0) + (first if first != MISSING else 0)
+        kept = _totals(sums, firsts, position, parsed.wall_time)
+    return shared_with(kept, before)
+
+
+def shared_with(kept: DigestTotals, before: Optional[DigestTotals]) -> DigestTotals:
+    """``kept`` with the first_seen array of ``before`` when the two are equal.
+
+    >>> one = {"0x1": 0}
+    >>> a = DigestTotals(one, array("q", [1000]), array("q", [100]), 0.0)
+    >>> shared_with(DigestTotals(one, array("q", [2000]), array("q", [100]), 5.0), a).first_seen is a.first_seen
+    True
+    """
+    if before is not None and before.position is kept.position and before.first_seen == kept.first_seen:
+        return DigestTotals(kept.position, kept.sum_time, before.first_seen, kept.wall_time)
+    return kept
 
 
 def _no_missing(column: array) -> array:

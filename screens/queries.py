@@ -492,8 +492,7 @@ class ShownRows(list):
     is ids and row kinds. 20,000 digests need a few dozen full rows, not 20,000."""
 
     def __init__(self, frame: digests.DigestColumns, order: List[int]):
-        ids = frame.columns["_id"]
-        super().__init__({"_id": ids[n]} for n in order)
+        super().__init__(map(frame.stubs().__getitem__, order))
         self.frame = frame
         self.order = order
 

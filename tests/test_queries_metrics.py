@@ -218,3 +218,22 @@ def test_rows_filled_when_read_sort_and_filter_as_full_rows():
     assert filtered == screen.arrange(full, wanted) and 0 < len(filtered) < len(full)
     assert screen.arrange(queries.ShownRows(frame, frame.order), TableState("text")) == \
         screen.arrange(full, TableState("text"))
+
+
+def test_a_reading_kept_as_columns_records_and_replays_as_the_rows_read():
+    from proxytop import recording
+    from proxytop.collectors.digest import QueryDigest
+
+    rows = (row(20, "app", "0xA", "SELECT c FROM t WHERE id=?", 1000, 500_000, sent=1000),
+            row(-1, "app", "0xA", "SELECT c FROM t WHERE id=?", 4000, 40_000, sent=4000),
+            row(10, "app", "0xB", "UPDATE t SET k=k+? WHERE id=?", 200, 1_000_000, affected=200))
+    collector = QueryDigest(5.0)
+    kept = collector.compact(Table(COLUMNS, rows), 1100.0)
+    assert isinstance(kept.rows, digests.ParsedRows) and tuple(kept.rows) == rows
+    assert recording.loads(recording.dumps(kept)) == Table(COLUMNS, rows)
+    snapshot = Snapshot("proxysql.query_digest", kept, 1.0, 0.01, wall_time=1100.0)
+    assert queries.parsed_of(snapshot) is kept.rows.parsed
+    assert isinstance(collector.shrink(kept), digests.DigestTotals)
+    # what regenerated rows would not give back exactly is kept as read
+    odd = (row(10, "app", "0x1", "", 5, 50), row(10, "app", "0x2", "SELECT 2", None, 50))
+    assert collector.compact(Table(COLUMNS, odd), 1100.0).rows is odd
