@@ -15,7 +15,7 @@ import json
 from array import array
 from collections.abc import Mapping, Sequence as SequenceABC
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import compress, repeat
 from operator import and_, eq, gt, itemgetter, le, ne, or_, sub
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -522,100 +522,107 @@ ROW_KEYS = ("_id", "digest", "text", "hg", "user", "schema", "count_s", "time_s"
             "min_ms", "max_ms", "sent_s", "affected_s", "last_seen", "first_seen", "count", "seen_ago")
 
 
+_RATES = {"count_s": "count", "sent_s": "sent", "affected_s": "affected", "time_s": "sum_time", "share": "sum_time"}
+
+
 class DigestColumns:
-    """digest_rows as columns, when each row of the reading is a group of its own (the usual
-    case at scale): ``columns[key][n]`` is row n's value, ``order`` the rows heaviest first.
-    A screen can sort on one column and build the dicts of only the rows it shows."""
+    """digest_rows when each row of the reading is a group of its own (the usual case at
+    scale), row n computed when asked for: :meth:`row` builds one row, :meth:`column` one
+    figure of every row (to sort on), ``order`` is the rows heaviest first. A screen can sort
+    20,000 rows on one column and build the few dozen it shows."""
 
-    def __init__(self, columns: Dict[str, List[Any]], order: List[int]):
-        self.columns = columns
-        self.order = order
+    def __init__(self, current: Parsed, change: Optional[Deltas], seconds: Optional[float], groups: List[tuple]):
+        self.current = current
+        self.change = change
+        self.seconds = seconds
+        self.ids = groups
+        columns = current.columns
+        self._count = _or(columns[COUNT], 0)
+        self._sum_time = _or(columns[SUM_TIME], 0)
+        self._lines = _lines_of(current.texts)
+        self._labels: Dict[str, str] = {}
+        self.total_time = 0.0
+        if change is not None:
+            self.total_time = sum(d / 1000.0 / seconds for d in compress(change.sum_time, change.rated))  # type: ignore[operator]
+        # heaviest (lifetime sum_time) first; equal weights keep their order
+        self.order = sorted(range(len(groups)), key=self._sum_time.__getitem__, reverse=True)
         self._stubs: Optional[List[Dict[str, Any]]] = None
-
-    def stubs(self) -> List[Dict[str, Any]]:
-        """One ``{"_id": ...}`` per row, made once: a screen fills each in place with
-        :meth:`row` when it is shown, and keeps them filled across sorts."""
-        if self._stubs is None:
-            self._stubs = [{"_id": group} for group in self.columns["_id"]]
-        return self._stubs
 
     def __len__(self) -> int:
         return len(self.order)
 
     def row(self, n: int) -> Dict[str, Any]:
-        """Row n as digest_rows gives it."""
-        row = {key: column[n] for key, column in self.columns.items()}
+        """Row n, as digest_rows gives it."""
+        key = self.current.keys[n]
+        columns = self.current.columns
+        count, sum_time = self._count[n], self._sum_time[n]
+        low, high, last, first = columns[MIN][n], columns[MAX][n], columns[LAST][n], columns[FIRST][n]
+        last = None if last == MISSING else last
+        label = self._labels.get(key[0])
+        if label is None:
+            label = self._labels[key[0]] = hostgroup_label(key[0])
+        row = {"_id": self.ids[n], "digest": key[4], "text": self._lines.get(key[4]), "hg": label, "user": key[2],
+               "schema": key[1], "count_s": None, "time_s": None, "share": None, "avg_ms": None,
+               "avg_life_ms": sum_time / count / 1000.0 if count else None,
+               "min_ms": low / 1000.0 if count and low != MISSING else None,
+               "max_ms": None if high == MISSING else high / 1000.0,
+               "sent_s": None, "affected_s": None, "last_seen": last,
+               "first_seen": None if first == MISSING else first, "count": count,
+               "seen_ago": (self.current.wall_time - last if last < self.current.wall_time else 0.0)
+               if last is not None else None}
+        change, seconds = self.change, self.seconds
+        if change is not None and change.rated[n]:
+            d_count, d_time = change.count[n], change.sum_time[n]
+            time_s = d_time / 1000.0 / seconds  # type: ignore[operator]
+            row.update(count_s=d_count / seconds, time_s=time_s,  # type: ignore[operator]
+                       share=100.0 * time_s / self.total_time if self.total_time > 0 else None,
+                       avg_ms=d_time / d_count / 1000.0 if d_count else None,
+                       sent_s=change.sent[n] / seconds, affected_s=change.affected[n] / seconds)  # type: ignore[operator]
         if row["text"] is None:
             row["_style"] = "dim"
         return row
 
+    def column(self, key: str) -> List[Any]:
+        """One figure of every row (row n's at n), for sorting: the interval's rates straight
+        from the deltas, the others row by row."""
+        size = len(self.order)
+        change, seconds = self.change, self.seconds
+        if key in _RATES:
+            if change is None:
+                return [None] * size
+            if key in ("time_s", "share"):
+                times = [d / 1000.0 / seconds if ok else None for d, ok in zip(change.sum_time, change.rated)]  # type: ignore[operator]
+                if key == "time_s":
+                    return times
+                total = self.total_time
+                return [100.0 * t / total if t is not None and total > 0 else None for t in times]
+            source = getattr(change, _RATES[key])
+            return [d / seconds if ok else None for d, ok in zip(source, change.rated)]  # type: ignore[operator]
+        if key == "count":
+            return list(self._count)
+        return [self.row(n).get(key) for n in range(size)]
+
+    def stubs(self) -> List[Dict[str, Any]]:
+        """One ``{"_id": ...}`` per row, made once: a screen fills each in place with
+        :meth:`row` when it is shown, and keeps them filled across sorts."""
+        if self._stubs is None:
+            self._stubs = [{"_id": group} for group in self.ids]
+        return self._stubs
+
     def rows(self) -> List[Dict[str, Any]]:
         """Every row, heaviest first."""
-        packed = [{"_id": g, "digest": d, "text": t, "hg": h, "user": u, "schema": sc, "count_s": c_s, "time_s": t_s,
-                   "share": share, "avg_ms": avg, "avg_life_ms": life, "min_ms": lo, "max_ms": hi, "sent_s": s_s,
-                   "affected_s": a_s, "last_seen": seen, "first_seen": f, "count": n, "seen_ago": ago}
-                  for g, d, t, h, u, sc, c_s, t_s, share, avg, life, lo, hi, s_s, a_s, seen, f, n, ago
-                  in zip(*(self.columns[key] for key in ROW_KEYS))]
-        for row in packed:
-            if row["text"] is None:
-                row["_style"] = "dim"
-        return [packed[n] for n in self.order]
+        return [self.row(n) for n in self.order]
 
 
 def digest_columns(previous: Optional[Parsed], current: Parsed, seconds: Optional[float],
                    fields: Sequence[str] = ()) -> Optional[DigestColumns]:
-    """:func:`digest_rows` as columns; None when a group has several rows (see digest_rows)."""
+    """:func:`digest_rows` as a DigestColumns; None when a group has several rows."""
     groups = _groups(current, fields)
     if _members(current, fields, groups) is not None:
         return None
     rated = seconds is not None and seconds > 0 and previous is not None
     change = deltas(previous, current) if rated else None  # type: ignore[arg-type]
-    keys = current.keys
-    size = len(keys)
-    columns = current.columns
-    digest_list = list(map(itemgetter(4), keys))
-    hostgroups = list(map(itemgetter(0), keys))
-    labels = {value: hostgroup_label(value) for value in set(hostgroups)}
-    lines = _lines_of(current.texts)
-    count = _or(columns[COUNT], 0)
-    sum_time = _or(columns[SUM_TIME], 0)
-    none = [None] * size
-    share = none
-    if change is not None:
-        ok = change.rated
-        count_s = [d / seconds if rated else None for d, rated in zip(change.count, ok)]  # type: ignore[operator]
-        time_s = [d / 1000.0 / seconds if rated else None for d, rated in zip(change.sum_time, ok)]  # type: ignore[operator]
-        avg_ms = [t / c / 1000.0 if rated and c else None for t, c, rated in zip(change.sum_time, change.count, ok)]
-        sent_s = [d / seconds if rated else None for d, rated in zip(change.sent, ok)]  # type: ignore[operator]
-        affected_s = [d / seconds if rated else None for d, rated in zip(change.affected, ok)]  # type: ignore[operator]
-        total_time = sum(t for t in time_s if t is not None)
-        if total_time > 0:
-            share = [100.0 * t / total_time if t is not None else None for t in time_s]
-    else:
-        count_s = time_s = avg_ms = sent_s = affected_s = none
-    wall = current.wall_time
-    last = _or(columns[LAST], None)
-    return DigestColumns({
-        "_id": groups,
-        "digest": digest_list,
-        "text": list(map(lines.get, digest_list)),
-        "hg": list(map(labels.__getitem__, hostgroups)),
-        "user": list(map(itemgetter(2), keys)),
-        "schema": list(map(itemgetter(1), keys)),
-        "count_s": count_s,
-        "time_s": time_s,
-        "share": share,
-        "avg_ms": avg_ms,
-        "avg_life_ms": [t / n / 1000.0 if n else None for t, n in zip(sum_time, count)],
-        "min_ms": [v / 1000.0 if n and v != MISSING else None for v, n in zip(columns[MIN], count)],
-        "max_ms": [None if v == MISSING else v / 1000.0 for v in columns[MAX]],
-        "sent_s": sent_s,
-        "affected_s": affected_s,
-        "last_seen": last,
-        "first_seen": _or(columns[FIRST], None),
-        "count": count,
-        "seen_ago": [(wall - v if v < wall else 0.0) if v is not None else None for v in last],
-    }, sorted(range(size), key=sum_time.__getitem__, reverse=True))  # heaviest first, ties in order
+    return DigestColumns(current, change, seconds, groups)
 
 
 def _or(column: array, default: Any) -> Sequence[Any]:

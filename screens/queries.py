@@ -510,7 +510,7 @@ class ShownRows(list):
 
     def sorted(self, key: str, descending: bool) -> "ShownRows":
         """Sorted on a numeric column, rows without a value last (ties keep their order)."""
-        values = self.frame.columns[key]
+        values = self.frame.column(key)
         present = [n for n in self.order if values[n] is not None]
         present.sort(key=values.__getitem__, reverse=descending)
         return ShownRows(self.frame, present + [n for n in self.order if values[n] is None])
@@ -528,7 +528,7 @@ class _LazyById(dict):
     """{row id: row} over DigestColumns, each row built when looked up."""
 
     def __init__(self, frame: digests.DigestColumns):
-        super().__init__(zip(frame.columns["_id"], range(len(frame))))
+        super().__init__(zip(frame.ids, range(len(frame))))
         self.frame = frame
 
     def get(self, key, default=None):

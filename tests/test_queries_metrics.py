@@ -237,3 +237,15 @@ def test_a_reading_kept_as_columns_records_and_replays_as_the_rows_read():
     # what regenerated rows would not give back exactly is kept as read
     odd = (row(10, "app", "0x1", "", 5, 50), row(10, "app", "0x2", "SELECT 2", None, 50))
     assert collector.compact(Table(COLUMNS, odd), 1100.0).rows is odd
+
+
+@pytest.mark.parametrize("key", ["count_s", "time_s", "share", "avg_ms", "avg_life_ms", "max_ms", "sent_s",
+                                 "affected_s", "seen_ago", "count", "text", "hg"])
+def test_a_column_of_the_rows_is_each_rows_figure(key):
+    before = reading([row(10, "app", f"0x{n}", f"SELECT {n}", 10 * n, 100 * n * n) for n in range(1, 9)], 1100.0)
+    after = reading([row(10, "app", f"0x{n}", f"SELECT {n}", 11 * n, 130 * n * n, last=1104 - n)
+                     for n in range(1, 9)], 1105.0)
+    frame = digests.digest_columns(before, after, 5.0)
+    assert frame.column(key) == [frame.row(n)[key] for n in range(8)]
+    assert sorted(frame.rows(), key=lambda r: r["digest"]) == sorted(digest_rows(before, after, 5.0),
+                                                                       key=lambda r: r["digest"])
