@@ -6,9 +6,9 @@
 cpu     CPU per refresh of the Queries screen at 200 and 20,000 digests (the ProxySQL double
         serving tests.scale_digests through its transforms), as tests.benchmark measures the
         other screens: a Controller from proxytop.cli.build on a real Engine stepped on this
-        thread, its clock advanced by the interval in force; "collect" is the digest read and
-        parsing off the socket, "derive+render" the rates, grouping, sort and the 200x50
-        screen. Also the drill-down with its route, and QueryRules' "queries this rule
+        thread, its clock advanced by the interval in force; "collect" is the digest read off
+        the socket and its parse into columns (the worker's thread in the real program),
+        "derive+render" the rates, grouping, sort and the 200x50 screen. Also the drill-down with its route, and QueryRules' "queries this rule
         catches" at 20,000 digests (computed once per reading, then redrawn).
 memory  Resident memory of a process running proxytop's engine and Queries screen (stepped
         as for cpu) through 61 reads of 20,000 digests: the digest's whole history (the
@@ -122,8 +122,9 @@ def print_cpu(results: List[dict], cycles: int, out) -> bool:
               f"{r['derive']:>14.1f}{r['total']:>8.1f}{r['worst']:>8.1f}{r['redraw']:>8.2f}{r['detail']:>8.1f}"
               f"{r['target']:>8g}  {'yes' if ok else 'NO'}", file=out)
         if not ok:
-            print(f"  missed: {r['collect']:.0f} ms of the {r['total']:.0f} are reading {r['digests'] * 14:,} values "
-                  f"off the socket (PyMySQL); at the {r['interval']:g} s interval in force that is "
+            print(f"  missed: {r['collect']:.0f} ms of the {r['total']:.0f} are the collect, on the worker's thread: "
+                  f"reading {r['digests'] * 14:,} values off the socket (PyMySQL and proxytop.textrows) and parsing "
+                  f"them into columns; at the {r['interval']:g} s interval in force that is "
                   f"{r['total'] / 10 / r['interval']:.1f}% of a core", file=out)
         if "caught" in r:
             print(f"  QueryRules \"queries this rule catches\" at {r['digests']:,} digests: {r['caught']:.0f} ms "
