@@ -52,9 +52,10 @@ MYSQL_TABLES = DigestTables(
 
 
 class QueryDigest(Collector):
-    """``select * from stats_mysql_query_digest`` as a Table (values as text). A longer
-    history feeds the Time/s sparkline of the drill-down; older readings are kept only as
-    per-digest totals (:class:`proxytop.digests.DigestTotals`)."""
+    """``select * from stats_mysql_query_digest`` as a Table whose rows are kept as parsed
+    columns (see :meth:`compact`). A longer history feeds the Time/s sparkline of the
+    drill-down; older readings are kept only as per-digest totals
+    (:class:`proxytop.digests.DigestTotals`)."""
 
     name = "proxysql.query_digest"
     source = PROXYSQL

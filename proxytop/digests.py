@@ -190,6 +190,14 @@ class ParsedRows(SequenceABC):
     def __len__(self) -> int:
         return len(self.parsed.keys)
 
+    def __eq__(self, other: object) -> bool:  # equal to the same rows as a tuple or list (a replayed Table)
+        if isinstance(other, (tuple, list, ParsedRows)):
+            return len(self) == len(other) and all(map(eq, self, other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[n] for n in range(*i.indices(len(self)))]
@@ -213,7 +221,7 @@ def compact_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], parsed: 
     >>> compact_rows(cols, [rows[0][:6] + (None,) + rows[0][7:]], parse(cols, [rows[0][:6] + (None,) + rows[0][7:]], 1.0))
     """
     names = [schema_column if name == "schemaname" else name for name in TABLE_COLUMNS]
-    if sorted(columns) != sorted(names) or len(parsed.keys) != len(rows) or parsed.null_counters:
+    if not rows or sorted(columns) != sorted(names) or len(parsed.keys) != len(rows) or parsed.null_counters:
         return None
     if any(MISSING in column for column in parsed.columns):
         return None
@@ -458,15 +466,15 @@ def digest_rows(previous: Optional[Parsed], current: Optional[Parsed], seconds: 
 
     count_s, time_s (ms of query time per second), share (% of all time_s), avg_ms (over the
     interval), avg_life_ms (since first seen), min_ms / max_ms (lifetime), sent_s, affected_s,
-    last_seen / first_seen (epoch s), seen_ago (s from last_seen to the reading), count (lifetime).
-    A group whose rows were all reset has
-    no rates. Rows come heaviest (lifetime sum_time) first, so that a sort on a column
-    without values yet (the first reading) still shows the heavy digests on top.
+    last_seen / first_seen (epoch s), seen_ago (s from last_seen to the reading), count
+    (lifetime). A group whose rows were all reset has no rates. Rows come heaviest (lifetime
+    sum_time) first, so that a sort on a column without values yet (the first reading) still
+    shows the heavy digests on top.
     """
     if current is None:
         return []
     members = _members(current, fields)
-    if members is None:  # every row a group of its own (the usual case at scale): column by column
+    if members is None:  # every row a group of its own (the usual case at scale)
         return digest_columns(previous, current, seconds, fields).rows()  # type: ignore[union-attr]
     rated = seconds is not None and seconds > 0 and previous is not None
     change = deltas(previous, current) if rated else None  # type: ignore[arg-type]

@@ -230,7 +230,8 @@ def test_a_reading_kept_as_columns_records_and_replays_as_the_rows_read():
     collector = QueryDigest(5.0)
     kept = collector.compact(Table(COLUMNS, rows), 1100.0)
     assert isinstance(kept.rows, digests.ParsedRows) and tuple(kept.rows) == rows
-    assert recording.loads(recording.dumps(kept)) == Table(COLUMNS, rows)
+    assert recording.loads(recording.dumps(kept)) == Table(COLUMNS, rows) == kept
+    assert kept == Table(COLUMNS, list(rows)) and kept != Table(COLUMNS, rows[:2])
     snapshot = Snapshot("proxysql.query_digest", kept, 1.0, 0.01, wall_time=1100.0)
     assert queries.parsed_of(snapshot) is kept.rows.parsed
     assert isinstance(collector.shrink(kept), digests.DigestTotals)
