@@ -11,6 +11,7 @@ the same collector and metrics.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 import time
@@ -51,9 +52,10 @@ MYSQL_TABLES = DigestTables(
 
 
 class QueryDigest(Collector):
-    """``select * from stats_mysql_query_digest`` as a Table (values as text). A longer
-    history feeds the Time/s sparkline of the drill-down; older readings are kept only as
-    per-digest totals (:class:`proxytop.digests.DigestTotals`)."""
+    """``select * from stats_mysql_query_digest`` as a Table whose rows are kept as parsed
+    columns (see :meth:`compact`). A longer history feeds the Time/s sparkline of the
+    drill-down; older readings are kept only as per-digest totals
+    (:class:`proxytop.digests.DigestTotals`)."""
 
     name = "proxysql.query_digest"
     source = PROXYSQL
@@ -66,6 +68,8 @@ class QueryDigest(Collector):
         self.floor = floor
         self.last_duration = 0.0
         self._position = None  # digest -> index, shared by the kept totals of an unchanged digest set
+        self._kept: Optional[digests.DigestTotals] = None  # the last reading shrunk (lends its first_seen)
+        self._last: Optional[digests.Parsed] = None  # the last reading (lends its keys and texts)
 
     @property
     def min_interval(self) -> float:  # type: ignore[override]
@@ -76,16 +80,32 @@ class QueryDigest(Collector):
         known = getattr(session, "tables", None)
         if known and self.tables.digest not in known:
             return None  # a ProxySQL without this table: the screen says so, no failing query
-        started = time.monotonic()
+        started, wall = time.monotonic(), time.time()
         table = session.query(f"select * from {self.tables.digest}")
         self.last_duration = time.monotonic() - started
-        return table
+        return self.compact(table, wall)
+
+    def compact(self, table: Table, wall_time: float) -> Table:
+        """The reading parsed here, on the worker's thread, and kept as columns: a Table whose
+        rows are regenerated from them when something iterates them (a recording). 20,000
+        digests take about 2 MB instead of 20; a table they would not give back exactly (NULLs,
+        bad values, an unknown column) is kept as read."""
+        reading = digests.parse(table.columns, table.rows, wall_time, self.tables.schema_column, self._last)
+        rows = digests.compact_rows(table.columns, table.rows, reading, self.tables.schema_column)
+        if rows is None:
+            self._last = None
+            return table
+        self._last = reading
+        return Table(table.columns, rows)  # type: ignore[arg-type]
 
     def shrink(self, data: Any) -> Any:
         if not isinstance(data, Table):
             return data
-        kept = digests.table_totals(data.columns, data.rows, self._position)
+        already = data.rows.parsed if isinstance(data.rows, digests.ParsedRows) else parsed_before(data)
+        kept = digests.totals(already, self._position, self._kept) if already is not None else \
+            digests.shared_with(digests.table_totals(data.columns, data.rows, self._position), self._kept)
         self._position = kept.position
+        self._kept = kept
         return kept
 
 
@@ -134,14 +154,27 @@ _parsed_recent: List[Tuple[Table, digests.Parsed]] = []
 
 def parsed(table: Table, wall_time: float, schema_column: str = MYSQL_TABLES.schema_column) -> digests.Parsed:
     """``digests.parse`` of a Table, computed once per reading (each is used as the current,
-    then the previous reading, and shrunk): 20,000 digests take tens of milliseconds."""
+    then the previous reading, and shrunk): 20,000 digests take tens of milliseconds. A new
+    reading shares the row keys and texts of the one before when they are the same."""
+    if isinstance(table.rows, digests.ParsedRows):  # parsed when it was read
+        return table.rows.parsed
     with _parsed_lock:
         for seen, result in _parsed_recent:
             if seen is table:
                 return result if result.wall_time == wall_time or not wall_time else \
-                    digests.Parsed(result.entries, result.texts, wall_time, result.null_counters)
-    result = digests.parse(table.columns, table.rows, wall_time, schema_column)
+                    dataclasses.replace(result, wall_time=wall_time)
+        before = _parsed_recent[-1][1] if _parsed_recent else None
+    result = digests.parse(table.columns, table.rows, wall_time, schema_column, previous=before)
     with _parsed_lock:
         # the current and the previous reading only: at 20,000 digests each costs tens of MB
         _parsed_recent[:] = _parsed_recent[-1:] + [(table, result)]
     return result
+
+
+def parsed_before(table: Table) -> Optional[digests.Parsed]:
+    """The reading of ``table`` if it was parsed and is still kept, else None (never parses)."""
+    with _parsed_lock:
+        for seen, result in _parsed_recent:
+            if seen is table:
+                return result
+    return None

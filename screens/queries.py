@@ -367,8 +367,13 @@ class QueriesScreen(SidedScreen, Screen):
 
     def arrange(self, rows: Sequence[Row], state) -> List[Row]:
         """The table model's arrange, with a faster sort on numeric columns: their values here
-        are always numbers or None (20,000 digests sort in a few milliseconds)."""
+        are always numbers or None (20,000 digests sort in a few milliseconds). Rows still
+        waiting to be filled are sorted on their column, and stay waiting."""
         column = next((c for c in self.columns if c.key == state.sort_key), None)
+        if isinstance(rows, ShownRows):
+            if column is not None and column.numeric and state.filter.empty:
+                return rows.sorted(state.sort_key, state.descending)
+            rows = rows.filled()  # a filter or a text column reads every cell
         if column is None or not column.numeric:
             return super().arrange(rows, state)
         visible = filter_rows(rows, self.columns, state.filter)
@@ -392,12 +397,11 @@ class QueriesScreen(SidedScreen, Screen):
             return []
         _name, fields = self.grouping
         seconds = seconds_between(previous, current)
-        rows = digests.digest_rows(before, now, seconds, fields)
-        wall = current.wall_time
-        for row in rows:
-            last = row.get("last_seen")
-            row["seen_ago"] = max(0.0, wall - last) if last is not None else None
-        return rows
+        if not getattr(getattr(self.config, "args", None), "batch", False):  # batch output shows every row
+            frame = digests.digest_columns(before, now, seconds, fields)
+            if frame is not None:
+                return ShownRows(frame, frame.order)
+        return digests.digest_rows(before, now, seconds, fields)
 
     # --- notes -------------------------------------------------------------------------------
     def notes(self, view: DataView):
@@ -477,7 +481,7 @@ class QueriesScreen(SidedScreen, Screen):
 
     def _fresh_row(self, row: Row, view: DataView) -> Row:
         rows = self._cached("detail_rows", (view.latest(self.on_side(QueryDigest.name)), self.options.get("by", 0)),
-                            lambda: {r["_id"]: r for r in self.rows(view)})
+                            lambda: _by_id(self.rows(view)))
         return rows.get(row.get("_id"), row)
 
     def action_by(self, controller) -> None:
@@ -486,6 +490,57 @@ class QueriesScreen(SidedScreen, Screen):
 
 
 SCREEN = QueriesScreen
+
+
+class ShownRows(list):
+    """The table's rows, each a stub ``{"_id": ...}`` until it is read by index (the table
+    draws rows[top:bottom], the cursor reads rows[cursor]), then filled in place from the
+    columns (digests.DigestColumns). Iterating gives the stubs: what the table iterates for
+    is ids and row kinds. 20,000 digests need a few dozen full rows, not 20,000."""
+
+    def __init__(self, frame: digests.DigestColumns, order: List[int]):
+        super().__init__(map(frame.stubs().__getitem__, order))
+        self.frame = frame
+        self.order = order
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[n] for n in range(*i.indices(len(self)))]
+        row = list.__getitem__(self, i)
+        if len(row) == 1:
+            row.update(self.frame.row(self.order[i]))
+        return row
+
+    def filled(self) -> List[Row]:
+        """Every row, filled."""
+        return [self[n] for n in range(len(self))]
+
+    def sorted(self, key: str, descending: bool) -> "ShownRows":
+        """Sorted on a numeric column, rows without a value last (ties keep their order)."""
+        values = self.frame.column(key)
+        present = [n for n in self.order if values[n] is not None]
+        present.sort(key=values.__getitem__, reverse=descending)
+        return ShownRows(self.frame, present + [n for n in self.order if values[n] is None])
+
+
+def _by_id(rows: Sequence[Row]) -> Dict[Any, Row]:
+    """{row id: row}; filled rows of a ShownRows are built only when asked for."""
+    if isinstance(rows, ShownRows):
+        frame = rows.frame
+        return _LazyById(frame)
+    return {r["_id"]: r for r in rows}
+
+
+class _LazyById(dict):
+    """{row id: row} over DigestColumns, each row built when looked up."""
+
+    def __init__(self, frame: digests.DigestColumns):
+        super().__init__(zip(frame.ids, range(len(frame))))
+        self.frame = frame
+
+    def get(self, key, default=None):
+        n = super().get(key)
+        return default if n is None else self.frame.row(n)
 
 
 # ----- QueryRules' drill-down: the queries a rule catches ----------------------------------------

@@ -189,3 +189,64 @@ def test_twenty_thousand_generated_digests_have_rates_and_group_as_recorded():
     assert sum(1 for r in rows if r["count_s"] == 0) > 1000  # idle digests: a rate of 0, not None
     assert {r["hg"] for r in rows} == {"10", "20", "cache"}
     assert not mass_reset(first, second)
+
+
+def test_rows_filled_when_read_sort_and_filter_as_full_rows():
+    from proxytop import filters
+    from proxytop.table import TableState
+    from tests.proxysql_double import Recording
+    from tests.scale_digests import ScaleDigests
+
+    scale = ScaleDigests(Recording.load("cluster", node="127.0.0.1:6042"), digests=2_000)
+    first = parse(*scale(COLUMNS, []), 1_795_385_005.0)
+    second = parse(*scale(COLUMNS, []), 1_795_385_010.0, previous=first)
+    assert second.keys is first.keys and second.texts is first.texts  # unchanged rows and texts: shared
+    full = digest_rows(first, second, 5.0)
+    frame = digests.digest_columns(first, second, 5.0)
+    shown = queries.ShownRows(frame, frame.order)
+    assert len(shown) == len(full) == 2_000
+    assert all(len(r) == 1 for r in shown)  # nothing built until read by index
+    assert shown[7] == full[7] and len(list.__getitem__(shown, 8)) == 1
+    assert shown.filled() == full
+    screen = queries.QueriesScreen()
+    by_time = screen.arrange(queries.ShownRows(frame, frame.order), TableState("time_s", True))
+    assert by_time.filled() == screen.arrange(full, TableState("time_s", True))
+    times = [r["time_s"] for r in by_time.filled()]
+    assert times[0] == max(t for t in times if t is not None)
+    wanted = TableState("time_s", True, filters.parse("sbtest1", queries.COLUMNS))
+    filtered = screen.arrange(queries.ShownRows(frame, frame.order), wanted)
+    assert filtered == screen.arrange(full, wanted) and 0 < len(filtered) < len(full)
+    assert screen.arrange(queries.ShownRows(frame, frame.order), TableState("text")) == \
+        screen.arrange(full, TableState("text"))
+
+
+def test_a_reading_kept_as_columns_records_and_replays_as_the_rows_read():
+    from proxytop import recording
+    from proxytop.collectors.digest import QueryDigest
+
+    rows = (row(20, "app", "0xA", "SELECT c FROM t WHERE id=?", 1000, 500_000, sent=1000),
+            row(-1, "app", "0xA", "SELECT c FROM t WHERE id=?", 4000, 40_000, sent=4000),
+            row(10, "app", "0xB", "UPDATE t SET k=k+? WHERE id=?", 200, 1_000_000, affected=200))
+    collector = QueryDigest(5.0)
+    kept = collector.compact(Table(COLUMNS, rows), 1100.0)
+    assert isinstance(kept.rows, digests.ParsedRows) and tuple(kept.rows) == rows
+    assert recording.loads(recording.dumps(kept)) == Table(COLUMNS, rows) == kept
+    assert kept == Table(COLUMNS, list(rows)) and kept != Table(COLUMNS, rows[:2])
+    snapshot = Snapshot("proxysql.query_digest", kept, 1.0, 0.01, wall_time=1100.0)
+    assert queries.parsed_of(snapshot) is kept.rows.parsed
+    assert isinstance(collector.shrink(kept), digests.DigestTotals)
+    # what regenerated rows would not give back exactly is kept as read
+    odd = (row(10, "app", "0x1", "", 5, 50), row(10, "app", "0x2", "SELECT 2", None, 50))
+    assert collector.compact(Table(COLUMNS, odd), 1100.0).rows is odd
+
+
+@pytest.mark.parametrize("key", ["count_s", "time_s", "share", "avg_ms", "avg_life_ms", "max_ms", "sent_s",
+                                 "affected_s", "seen_ago", "count", "text", "hg"])
+def test_a_column_of_the_rows_is_each_rows_figure(key):
+    before = reading([row(10, "app", f"0x{n}", f"SELECT {n}", 10 * n, 100 * n * n) for n in range(1, 9)], 1100.0)
+    after = reading([row(10, "app", f"0x{n}", f"SELECT {n}", 11 * n, 130 * n * n, last=1104 - n)
+                     for n in range(1, 9)], 1105.0)
+    frame = digests.digest_columns(before, after, 5.0)
+    assert frame.column(key) == [frame.row(n)[key] for n in range(8)]
+    assert sorted(frame.rows(), key=lambda r: r["digest"]) == sorted(digest_rows(before, after, 5.0),
+                                                                       key=lambda r: r["digest"])
