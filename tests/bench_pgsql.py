@@ -19,7 +19,7 @@ import time
 from typing import Callable, Dict, List, Optional, Sequence
 
 from tests.benchmark import (HEIGHT, SCALE, TARGET_SCALE_MS, TARGET_TYPICAL_MS, TITLES, TYPICAL, WHY, WIDTH,
-                             Generated, Stepper, machine, ms, table_rows, tables_of)
+                             Generated, Stepper, cpu_figures, machine, measured_cycles, ms, tables_of)
 from tests.proxysql_double import ProxySQLDouble, Recording
 
 SCREENS = ("connpool", "queryrules", "glostat", "proclist", "comcount")
@@ -77,18 +77,11 @@ def bench_cpu(cycles: int, recording: Recording) -> List[dict]:
                 for side in SIDES:
                     stepper = Stepper(argv_for(screen, side, double.port))
                     try:
-                        stepper.connect()
-                        for _ in range(3):  # two readings make rates, caches fill
-                            stepper.cycle()
-                        samples = [stepper.cycle() for _ in range(cycles)]
+                        samples = measured_cycles(stepper, cycles)
                     finally:
                         stepper.close()
-                    total = [s[0] + s[1] for s in samples]
-                    results.append(dict(screen=screen, side=side, size=label, rows=table_rows(samples[-1][3]),
-                                        collect=ms(statistics.mean(s[0] for s in samples)),
-                                        derive=ms(statistics.mean(s[1] for s in samples)),
-                                        total=ms(statistics.mean(total)), worst=ms(max(total)),
-                                        interval=stepper.controller.interval(), target=target))
+                    results.append(dict(screen=screen, side=side, size=label, interval=stepper.controller.interval(),
+                                        target=target, **cpu_figures(samples)))
                     print(f"  cpu {label:<8} {screen:<10} {side} {results[-1]['total']:8.2f} ms",
                           file=sys.stderr, flush=True)
         finally:

@@ -12,12 +12,11 @@ Figures, each beside its target:
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from typing import Dict, List, Optional, Sequence
 
 from tests.bench_pgsql import PGSQL_HEADER, argv_for
-from tests.benchmark import HEIGHT, TARGET_TYPICAL_MS, WIDTH, Stepper, machine, ms, table_rows, tables_of
+from tests.benchmark import HEIGHT, TARGET_TYPICAL_MS, WIDTH, Stepper, cpu_figures, machine, measured_cycles, tables_of
 from tests.proxysql_double import ProxySQLDouble, Recording
 from tests.test_pgsql_queries_errors import errors_from_schema
 
@@ -47,17 +46,10 @@ def bench_cpu(cycles: int, recording: Recording) -> List[dict]:
             for side in SIDES:
                 stepper = Stepper(argv_for(screen, side, double.port) + ["--digest-min-interval", "1"])
                 try:
-                    stepper.connect()
-                    for _ in range(3):  # two readings make rates, caches fill
-                        stepper.cycle()
-                    samples = [stepper.cycle() for _ in range(cycles)]
+                    samples = measured_cycles(stepper, cycles)
                 finally:
                     stepper.close()
-                total = [s[0] + s[1] for s in samples]
-                results.append(dict(screen=screen, side=side, rows=table_rows(samples[-1][3]),
-                                    collect=ms(statistics.mean(s[0] for s in samples)),
-                                    derive=ms(statistics.mean(s[1] for s in samples)),
-                                    total=ms(statistics.mean(total)), worst=ms(max(total))))
+                results.append(dict(screen=screen, side=side, **cpu_figures(samples)))
     finally:
         double.stop()
     return results

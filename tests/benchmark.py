@@ -435,6 +435,23 @@ def table_rows(lines: Sequence) -> int:
     return int(match.group(2)) if match else 0
 
 
+def measured_cycles(stepper: "Stepper", cycles: int) -> List[tuple]:
+    """Connect, warm up (two readings make rates, caches fill), then ``cycles`` stepped
+    refreshes: their (collect, derive+render, redraw, lines) samples."""
+    stepper.connect()
+    for _ in range(3):
+        stepper.cycle()
+    return [stepper.cycle() for _ in range(cycles)]
+
+
+def cpu_figures(samples: Sequence[tuple]) -> dict:
+    """Mean collect, derive+render and total ms of CPU, the worst total and the median redraw."""
+    total = [s[0] + s[1] for s in samples]
+    return dict(rows=table_rows(samples[-1][3]), collect=ms(statistics.mean(s[0] for s in samples)),
+                derive=ms(statistics.mean(s[1] for s in samples)), total=ms(statistics.mean(total)),
+                worst=ms(max(total)), redraw=ms(statistics.median(s[2] for s in samples)))
+
+
 def bench_cpu(cycles: int, fleet: Optional[MySQLFleet], recording: Recording, screens: Sequence[str]) -> List[dict]:
     results = []
     for label, sizes, target in (("typical", TYPICAL, TARGET_TYPICAL_MS), ("scale", SCALE, TARGET_SCALE_MS)):
@@ -450,24 +467,13 @@ def bench_cpu(cycles: int, fleet: Optional[MySQLFleet], recording: Recording, sc
                 disks = FakeDisks(sizes["devices"]) if screen == "iostat" else None
                 stepper = Stepper(screen_argv(screen, double.port, fleet, sizes), disks)
                 try:
-                    stepper.connect()
-                    for _ in range(3):  # warm up: two readings make rates, caches fill
-                        stepper.cycle()
-                    samples = [stepper.cycle() for _ in range(cycles)]
+                    samples = measured_cycles(stepper, cycles)
                 finally:
                     stepper.close()
                     if disks is not None:
                         disks.close()
-                collect = [s[0] for s in samples]
-                derive = [s[1] for s in samples]
-                redraw = [s[2] for s in samples]
-                total = [a + b for a, b in zip(collect, derive)]
-                results.append(dict(
-                    screen=screen, size=label, label=size_label(screen, sizes, fleet), rows=table_rows(samples[-1][3]),
-                    collect=ms(statistics.mean(collect)), derive=ms(statistics.mean(derive)),
-                    total=ms(statistics.mean(total)), worst=ms(max(total)), redraw=ms(statistics.median(redraw)),
-                    interval=stepper.controller.interval(), target=target,
-                ))
+                results.append(dict(screen=screen, size=label, label=size_label(screen, sizes, fleet),
+                                    interval=stepper.controller.interval(), target=target, **cpu_figures(samples)))
                 print(f"  cpu {label:<8} {screen:<10} {results[-1]['total']:8.2f} ms", file=sys.stderr, flush=True)
         finally:
             double.stop()
