@@ -126,7 +126,13 @@ def update_span(stamps: Sequence[float], keys: Sequence[Any], window: float = RA
     the one that first showed the latest values, over at least ``window`` seconds when the
     readings reach that far back. A reading identical to the one before is not an interval
     without traffic: only once the values have stood still for longer than ``refresh`` does
-    the span stretch towards the latest reading (the traffic has stopped).
+    the span stretch towards the latest reading (the traffic has stopped). Such a standstill
+    before the window's start is left out when the window is full without it and the values
+    moved at every update since: the rate is the traffic's since it began, not diluted by
+    the idle seconds before (the span would otherwise reach back to the standstill's first
+    reading, past the window). A counter that moves only now and then (standstills within
+    the window too) keeps its spans from one change to another: a span starting just before
+    a rare update would count it more than its share.
 
     Readings at 0, 1, 2, 3 s, of which the one at 2 s repeats the one at 1 s (the update fell
     just after it): the rate spans 1 s -> 3 s, not 2 s -> 3 s.
@@ -139,6 +145,8 @@ def update_span(stamps: Sequence[float], keys: Sequence[Any], window: float = RA
     Span(base=0, end=2, seconds=1.0)
     >>> update_span([0.0, 1.0, 5.0], [10, 20, 20], window=0.5)  # no update for 4 s: traffic stopped
     Span(base=0, end=2, seconds=3.0)
+    >>> update_span([0.0, 1.0, 2.0, 3.0, 4.0, 5.0], [0, 0, 0, 0, 10, 20], window=1.5)  # traffic from 3 s
+    Span(base=3, end=5, seconds=2.0)
     >>> update_span([0.0, 1.0], [10, 10]) is None, update_span([0.0], [10]) is None
     (True, True)
     """
@@ -153,11 +161,18 @@ def update_span(stamps: Sequence[float], keys: Sequence[Any], window: float = RA
         seconds = end_time - stamps[0]
         return Span(0, latest, seconds) if seconds > 0 else None
     base = first - 1
+    steady_since = True  # no standstill between ``base`` and the latest reading
     while True:  # back to the reading that first showed the values of ``base``
+        run_end = base
         while base > 0 and keys[base - 1] == keys[base]:
             base -= 1
+        standstill = stamps[run_end] - stamps[base] > refresh
+        if standstill and steady_since and end_time - stamps[run_end] >= window:
+            base = run_end  # the window is full without the standstill: the traffic began after it
+            break
         if base == 0 or end_time - stamps[base] >= window:
             break
+        steady_since = steady_since and not standstill
         base -= 1
     seconds = end_time - stamps[base]
     return Span(base, latest, seconds) if seconds > 0 else None
@@ -213,6 +228,11 @@ class UpdateTracker:
     ...     tracker.add(float(stamp), values)
     >>> tracker.span("a"), tracker.span("b")  # (value at the start, seconds)
     ((2, 2.0), (5, 2.0))
+    >>> idle = UpdateTracker(window=1.5)  # no traffic until after 3 s: the rate is the traffic's since
+    >>> for stamp, value in enumerate((0, 0, 0, 0, 10, 20)):
+    ...     idle.add(float(stamp), {"a": value})
+    >>> idle.span("a")
+    (0, 2.0)
     """
 
     def __init__(self, window: float = RATE_WINDOW, refresh: float = COUNTER_REFRESH):
@@ -220,20 +240,21 @@ class UpdateTracker:
         self.first_stamp: Optional[float] = None
         self.last_stamp: Optional[float] = None
         self._latest: dict = {}  # name -> latest value
-        self._changes: dict = {}  # name -> [(stamp first showing a value, that value)], oldest first
+        # name -> [(stamp first showing a value, that value, stamp of the reading before)], oldest first
+        self._changes: dict = {}
 
     def add(self, stamp: float, values: Mapping[str, Any]) -> None:
         """The next reading (``stamp`` after the previous one's)."""
         if self.first_stamp is None:
             self.first_stamp = stamp
-        self.last_stamp = stamp
+        previous, self.last_stamp = self.last_stamp, stamp
         keep_after = stamp - self.window - 2 * self.refresh - 60.0  # older change points can't be a base
         for name, value in values.items():
             changes = self._changes.get(name)
             if changes is None:
-                self._changes[name] = [(stamp, value)]
+                self._changes[name] = [(stamp, value, stamp)]
             elif self._latest[name] != value:
-                changes.append((stamp, value))
+                changes.append((stamp, value, previous))
                 if len(changes) > 2 and changes[1][0] < keep_after:
                     del changes[0]
             self._latest[name] = value
@@ -248,10 +269,18 @@ class UpdateTracker:
         if len(changes) == 1:  # no update seen: no traffic, once that has lasted long enough
             seconds = end_time - changes[0][0]
             return (changes[0][1], seconds) if seconds > 0 else None
-        base = changes[0]
-        for point in reversed(changes[:-1]):  # the newest change point far enough back
-            if end_time - point[0] >= self.window:
-                base = point
+        base_value, base_stamp = changes[0][1], changes[0][0]
+        steady_since = True  # no standstill between the change point and the latest reading
+        for at in range(len(changes) - 2, -1, -1):  # the newest change point far enough back
+            stamp, value, _ = changes[at]
+            run_end = changes[at + 1][2]  # the last reading that showed this value
+            standstill = run_end - stamp > self.refresh
+            if standstill and steady_since and end_time - run_end >= self.window:
+                base_value, base_stamp = value, run_end  # the traffic began after the standstill
                 break
-        seconds = end_time - base[0]
-        return (base[1], seconds) if seconds > 0 else None
+            if end_time - stamp >= self.window:
+                base_value, base_stamp = value, stamp
+                break
+            steady_since = steady_since and not standstill
+        seconds = end_time - base_stamp
+        return (base_value, seconds) if seconds > 0 else None

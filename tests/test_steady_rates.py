@@ -17,7 +17,10 @@ from proxytop.collectors.proxysql import GlobalStatus
 from proxytop.collectors.proxysql_stats import CommandCounters, QueryRuleHits
 from proxytop.connection import Endpoint, ProxySQLSource
 from proxytop.engine import Engine
-from proxytop.rates import RATE_WINDOW, SteadyPair, rate, update_span
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from proxytop.rates import RATE_WINDOW, SteadyPair, UpdateTracker, rate, update_span
 from proxytop.screens.base import DataView, seconds_between
 from proxytop.screens.comcount import ComCountScreen, total_executions
 from proxytop.screens.glostat import GloStatScreen, steady_bases
@@ -171,6 +174,63 @@ def test_traffic_that_stopped_brings_the_rate_down():
     # Unchanged since 3 s, the reading at 7 s: no traffic from 5 s (7 - refresh) on.
     assert (span.base, span.seconds) == (2, 3.0)
     assert (keys[-1] - keys[span.base]) / span.seconds == 100 / 3
+
+
+def test_the_idle_seconds_before_the_traffic_began_are_not_in_its_rate():
+    # The start of the 2.7.2 recording: stats_mysql_commands_counters read about every second,
+    # unchanged from 0.09 s to 4.11 s (no traffic yet), then ~20,000 commands a second.
+    stamps = [0.091, 1.092, 2.094, 3.098, 4.114, 5.112, 6.129, 7.112, 8.101, 9.116, 10.106, 11.114, 12.105,
+              13.108, 14.115, 15.106, 16.115, 17.116, 18.12, 19.112, 20.116, 21.114, 22.121, 23.121, 24.12]
+    totals = [0, 0, 0, 0, 0, 18705, 38872, 58666, 79760, 99275, 120258, 140312, 160570, 181482, 200155,
+              219691, 239232, 260271, 282806, 303893, 325664, 348422, 370187, 391814, 413221]
+    mean_10s = (totals[-1] - totals[14]) / (stamps[-1] - stamps[14])
+    assert round(mean_10s) == 21296
+    span = update_span(stamps, totals, window=20.0)
+    # From the last idle reading (4.114 s): 20.006 s, not back to the first one (0.091 s, 24.03 s).
+    assert (span.base, span.end, round(span.seconds, 3)) == (4, 24, 20.006)
+    steady = (totals[span.end] - totals[span.base]) / span.seconds
+    assert round(steady) == 20655 and abs(steady / mean_10s - 1) < 0.05  # 3.0%; over 24.03 s: 17,197 (19%)
+    tracker = UpdateTracker(window=20.0)
+    for stamp, total in zip(stamps, totals):
+        tracker.add(stamp, {"Total_cnt": total})
+    assert tracker.span("Total_cnt") == (0, span.seconds)
+
+
+def test_a_counter_that_moves_now_and_then_keeps_its_mean():
+    # 100 more every 4 s (25/s), read every second: standstills within the window too, so the
+    # span runs from one change to another (5 updates in 20 s). Starting after the standstill
+    # of 4-7 s instead (17 s, just before the update at 8 s) would say 29.4/s.
+    stamps = [float(i) for i in range(25)]
+    keys = [100 * (i // 4) for i in range(25)]
+    span = update_span(stamps, keys, window=17.0)
+    assert (span.base, span.seconds) == (4, 20.0)
+    assert (keys[span.end] - keys[span.base]) / span.seconds == 25.0
+    tracker = UpdateTracker(window=17.0)
+    for stamp, key in zip(stamps, keys):
+        tracker.add(stamp, {"c": key})
+    assert tracker.span("c") == (100, 20.0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.2, 3.0), st.integers(0, 2)), min_size=2, max_size=40),
+       st.sampled_from([1.5, 5.0, 20.0]))
+def test_glostat_tracker_spans_as_update_span_does(steps, window):
+    """UpdateTracker (one counter of many, kept reading by reading) finds the span update_span finds."""
+    stamps, keys, stamp, key = [], [], 0.0, 0
+    for gap, increase in steps:
+        stamp, key = stamp + gap, key + increase
+        stamps.append(round(stamp, 3))
+        keys.append(key)
+    tracker = UpdateTracker(window=window)
+    for at in range(len(stamps)):
+        tracker.add(stamps[at], {"c": keys[at]})
+        span = update_span(stamps[:at + 1], keys[:at + 1], window=window)
+        found = tracker.span("c")
+        if span is None:
+            assert found is None or at == 0
+        else:
+            assert found is not None
+            assert found[0] == keys[span.base] and math.isclose(found[1], span.seconds), (stamps, keys, at)
 
 
 def test_a_counter_reset_gives_no_rate_over_the_span():
