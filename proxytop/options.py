@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -23,6 +24,7 @@ from proxytop.endpoints import HostError, endpoint_list, split_hosts
 from proxytop.screens import SCREENS
 
 PROMPT = object()  # -p given without a value
+PASSWORD_OPTIONS = ("-p", "--password", "--mysql-password")  # a value of their own is optional
 DEFAULTS_GROUPS = ("proxysqladmin", "proxytop")
 SCREEN_NAMES = tuple(key for key, _title in SCREENS)
 INTERVAL_LADDER = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
@@ -291,9 +293,28 @@ def check_modes(args: argparse.Namespace) -> None:
         raise OptionError("--speed needs --replay or --demo")
 
 
+def endpoint_not_password(argv: Sequence[str]) -> List[str]:
+    """``-p @NAME`` means "ask for the password, connect to @NAME", as ``@NAME -p`` does: a
+    word of its own after a bare -p/--password (or --mysql-password) that starts with @ is the
+    endpoint, not the password (a password that starts with @ is given attached: ``-p@...``,
+    ``--password=@...``).
+
+    >>> endpoint_not_password(["-p", "@prod", "--batch"])
+    ['@prod', '-p', '--batch']
+    >>> endpoint_not_password(["-p", "s3cret", "@prod"]), endpoint_not_password(["-p@x"])
+    (['-p', 's3cret', '@prod'], ['-p@x'])
+    """
+    words = list(argv)
+    for at in range(len(words) - 1):
+        if words[at] in PASSWORD_OPTIONS and words[at + 1].startswith("@") and len(words[at + 1]) > 1:
+            words[at], words[at + 1] = words[at + 1], words[at]
+    return words
+
+
 def parse(argv: Optional[Sequence[str]], environ: Mapping[str, str],
           prompt: Callable[[str], str] = getpass.getpass) -> Config:
     parser = build_parser()
+    argv = endpoint_not_password(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     try:
         args = apply_config_file(parser, argv, args, environ)
