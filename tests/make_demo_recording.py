@@ -32,6 +32,7 @@ is never written.
 from __future__ import annotations
 
 import argparse
+import bisect
 import gzip
 import json
 import mmap
@@ -51,7 +52,7 @@ from proxytop.devices import DeviceMapper
 from proxytop.iostat import DIRECTIONS, RULES, STATE_NAME, percentile
 from proxytop.recording import iter_lines
 from tests.mariadb import MariaDBServer
-from tests.proxysql_double import ProxySQLDouble, Recording
+from tests.proxysql_double import RECORDINGS, ProxySQLDouble, Recording
 from tests.terminal import proxytop_command
 from tests.test_innodb_live import LOAD_OPTIONS, WriteLoad
 
@@ -375,6 +376,7 @@ def main(argv=None) -> int:
         double = ProxySQLDouble(port=ADMIN_PORT, recording=recording)
         double.transforms["stats_mysql_errors"] = recorded_errors(start_frame=20)  # errors the 2.7 recording lacks
         double.transforms["stats_mysql_query_digest"] = digests_seen_now()
+        double.set_frame("stats_mysql_query_digest", 1)  # reading 0 (t≈0, before the load) is empty
         double.start()
         probes = SingleRequests(writer.basedir).start()
         output = os.path.abspath(args.output)
@@ -384,7 +386,7 @@ def main(argv=None) -> int:
             env = dict(os.environ, MYSQL_PWD=writer.password, XDG_STATE_HOME=state, NO_COLOR="1")
             command = list(proxytop_command()) + [
                 "--batch", "--format", "json", "-P", str(ADMIN_PORT), "--mysql", writer.address,
-                "--mysql-user", writer.user]
+                "--mysql-user", writer.user, "--digest-min-interval", str(DIGEST_EVERY)]
             state_file = os.path.join(state, "proxytop", STATE_NAME)
             print(f"learning the single-request awaits of {disk} (at most {WARM_UP_LIMIT:.0f} s)", file=sys.stderr)
             samples = warm_up(command, env, state_file, disk)
@@ -427,19 +429,44 @@ def main(argv=None) -> int:
 
 CLUSTER_PORTS = {"3331": "3311", "3332": "3312", "3333": "3313"}  # the cluster recording's backends
 CLUSTER_T0 = 1795385808  # the cluster recording's wall clock at t=0 (README-cluster.md)
+CLUSTER_NODE = "127.0.0.1:6042"  # the node Recording.load("cluster") serves
+# The 2.7 recording read stats_mysql_query_digest every 10 s (README.md) and the test double
+# serves one recorded reading per query: proxytop reads it at that pace too, or the digests'
+# first/last_seen would run faster than the demo's clock (every 5 s, its default: twice as fast).
+DIGEST_EVERY = 10
+
+
+def recorded_times(table: str, recording: str = "cluster", node: str = CLUSTER_NODE) -> List[float]:
+    """When each reading of ``table`` that the double serves was taken (t, seconds since the
+    recording started): the readings Recording.load keeps as the table's series."""
+    times = []
+    with gzip.open(RECORDINGS[recording], "rt", encoding="utf-8") as handle:
+        for line in handle:
+            entry = json.loads(line)
+            if (entry.get("node", node) == node and entry["user"] == "admin" and "rows" in entry
+                    and entry["sql"] == f"select * from {table}"):
+                times.append(float(entry["t"]))
+    return times
 
 
 def recorded_errors(start_frame: int) -> Callable:
     """A test-double transform: the 2.7 recording has no backend errors; serve those of the
-    recorded cluster (1064, 1146, 1062, 1290), one frame per reading, on the 2.7 backends'
-    ports, their first/last_seen moved to now."""
+    recorded cluster (1064, 1146, 1062, 1290) on the 2.7 backends' ports, on the demo's clock:
+    from ``start_frame`` on, the reading recorded as many seconds later as have passed since
+    the first one served (the cluster's were read every 2 s, proxytop reads them every second),
+    their first/last_seen moved by one shift so that the first reading served is now."""
     frames = Recording.load("cluster").series["stats_mysql_errors"]
-    shift = int(time.time()) - (CLUSTER_T0 + 2 * start_frame)  # read every 2 s when recorded
-    served = [start_frame]
+    times = recorded_times("stats_mysql_errors")
+    assert len(times) == len(frames), "the errors' readings and their times differ"
+    started: List[float] = []  # monotonic time of the first reading served, and the shift
 
     def transform(columns: List[str], rows: List[list]) -> Tuple[List[str], List[list]]:
-        recorded_columns, recorded = frames[min(served[0], len(frames) - 1)]
-        served[0] += 1
+        if not started:
+            started.extend((time.monotonic(), int(time.time()) - int(CLUSTER_T0 + times[start_frame])))
+        due = times[start_frame] + time.monotonic() - started[0]
+        shift = started[1]
+        index = max(start_frame, min(len(frames) - 1, bisect.bisect_right(times, due) - 1))
+        recorded_columns, recorded = frames[index]
         out = []
         for row in recorded:
             values = dict(zip(recorded_columns, row))

@@ -109,3 +109,31 @@ def test_demo_starts_in_the_terminal_and_every_screen_shows_rows(proxytop_term):
         assert "no readings of this screen" not in screen
     term.send("q")
     assert term.wait_exit(5) == 0
+
+
+def newest_seen(collector: str):
+    """[(wall time of the reading, its newest last_seen)] of the demo's readings of a table."""
+    found = []
+    for envelope, data in scan(DEMO_FILE).records:
+        if envelope.get("c") == collector:
+            table = loads(data)
+            at = table.columns.index("last_seen")
+            seen = [int(row[at]) for row in table.rows if row[at] is not None]
+            if seen:
+                found.append((envelope["w"], max(seen)))
+    return found
+
+
+def test_the_demo_digests_and_errors_keep_the_replay_clock():
+    """The digests' and errors' last_seen advance as the demo's own clock does: never ahead of
+    the reading that shows them (a last seen in the future), never twice as fast (the test double
+    serves one recorded reading per query, so the maker must read each table at its recorded pace)."""
+    for collector, most_apart in (("proxysql.query_digest", 12.0), ("proxysql.errors", 8.0)):
+        readings = newest_seen(collector)
+        assert len(readings) >= 5, collector
+        for wall, seen in readings:
+            assert seen <= wall + 1.5, (collector, wall, seen)  # whole seconds, shifted to now
+            assert wall - seen <= most_apart, (collector, wall, seen)
+        (first_wall, first_seen), (last_wall, last_seen) = readings[0], readings[-1]
+        pace = (last_seen - first_seen) / (last_wall - first_wall)
+        assert 0.75 <= pace <= 1.25, (collector, pace, readings)
