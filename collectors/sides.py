@@ -55,7 +55,7 @@ def tables_on_side(tables: Any, side: Side) -> Any:
 
 def _changes(collector: Collector, side: Side) -> Dict[str, Any]:
     """The attributes that differ on ``side``: its table (or its declaration of table and
-    column names, ``tables``), its ``mysql-*`` settings."""
+    column names, ``tables``, or of several tables, ``logs``), its ``mysql-*`` settings."""
     changes: Dict[str, Any] = {}
     table = getattr(collector, "table", "")
     if table and side.table(table) not in (None, table):
@@ -65,6 +65,11 @@ def _changes(collector: Collector, side: Side) -> Dict[str, Any]:
         renamed = tables_on_side(tables, side)
         if renamed != tables:
             changes["tables"] = renamed
+    logs = getattr(collector, "logs", None)
+    if logs:  # declared tables of one kind each (collectors.monitor.MonitorLog), of the sides that keep them
+        renamed = tuple(tables_on_side(log, side) for log in logs if side.key in getattr(log, "sides", (side.key,)))
+        if renamed != tuple(logs):
+            changes["logs"] = renamed
     wanted = getattr(collector, "wanted", None)
     if wanted:
         renamed = tuple(side.variable(name) for name in wanted)
@@ -90,6 +95,8 @@ def for_side(collector: Collector, side: Side) -> Collector:
     twin.__dict__.update(changes)
     twin.name = twin_name(collector.name, side)
     twin._twin_of = collector
+    if callable(getattr(twin, "reset", None)):
+        twin.reset()  # state of its own: a copy would share the original's (monitor logs: where each stopped)
     original = type(collector).collect
 
     def collect(handle, _collector=twin, _collect=original):

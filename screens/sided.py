@@ -123,7 +123,12 @@ class SidedScreen:
 
     def on_side(self, name: str) -> str:
         """The current side's collector for the MySQL-side collector ``name``."""
-        if self.side is MYSQL:
+        return self.name_on(self.side, name)
+
+    def name_on(self, side: Side, name: str) -> str:
+        """``side``'s collector for the MySQL-side collector ``name`` (the header alarm reads
+        both sides whichever is shown)."""
+        if side is MYSQL:
             return name
         self._collector_cache()
         for collector in self._mysql_collectors:

@@ -323,7 +323,7 @@ def test_m_switches_sides_and_the_header_says_which(proxytop_term, double3):
     term = start(proxytop_term, double3)
     term.wait_until(lambda s: "127.0.0.1:3341" in s and "MySQL" in s.splitlines()[0], what="the MySQL side")
     term.send("m")
-    screen = term.wait_until(lambda s: "pg-writer" in s and "PgSQL" in s.splitlines()[0], what="the PostgreSQL side")
+    screen = term.wait_until(lambda s: "127.0.0.1:5442" in s and "PgSQL" in s.splitlines()[0], what="the PostgreSQL side")
     assert "127.0.0.1:5442" in screen and "3341" not in screen.split("sort", 1)[1]
     term.send("3")  # GloStat follows the side
     term.wait_until(lambda s: "PgHGM_pgconnpoll" in s, what="stats_pgsql_global on GloStat")
