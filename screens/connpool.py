@@ -275,6 +275,48 @@ def alarm_collectors(session, latest) -> Tuple[Tuple[str, float], ...]:
     return tuple(plan)
 
 
+def header_queries(side: Side, global_pair, pool_pair) -> Tuple[Optional[float], str]:
+    """The header's Q/s and what it counts ("" for the Questions of the side's global status).
+
+    ProxySQL 3.0's stats_pgsql_global has no Questions (its source has the variable commented
+    out): on the PostgreSQL side the queries sent to the backends stand in for it, the Queries
+    of stats_pgsql_connection_pool added up over the backends in both readings (which the
+    backend alarm reads on every screen: no query of its own). A ProxySQL whose
+    stats_pgsql_global has Questions gives that.
+
+    >>> from proxytop.collectors.base import Snapshot, Table
+    >>> g = lambda q, at: Snapshot("g", {"Questions": q} if q else {"Active_Transactions": "1"}, at, 0.0)
+    >>> cols = ("hostgroup", "srv_host", "srv_port", "Queries")
+    >>> p = lambda rows, at: Snapshot("p", Table(cols, rows), at, 0.0)
+    >>> header_queries(MYSQL, (g("100", 1.0), g("400", 3.0)), (None, None))
+    (150.0, '')
+    >>> header_queries(PGSQL, (g(None, 1.0), g(None, 3.0)),
+    ...                (p((("30", "h", "5442", "1000"), ("40", "h", "5442", "5")), 1.0),
+    ...                 p((("30", "h", "5442", "1600"), ("40", "h", "5442", "5"), ("50", "h", "5443", "9")), 3.0)))
+    (300.0, 'to backends')
+    >>> header_queries(PGSQL, (g("10", 1.0), g("30", 2.0)), (None, None))
+    (20.0, '')
+    """
+    previous, current = global_pair
+    seconds = seconds_between(previous, current)
+    if side is MYSQL or (current is not None and current.data and "Questions" in current.data):
+        if previous is None or not previous.data or current is None or not current.data:
+            return None, ""
+        return rate(previous.data.get("Questions"), current.data.get("Questions"), seconds), ""
+    before, now = pool_pair
+    seconds = seconds_between(before, now)
+    if not seconds or before.data is None or now.data is None:
+        return None, "to backends"
+    old = counters_by_key(before)
+    total = 0.0
+    for key, counts in counters_by_key(now).items():
+        was = old.get(key)
+        at = COUNTERS.index("Queries")
+        if was is not None and was[at] is not None and counts[at] is not None and counts[at] >= was[at]:
+            total += counts[at] - was[at]  # a backend that reset or is new counts from its next reading
+    return total / seconds, "to backends"
+
+
 def read_only_monitored(monitor) -> bool:
     """Whether a monitor reading has the read_only log (the PostgreSQL side's is 3.0.2+)."""
     if monitor is None or not isinstance(monitor.data, MonitorReadings):

@@ -487,7 +487,7 @@ class QueriesScreen(SidedScreen, Screen):
 
     def action_by(self, controller) -> None:
         self.options["by"] = (self.options.get("by", 0) + 1) % len(digests.GROUPINGS)
-        controller.say(f"grouped by {self.grouping[0]}")
+        controller.say(self.side.text(f"grouped by {self.grouping[0]}"))  # by digest + database on PostgreSQL
 
 
 SCREEN = QueriesScreen

@@ -326,6 +326,9 @@ def test_m_switches_sides_and_the_header_says_which(proxytop_term, double3):
     term.send("m")
     screen = term.wait_until(lambda s: "127.0.0.1:5442" in s and "PgSQL" in s.splitlines()[0], what="the PostgreSQL side")
     assert "127.0.0.1:5442" in screen and "3341" not in screen.split("sort", 1)[1]
+    # Q/s: stats_pgsql_global of 3.0.1 has no Questions; the queries sent to the backends stand in
+    term.wait_until(lambda s: re.search(r"Q/s [1-9][\d.,]*k? to backends", s.splitlines()[0]) is not None,
+                    what="the PostgreSQL side's Q/s in the header")
     term.send("3")  # GloStat follows the side
     term.wait_until(lambda s: "PgHGM_pgconnpoll" in s, what="stats_pgsql_global on GloStat")
     term.send("m")
