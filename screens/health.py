@@ -73,6 +73,8 @@ def entry_text(kind: str, entry: Entry, now_us: Optional[float]) -> Line:
     head = (f"  {health.clock(start)} ({age} ago)  ", "label")
     if error:
         return _line(head, (f"error: {health.first_line(error, 200)}", "danger"))
+    if kind in ("ping", "connect") and not health.has_result(entry):
+        return _line(head, ("no time and no error: not a finished check (ProxySQL wrote it so)", "dim"))
     took = units.milliseconds(success / 1000.0) if success is not None else units.MISSING
     if kind == "read_only":
         return _line(head, (f"read_only={value}", "header"), (f"  in {took}", None))
