@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from proxytop import health, sparkline, units
 from proxytop.collectors.errors import (MYSQL_ERRORS, MYSQL_FREE, PGSQL_ERRORS, BackendErrors, FreeConnections,
                                         ReplicationHostgroups)
-from proxytop.collectors.monitor import Entry, MonitorLogs, MonitorReadings, ServerMonitor
+from proxytop.collectors.monitor import LOGS, Entry, MonitorLogs, MonitorReadings, ServerMonitor
 from proxytop.collectors.proxysql import ConnectionPool, RuntimeServers
 from proxytop.rates import rate, to_number
 from proxytop.screens.base import DataView, Detail, seconds_between
@@ -27,7 +27,6 @@ ENTRIES_SHOWN = 5
 CHANGES_SHOWN = 10
 SPARK_WIDTH = 60
 KIND_TITLES = (("ping", "ping"), ("connect", "connect"), ("read_only", "read_only"), ("lag", "replication lag"))
-NOT_MONITORED_ON_PGSQL = frozenset(("lag",))  # ProxySQL's PostgreSQL monitor: ping, connect, read_only
 
 
 def _line(*segments: Segment) -> Line:
@@ -91,8 +90,8 @@ def monitor_lines(server: Optional[ServerMonitor], readings: Optional[MonitorRea
     lines: List[Line] = []
     unavailable = dict(readings.unavailable)
     for kind, title in KIND_TITLES:
-        if side is PGSQL and kind in NOT_MONITORED_ON_PGSQL:
-            continue
+        if not any(log.kind == kind and side.key in log.sides for log in LOGS):
+            continue  # a check this side's monitor doesn't make (PostgreSQL: replication lag)
         if kind in unavailable:
             lines.append(_line((f"{title}: ", "label"), (f"not read: {unavailable[kind]}", "dim")))
             continue
