@@ -85,12 +85,14 @@ def for_side(collector: Collector, side: Side) -> Collector:
     """The collector that reads ``side``'s version of what ``collector`` reads (made once)."""
     if side is MYSQL:
         return collector
+    # Asked on every frame drawn (the screens' names, the header alarm): the answer is kept.
+    twin = _twins.get(id(collector))
+    if twin is collector or (twin is not None and twin.__dict__.get("_twin_of") is collector):
+        return twin
     changes = _changes(collector, side)
     if not changes:
-        return collector  # one table for both sides
-    twin = _twins.get(id(collector))
-    if twin is not None and twin.__dict__.get("_twin_of") is collector:
-        return twin
+        _twins[id(collector)] = collector  # one table for both sides (held: its id is not reused)
+        return collector
     twin = copy.copy(collector)
     twin.__dict__.update(changes)
     twin.name = twin_name(collector.name, side)
