@@ -490,7 +490,9 @@ class ConnPoolScreen(SidedScreen, Screen):
             for n, side in enumerate(sides):
                 current, servers, monitor = readings[3 * n: 3 * n + 3]
                 if current is not None and current.data is not None and current.data.has("status"):
-                    texts += self._alarm_texts(current, servers, monitor, "PgSQL " if side is PGSQL else "")
+                    # PostgreSQL backends are named so; MySQL ones too while the PostgreSQL side is shown
+                    prefix = f"{side.label} " if PGSQL in (side, sides[0]) else ""
+                    texts += self._alarm_texts(current, servers, monitor, prefix)
         text = None
         if texts:
             alarms = list(dict.fromkeys(texts))  # in pool order, each once (a server in two hostgroups)

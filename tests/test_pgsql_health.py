@@ -149,6 +149,8 @@ def test_a_shunned_pgsql_backend_is_in_the_alarm_on_either_side():
     both = View(readings(mysql_status="OFFLINE_HARD"))
     assert screen_on(MYSQL).alarm(both) == "127.0.0.1:3341 OFFLINE_HARD  (+1 more)"  # the shown side's first
     assert screen_on(PGSQL).alarm(both) == "PgSQL 127.0.0.1:5442 SHUNNED (2 failed connection checks)  (+1 more)"
+    mysql_only = View(readings(mysql_status="OFFLINE_HARD", pgsql_status="ONLINE"))
+    assert screen_on(PGSQL).alarm(mysql_only) == "MySQL 127.0.0.1:3341 OFFLINE_HARD"  # which side, said there
     assert screen_on(PGSQL).alarm(View(readings(pgsql_status="ONLINE"))) is None
     assert screen_on(PGSQL).alarm(View(readings(), connected=False)) is None  # stale readings: the header says why
 
