@@ -441,7 +441,8 @@ class ConnPoolScreen(SidedScreen, Screen):
         source = view.source("proxysql")
         session = getattr(source, "session", None)
         if session is not None and not session.is_admin:
-            notes.append((("Weight, MaxConn, Used%, Comment and the lag thresholds need an admin user "
+            thresholds = "" if self.side is PGSQL else " and the lag thresholds"  # no lag on PostgreSQL
+            notes.append(((f"Weight, MaxConn, Used%, Comment{thresholds} need an admin user "
                            "(runtime_mysql_servers).", "dim"),))
         monitor = view.latest(self.on_side(MonitorLogs.name))
         if monitor is not None and isinstance(monitor.data, MonitorReadings):

@@ -284,3 +284,15 @@ def test_the_alarm_reads_a_side_without_backends_rarely(proxytop_term, recording
         assert count(double, "stats_mysql_connection_pool") <= mysql_reads + 1  # at most one under way
     finally:
         double.stop()
+
+
+def test_the_stats_user_note_names_the_pgsql_table_and_no_lag_threshold():
+    class StatsUser(View):
+        def source(self, name):
+            return SimpleNamespace(session=SimpleNamespace(is_admin=False, version=(3, 0, 1), pgsql_servers=None,
+                                                           tables=frozenset({"stats_pgsql_global"})))
+
+    notes = ["".join(t for t, _s in line) for line in screen_on(PGSQL).notes(StatsUser(readings()))]
+    assert "Weight, MaxConn, Used%, Comment need an admin user (runtime_pgsql_servers)." in notes
+    mysql = ["".join(t for t, _s in line) for line in screen_on(MYSQL).notes(StatsUser(readings()))]
+    assert any("and the lag thresholds need an admin user (runtime_mysql_servers)" in n for n in mysql)
