@@ -317,6 +317,19 @@ def header_queries(side: Side, global_pair, pool_pair) -> Tuple[Optional[float],
     return total / seconds, "to backends"
 
 
+def alarm_line(texts: List[str]) -> Optional[str]:
+    """The first alarm and how many more, each once, in order (a server in two hostgroups, or
+    shunned in both, is one alarm).
+
+    >>> alarm_line(["a SHUNNED", "b OFFLINE_HARD", "a SHUNNED"]), alarm_line([])
+    ('a SHUNNED  (+1 more)', None)
+    """
+    alarms = list(dict.fromkeys(texts))
+    if not alarms:
+        return None
+    return alarms[0] + (f"  (+{len(alarms) - 1} more)" if len(alarms) > 1 else "")
+
+
 def read_only_monitored(monitor) -> bool:
     """Whether a monitor reading has the read_only log (the PostgreSQL side's is 3.0.2+)."""
     if monitor is None or not isinstance(monitor.data, MonitorReadings):
@@ -494,20 +507,14 @@ class ConnPoolScreen(SidedScreen, Screen):
                     # PostgreSQL backends are named so; MySQL ones too while the PostgreSQL side is shown
                     prefix = f"{side.label} " if PGSQL in (side, sides[0]) else ""
                     texts += self._alarm_texts(current, servers, monitor, prefix)
-        text = None
-        if texts:
-            alarms = list(dict.fromkeys(texts))  # in pool order, each once (a server in two hostgroups)
-            text = alarms[0] + (f"  (+{len(alarms) - 1} more)" if len(alarms) > 1 else "")
+        text = alarm_line(texts)
         self._alarm = (token, text)
         return text
 
     @staticmethod
     def _alarm_text(current, servers, monitor) -> Optional[str]:
         """The alarm of one side's readings (the MySQL side's wording)."""
-        alarms = list(dict.fromkeys(ConnPoolScreen._alarm_texts(current, servers, monitor, "")))
-        if not alarms:
-            return None
-        return alarms[0] + (f"  (+{len(alarms) - 1} more)" if len(alarms) > 1 else "")
+        return alarm_line(ConnPoolScreen._alarm_texts(current, servers, monitor, ""))
 
     @staticmethod
     def _alarm_texts(current, servers, monitor, prefix: str) -> List[str]:
