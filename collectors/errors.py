@@ -90,7 +90,8 @@ class FreeConnections(TableCollector):
     def collect(self, session) -> Optional[Table]:
         # A small projection: statistics and mysql_info are JSON documents of ~1 KB per connection.
         f = MYSQL_FREE
-        return session.query(f"select {f.hostgroup}, {f.host}, {f.port}, {f.user}, {f.idle_ms} from {f.table}")
+        # self.table: the PostgreSQL twin reads stats_pgsql_free_connections (same columns)
+        return session.query(f"select {f.hostgroup}, {f.host}, {f.port}, {f.user}, {f.idle_ms} from {self.table}")
 
 
 class ReplicationHostgroups(TableCollector):

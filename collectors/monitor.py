@@ -2,7 +2,11 @@
 
 ProxySQL's monitor pings every backend, opens test connections, checks read_only on servers in
 replication hostgroups and measures replication lag on servers with max_replication_lag > 0.
-Each check is a row in ``monitor.mysql_server_<kind>_log``; the tables keep hours of rows
+Each check is a row in ``monitor.mysql_server_<kind>_log``. ProxySQL 3.x monitors its
+PostgreSQL backends as well, in ``monitor.pgsql_server_<kind>_log`` with the same columns: ping
+and connect (3.0.1), read_only (``pg_is_in_recovery()``, later 3.x); it measures no replication
+lag there. The PostgreSQL side's collector is this one's twin (collectors.sides.for_side) reading
+the logs declared for that side. The tables keep hours of rows
 (mysql-monitor_history), so they are never read whole: one query per reading takes the rows
 newer than the last one seen, from all four logs at once (UNION ALL), plus ProxySQL's own clock.
 
@@ -41,13 +45,15 @@ class MonitorLog:
     success: str
     error: str
     value: Optional[str] = None
+    sides: Tuple[str, ...] = ("mysql", "pgsql")  # the sides whose monitor keeps this log
 
 
 LOGS: Tuple[MonitorLog, ...] = (
     MonitorLog("ping", "mysql_server_ping_log", "ping_success_time_us", "ping_error"),
     MonitorLog("connect", "mysql_server_connect_log", "connect_success_time_us", "connect_error"),
     MonitorLog("read_only", "mysql_server_read_only_log", "success_time_us", "error", "read_only"),
-    MonitorLog("lag", "mysql_server_replication_lag_log", "success_time_us", "error", "repl_lag"),
+    # ProxySQL's PostgreSQL monitor measures no replication lag (3.0: ping, connect, read_only)
+    MonitorLog("lag", "mysql_server_replication_lag_log", "success_time_us", "error", "repl_lag", sides=("mysql",)),
 )
 
 

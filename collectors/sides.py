@@ -55,7 +55,7 @@ def tables_on_side(tables: Any, side: Side) -> Any:
 
 def _changes(collector: Collector, side: Side) -> Dict[str, Any]:
     """The attributes that differ on ``side``: its table (or its declaration of table and
-    column names, ``tables``), its ``mysql-*`` settings."""
+    column names, ``tables``, or of several tables, ``logs``), its ``mysql-*`` settings."""
     changes: Dict[str, Any] = {}
     table = getattr(collector, "table", "")
     if table and side.table(table) not in (None, table):
@@ -65,6 +65,11 @@ def _changes(collector: Collector, side: Side) -> Dict[str, Any]:
         renamed = tables_on_side(tables, side)
         if renamed != tables:
             changes["tables"] = renamed
+    logs = getattr(collector, "logs", None)
+    if logs:  # declared tables of one kind each (collectors.monitor.MonitorLog), of the sides that keep them
+        renamed = tuple(tables_on_side(log, side) for log in logs if side.key in getattr(log, "sides", (side.key,)))
+        if renamed != tuple(logs):
+            changes["logs"] = renamed
     wanted = getattr(collector, "wanted", None)
     if wanted:
         renamed = tuple(side.variable(name) for name in wanted)
@@ -80,16 +85,20 @@ def for_side(collector: Collector, side: Side) -> Collector:
     """The collector that reads ``side``'s version of what ``collector`` reads (made once)."""
     if side is MYSQL:
         return collector
+    # Asked on every frame drawn (the screens' names, the header alarm): the answer is kept.
+    twin = _twins.get(id(collector))
+    if twin is collector or (twin is not None and twin.__dict__.get("_twin_of") is collector):
+        return twin
     changes = _changes(collector, side)
     if not changes:
-        return collector  # one table for both sides
-    twin = _twins.get(id(collector))
-    if twin is not None and twin.__dict__.get("_twin_of") is collector:
-        return twin
+        _twins[id(collector)] = collector  # one table for both sides (held: its id is not reused)
+        return collector
     twin = copy.copy(collector)
     twin.__dict__.update(changes)
     twin.name = twin_name(collector.name, side)
     twin._twin_of = collector
+    if callable(getattr(twin, "reset", None)):
+        twin.reset()  # state of its own: a copy would share the original's (monitor logs: where each stopped)
     original = type(collector).collect
 
     def collect(handle, _collector=twin, _collect=original):

@@ -10,10 +10,9 @@ from proxytop import filters, keys, table
 from proxytop.options import step_interval
 from proxytop.screens.base import Confirm, DataView, Detail, Screen
 from proxytop.screens.sided import header_collector, switch_side
+from proxytop.screens.connpool import alarm_collectors
 
 HEADER_COLLECTOR = "proxysql.global"
-ALARM_COLLECTOR = "proxysql.connection_pool"  # the header's backend alarm reads it on every screen
-ALARM_INTERVAL = 2.0
 MESSAGE_SECONDS = 6.0
 
 
@@ -47,6 +46,7 @@ class Controller:
         self._rows_held: tuple = ()
         self._parked: Dict[str, tuple] = {}  # screen -> its rows when it was left
         self._activated: Tuple[str, ...] = ()
+        self._alarm_plan: Tuple[Tuple[str, float], ...] = ()
         self.detail_row: Optional[dict] = None  # the row a live detail panel follows
         # Extra keys of a mode (a replay): an object with ``title``, ``bindings`` and
         # ``action_<name>(controller)`` methods, looked up after the screen's keys.
@@ -106,20 +106,27 @@ class Controller:
         if self.engine.collector(header) is not None:
             self.engine.set_interval(header, interval)
             names.append(header)
-        if self.engine.collector(ALARM_COLLECTOR) is not None and ALARM_COLLECTOR not in names:
-            # the header's backend alarm, on every screen: the pool at a slower pace
-            self.engine.set_interval(ALARM_COLLECTOR, max(interval, ALARM_INTERVAL))
-            names.append(ALARM_COLLECTOR)
+        self._alarm_plan = self.alarm_plan()
+        for name, pace in self._alarm_plan:
+            if self.engine.collector(name) is not None and name not in names:
+                # the header's backend alarm, on every screen: each side's pool at a slower pace
+                self.engine.set_interval(name, max(interval, pace))
+                names.append(name)
         self.engine.set_active(names)
         self._rows_token = None
+
+    def alarm_plan(self) -> Tuple[Tuple[str, float], ...]:
+        """The pool readings the header's backend alarm takes on every screen (screens.connpool)."""
+        return alarm_collectors(getattr(self.view.source("proxysql"), "session", None), self.engine.latest)
 
     # ----- rows -----------------------------------------------------------------------------
     def rows(self) -> List[dict]:
         """The current screen's rows, arranged; recomputed only when data or state changed."""
         screen = self.screen
         names = screen.active_collectors()
-        if tuple(names) != self._activated:
-            # The screen's set changed (e.g. servers discovered at runtime): poll the new set.
+        if tuple(names) != self._activated or self.alarm_plan() != self._alarm_plan:
+            # The screen's set changed (e.g. servers discovered at runtime), or the alarm's (a
+            # PostgreSQL side learnt on connecting, a pool read empty): poll the new set.
             self.activate()
         token = (screen.key, self.state, tuple(sorted(screen.options.items())),
                  tuple(id(self.engine.latest(n)) for n in names), screen.rows_token(self.view))

@@ -101,11 +101,25 @@ def latest_read_only(monitor: Optional[ServerMonitor]) -> Optional[str]:
     return None if number is None else ("yes" if number else "no")
 
 
+def has_result(entry: Entry) -> bool:
+    """A check that ended: an error, or a time taken. ProxySQL 3.0.1 wrote PostgreSQL pings
+    with neither (0 µs, no error) when the backend went down: they say nothing.
+
+    >>> has_result((1, 250, None, None)), has_result((1, 0, "timeout", None)), has_result((1, 0, None, None))
+    (True, True, False)
+    """
+    return bool(entry[2]) or bool(entry[1])
+
+
 def latest_check(monitor: Optional[ServerMonitor]) -> Optional[Tuple[str, Entry]]:
-    """The newest of the ping and connect checks: (kind, entry)."""
+    """The newest of the ping and connect checks that ended: (kind, entry)."""
     if monitor is None:
         return None
-    candidates = [(kind, monitor.entries(kind)[-1]) for kind in ("ping", "connect") if monitor.entries(kind)]
+    candidates = []
+    for kind in ("ping", "connect"):
+        ended = next((entry for entry in reversed(monitor.entries(kind)) if has_result(entry)), None)
+        if ended is not None:
+            candidates.append((kind, ended))
     if not candidates:
         return None
     return max(candidates, key=lambda item: item[1][0])
@@ -223,6 +237,9 @@ def alarm(status: Any, settings: Optional[Mapping], monitor: Optional[ServerMoni
     '127.0.0.1:3313 SHUNNED_REPLICATION_LAG (lag 12 s > 5 s)'
     >>> alarm("ONLINE", {"max_replication_lag": "5"}, ServerMonitor(lag=((1, 1, None, "2"),)), "h:1") is None
     True
+    >>> alarm("SHUNNED", None, ServerMonitor(ping=((1, 0, None, None),), connect=((2, 0, "Connection refused", None),)),
+    ...       "PgSQL 127.0.0.1:5442")
+    'PgSQL 127.0.0.1:5442 SHUNNED (1 failed connection check)'
     """
     status = str(status or "").upper()
     lag, _when = latest_lag(monitor)
@@ -231,8 +248,13 @@ def alarm(status: Any, settings: Optional[Mapping], monitor: Optional[ServerMoni
         return f"{server} ONLINE, {excess}" if excess else None
     detail = excess or ("lag NULL" if lag == NULL_LAG and status == "SHUNNED_REPLICATION_LAG" else None)
     if detail is None and status == "SHUNNED" and monitor is not None:
-        count, _since, _message = failure_run(monitor.ping)
-        detail = f"{count} failed pings" if count else None
+        # pings first; a PostgreSQL backend's ping log may say nothing (ProxySQL 3.0.1 stamped
+        # its pings in the future during an outage) while its connect checks fail
+        for kind, label in (("ping", "pings"), ("connect", "connection checks")):
+            count, _since, _message = failure_run(monitor.entries(kind))
+            if count:
+                detail = f"{count} failed {label if count > 1 else label[:-1]}"
+                break
     return f"{server} {status}" + (f" ({detail})" if detail else "")
 
 

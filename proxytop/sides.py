@@ -49,21 +49,38 @@ class Side:
 
     def text(self, text: str) -> str:
         """A message about MySQL-side tables and settings, said of this side: table and variable
-        names are rewritten, the prose is left alone.
+        names are rewritten, and a schema is a database there (what ProxySQL's PostgreSQL
+        tables call it); the rest of the prose is left alone. A padded label keeps its width.
 
         >>> PGSQL.text("Weight and Comment need an admin user (runtime_mysql_servers).")
         'Weight and Comment need an admin user (runtime_pgsql_servers).'
         >>> PGSQL.text("connections vs mysql-max_connections; mysql_query_rules differs from MySQL")
         'connections vs pgsql-max_connections; pgsql_query_rules differs from MySQL'
+        >>> PGSQL.text("user app, schema (none); 3 more (user, schema, client) combinations")
+        'user app, database (none); 3 more (user, database, client) combinations'
+        >>> PGSQL.text("  schemaname     |"), MYSQL.text("by digest + schema")
+        ('  database       |', 'by digest + schema')
         """
         if self is MYSQL:
             return text
-        return _MYSQL_WORD.sub(lambda m: (m.group(1) or "") + "pgsql" + m.group(2), text)
+        text = _MYSQL_WORD.sub(lambda m: (m.group(1) or "") + "pgsql" + m.group(2), text)
+        return _SCHEMA_WORD.sub(_as_database, text)
 
 
 # stats_mysql_X, runtime_mysql_X, mysql_X: a table of the MySQL side (not mysql-* variables).
 _MYSQL_NAME = re.compile(r"^(stats_|runtime_)?mysql_")
 _MYSQL_WORD = re.compile(r"\b(stats_|runtime_|monitor\.)?mysql([_-])(?=\w)")
+
+_SCHEMA_WORD = re.compile(r"\b(schemaname|schemas|schema)\b( *)")
+
+
+def _as_database(match) -> str:
+    word = "databases" if match.group(1) == "schemas" else "database"
+    spaces = match.group(2)
+    if spaces:  # a padded label: as wide as before
+        spaces = " " * max(1, len(spaces) + len(match.group(1)) - len(word))
+    return word + spaces
+
 
 MYSQL = Side("mysql", "MySQL", "MySQL")
 PGSQL = Side("pgsql", "PgSQL", "PostgreSQL")

@@ -7,9 +7,11 @@ from __future__ import annotations
 from typing import List, Optional, Sequence, Tuple
 
 from proxytop import keys, table, units
-from proxytop.rates import rate
-from proxytop.screens.base import seconds_between
 from proxytop.screens.sided import header_collector, header_label
+from proxytop.collectors.proxysql import ConnectionPool
+from proxytop.collectors.sides import twin_name
+from proxytop.screens.connpool import header_queries
+from proxytop.sides import MYSQL, PGSQL
 
 Segment = Tuple[str, Optional[str]]
 Line = List[Segment]
@@ -57,14 +59,15 @@ def header_lines(ctl, width: int) -> List[Line]:
     if current is not None and current.data:
         stats = current.data
         uptime = stats.get("ProxySQL_Uptime")
-        qps = None
-        if previous is not None and previous.data:
-            qps = rate(previous.data.get("Questions"), stats.get("Questions"), seconds_between(previous, current))
+        # Questions; on the PostgreSQL side of 3.0 (no Questions) the queries sent to backends
+        qps, counted = header_queries(getattr(ctl.screen, "side", MYSQL), (previous, current),
+                                      engine.last_two(twin_name(ConnectionPool.name, PGSQL)))
         first += [
             ("  up ", "label"), (units.duration(uptime), "header"),
         ]
-        if side != "PgSQL":  # stats_pgsql_global has no Questions
-            first += [("  Q/s ", "label"), (units.number(qps) if qps is not None else units.MISSING, "header")]
+        first += [("  Q/s ", "label"), (units.number(qps) if qps is not None else units.MISSING, "header")]
+        if counted:
+            first.append((f" {counted}", "dim"))
         first += [
             ("  conn ", "label"), (units.number(stats.get("Client_Connections_connected")), "header"),
             ("  trx ", "label"), (units.number(stats.get("Active_Transactions")), "header"),

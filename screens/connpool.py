@@ -2,7 +2,13 @@
 
 Beside the pool's counters each backend shows why it is in its state: the measured replication
 lag and read_only from the monitor logs, the latest ping/connect check, and how long it has had
-its status. Enter opens its health view (screens.health).
+its status. Enter opens its health view (screens.health). The PostgreSQL side (ProxySQL 3.x)
+shows the same from its own tables and monitor logs, without Lag (ProxySQL measures no
+replication lag of PostgreSQL backends) and with RO only where its monitor checks read_only.
+
+The header's one-line backend alarm is ConnPool's too (``alarm``): it covers the backends of
+both sides, whichever side and screen is shown, from the pool readings ``alarm_collectors``
+names for every screen.
 """
 from __future__ import annotations
 
@@ -16,6 +22,8 @@ from proxytop.rates import rate, to_number
 from proxytop.table import Column, Row
 from proxytop.screens.base import DataView, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
+from proxytop.sides import MYSQL, PGSQL, Side, pgsql_problem
+from proxytop.collectors.sides import twin_name
 
 STATUS_STYLE = {
     "ONLINE": "good",
@@ -234,6 +242,101 @@ def with_health(rows: List[Row], config: Mapping, monitor, log: health.StatusLog
     return rows
 
 
+ALARM_INTERVAL = 2.0  # the header alarm's pool readings on screens that don't show the pool
+IDLE_POOL_INTERVAL = 30.0  # a side whose pool was read empty: looked at again for servers loaded since
+PGSQL_HIDDEN = frozenset(("lag",))  # ProxySQL's PostgreSQL monitor measures no replication lag
+
+
+def alarm_collectors(session, latest) -> Tuple[Tuple[str, float], ...]:
+    """The pool readings the header's backend alarm takes on every screen, each with its
+    pace: (collector name, seconds). A side's pool every 2 s while it has backends, every
+    30 s once it was read empty; the PostgreSQL side's only on a ProxySQL that has one
+    (learnt when the connection opened). ``latest(name)`` is the engine's latest reading.
+
+    >>> from types import SimpleNamespace as NS
+    >>> from proxytop.collectors.base import Snapshot, Table
+    >>> v3 = NS(version=(3, 0, 1), tables={"runtime_pgsql_servers"}, pgsql_servers=2)
+    >>> alarm_collectors(v3, lambda name: None)
+    (('proxysql.connection_pool', 2.0), ('proxysql.pgsql.connection_pool', 2.0))
+    >>> empty = Snapshot("proxysql.connection_pool", Table(("hostgroup",), ()), 1.0, 0.01)
+    >>> alarm_collectors(v3, lambda name: empty if name == "proxysql.connection_pool" else None)
+    (('proxysql.connection_pool', 30.0), ('proxysql.pgsql.connection_pool', 2.0))
+    >>> alarm_collectors(NS(version=(2, 7, 2), tables=set(), pgsql_servers=None), lambda name: None)
+    (('proxysql.connection_pool', 2.0),)
+    """
+    plan = []
+    for side in (MYSQL, PGSQL):
+        if side is PGSQL and (session is None or pgsql_problem(session) is not None):
+            continue
+        name = twin_name(ConnectionPool.name, side)
+        reading = latest(name)
+        empty = reading is not None and reading.data is not None and not reading.data.rows
+        plan.append((name, IDLE_POOL_INTERVAL if empty else ALARM_INTERVAL))
+    return tuple(plan)
+
+
+def header_queries(side: Side, global_pair, pool_pair) -> Tuple[Optional[float], str]:
+    """The header's Q/s and what it counts ("" for the Questions of the side's global status).
+
+    ProxySQL 3.0's stats_pgsql_global has no Questions (its source has the variable commented
+    out): on the PostgreSQL side the queries sent to the backends stand in for it, the Queries
+    of stats_pgsql_connection_pool added up over the backends in both readings (which the
+    backend alarm reads on every screen: no query of its own). A ProxySQL whose
+    stats_pgsql_global has Questions gives that.
+
+    >>> from proxytop.collectors.base import Snapshot, Table
+    >>> g = lambda q, at: Snapshot("g", {"Questions": q} if q else {"Active_Transactions": "1"}, at, 0.0)
+    >>> cols = ("hostgroup", "srv_host", "srv_port", "Queries")
+    >>> p = lambda rows, at: Snapshot("p", Table(cols, rows), at, 0.0)
+    >>> header_queries(MYSQL, (g("100", 1.0), g("400", 3.0)), (None, None))
+    (150.0, '')
+    >>> header_queries(PGSQL, (g(None, 1.0), g(None, 3.0)),
+    ...                (p((("30", "h", "5442", "1000"), ("40", "h", "5442", "5")), 1.0),
+    ...                 p((("30", "h", "5442", "1600"), ("40", "h", "5442", "5"), ("50", "h", "5443", "9")), 3.0)))
+    (300.0, 'to backends')
+    >>> header_queries(PGSQL, (g("10", 1.0), g("30", 2.0)), (None, None))
+    (20.0, '')
+    """
+    previous, current = global_pair
+    seconds = seconds_between(previous, current)
+    if side is MYSQL or (current is not None and current.data and "Questions" in current.data):
+        if previous is None or not previous.data or current is None or not current.data:
+            return None, ""
+        return rate(previous.data.get("Questions"), current.data.get("Questions"), seconds), ""
+    before, now = pool_pair
+    seconds = seconds_between(before, now)
+    if not seconds or before.data is None or now.data is None:
+        return None, "to backends"
+    old = counters_by_key(before)
+    total = 0.0
+    for key, counts in counters_by_key(now).items():
+        was = old.get(key)
+        at = COUNTERS.index("Queries")
+        if was is not None and was[at] is not None and counts[at] is not None and counts[at] >= was[at]:
+            total += counts[at] - was[at]  # a backend that reset or is new counts from its next reading
+    return total / seconds, "to backends"
+
+
+def alarm_line(texts: List[str]) -> Optional[str]:
+    """The first alarm and how many more, each once, in order (a server in two hostgroups, or
+    shunned in both, is one alarm).
+
+    >>> alarm_line(["a SHUNNED", "b OFFLINE_HARD", "a SHUNNED"]), alarm_line([])
+    ('a SHUNNED  (+1 more)', None)
+    """
+    alarms = list(dict.fromkeys(texts))
+    if not alarms:
+        return None
+    return alarms[0] + (f"  (+{len(alarms) - 1} more)" if len(alarms) > 1 else "")
+
+
+def read_only_monitored(monitor) -> bool:
+    """Whether a monitor reading has the read_only log (the PostgreSQL side's is 3.0.2+)."""
+    if monitor is None or not isinstance(monitor.data, MonitorReadings):
+        return False
+    return "read_only" not in dict(monitor.data.unavailable)
+
+
 class ConnPoolScreen(SidedScreen, Screen):
     key = "connpool"
     title = "ConnPool"
@@ -271,22 +374,33 @@ class ConnPoolScreen(SidedScreen, Screen):
     )
 
     live_detail = True  # the health view follows new readings
-    # Read from the MySQL side's monitor logs: not shown on the PostgreSQL side.
-    health_columns = frozenset(("lag", "ro", "monitor", "in_state"))
 
     def columns_for(self, side, present=(), base=None):
+        """The PostgreSQL side without Lag, and with RO only when ``present`` has it (its
+        monitor reads a read_only log: ProxySQL 3.0.1 has none)."""
         columns = super().columns_for(side, present, base)
-        if side.key == "mysql":
+        if side is not PGSQL:
             return columns
-        made = self.__dict__.setdefault("_without_health", {})
-        if id(columns) not in made:  # the same tuple each time, as the renderer's cache wants
-            made[id(columns)] = (columns, tuple(c for c in columns if c.key not in self.health_columns))
-        return made[id(columns)][1]
+        hidden = PGSQL_HIDDEN if "ro" in present else PGSQL_HIDDEN | {"ro"}
+        made = self.__dict__.setdefault("_pgsql_columns", {})
+        token = (id(columns), hidden)
+        if token not in made:  # the same tuple each time, as the renderer's cache wants
+            made[token] = (columns, tuple(c for c in columns if c.key not in hidden))
+        return made[token][1]
 
     def __init__(self, config=None):
+        self.status_logs: Dict[str, health.StatusLog] = {MYSQL.key: health.StatusLog(), PGSQL.key: health.StatusLog()}
         super().__init__(config)
-        self.status_log = health.StatusLog()
         self.health_open = False  # free connections are read only while a health view is open
+
+    @property
+    def status_log(self) -> health.StatusLog:
+        """The shown side's status log (each side keeps its own: hostgroups may repeat)."""
+        return self.status_logs[self.side.key]
+
+    @status_log.setter
+    def status_log(self, log: health.StatusLog) -> None:
+        self.status_logs[self.side.key] = log
 
     def collectors(self):
         return [ConnectionPool(), RuntimeServers(), MonitorLogs(), ReplicationHostgroups(),
@@ -298,17 +412,19 @@ class ConnPoolScreen(SidedScreen, Screen):
             names += [BackendErrors.name, FreeConnections.name]
         return allnodes.active_collectors(self, [self.on_side(name) for name in names])
 
-    def observe(self, view: DataView, reading=None) -> None:
-        """Fold the latest pool reading (or ``reading``) into the status log; called on every
-        screen by the header alarm, so that state changes are seen while ConnPool is hidden."""
-        current = reading if reading is not None else view.latest(ConnectionPool.name)
+    def observe(self, view: DataView, reading=None, side: Optional[Side] = None) -> None:
+        """Fold the latest pool reading of ``side`` (or ``reading``) into its status log;
+        called on every screen by the header alarm, so that state changes are seen while
+        ConnPool is hidden."""
+        side = side or self.side
+        current = reading if reading is not None else view.latest(self.name_on(side, ConnectionPool.name))
         if current is None or current.data is None or not current.data.has("status"):
             return
-        folded = self.status_log.readings
-        if folded and current.taken_at <= folded[-1]:
+        log = self.status_logs[side.key]
+        if log.readings and current.taken_at <= log.readings[-1]:
             return  # folded already (this runs for every frame drawn)
         statuses = [(key, str(r.get("status") or "")) for key, r in keyed_rows(current).items()]
-        self.status_log = health.track(self.status_log, statuses, current.wall_time, current.taken_at)
+        self.status_logs[side.key] = health.track(log, statuses, current.wall_time, current.taken_at)
 
     def rows(self, view: DataView) -> List[Row]:
         if allnodes.on(self):  # every node's pool added up (key a)
@@ -316,11 +432,13 @@ class ConnPoolScreen(SidedScreen, Screen):
         previous, current = view.pair(self.on_side(ConnectionPool.name))
         servers = view.latest(self.on_side(RuntimeServers.name))
         rows = pool_rows(previous, current, servers)
-        if current is None or self.side.key != "mysql":
-            return rows  # the monitor logs and the state history read here are the MySQL side's
+        if current is None:
+            return rows
         self.observe(view, previous)
         self.observe(view)
-        monitor = view.latest(MonitorLogs.name)
+        monitor = view.latest(self.on_side(MonitorLogs.name))
+        if self.side is PGSQL:
+            self.columns = self.columns_for(PGSQL, ("ro",) if read_only_monitored(monitor) else ())
         # Ages as of the pool reading (not of the frame drawn): the same readings give the same
         # rows, live, in batch and in a replay.
         return with_health(rows, settings_by_key(servers), monitor, self.status_log,
@@ -336,10 +454,11 @@ class ConnPoolScreen(SidedScreen, Screen):
         source = view.source("proxysql")
         session = getattr(source, "session", None)
         if session is not None and not session.is_admin:
-            notes.append((("Weight, MaxConn, Used%, Comment and the lag thresholds need an admin user "
+            thresholds = "" if self.side is PGSQL else " and the lag thresholds"  # no lag on PostgreSQL
+            notes.append(((f"Weight, MaxConn, Used%, Comment{thresholds} need an admin user "
                            "(runtime_mysql_servers).", "dim"),))
-        monitor = view.latest(MonitorLogs.name)
-        if self.side.key == "mysql" and monitor is not None and isinstance(monitor.data, MonitorReadings):
+        monitor = view.latest(self.on_side(MonitorLogs.name))
+        if monitor is not None and isinstance(monitor.data, MonitorReadings):
             reasons: Dict[str, List[str]] = {}
             for kind, why in monitor.data.unavailable:
                 reasons.setdefault(why, []).append(kind)
@@ -359,48 +478,55 @@ class ConnPoolScreen(SidedScreen, Screen):
     def detail(self, row: Row, view: DataView):
         from proxytop.screens.health import health_view
 
-        if self.side.key != "mysql":
-            return None  # the health view reads the MySQL side's monitor logs and errors
         self.health_open = True
-        return health_view(row, view, self.status_log)
+        return health_view(row, view, self.status_log, self.on_side, self.side)
 
     def detail_closed(self) -> None:
         self.health_open = False
 
     def alarm(self, view: DataView) -> Optional[str]:
-        """The header's one-line alarm: backends not ONLINE or past their lag threshold."""
-        self.observe(view)
-        current = view.latest(ConnectionPool.name)
-        if current is None or current.data is None or not current.data.has("status"):
-            return None
+        """The header's one-line alarm: backends of either side not ONLINE or past their lag
+        threshold, the shown side's first."""
         state = view.state("proxysql")
-        if state is not None and not state.connected:
-            return None  # the header says ProxySQL is unreachable: the last pool reading is stale
-        servers = view.latest(RuntimeServers.name)
-        monitor = view.latest(MonitorLogs.name)
+        sides = (self.side, MYSQL if self.side is PGSQL else PGSQL)
+        readings = []
+        for side in sides:
+            self.observe(view, side=side)
+            readings += [view.latest(self.name_on(side, name))
+                         for name in (ConnectionPool.name, RuntimeServers.name, MonitorLogs.name)]
         # Drawn up to ten times a second: the same readings give the same alarm.
-        token = (current, servers, monitor)
+        token = (state is None or state.connected, sides[0]) + tuple(readings)
         cached = getattr(self, "_alarm", None)
-        if cached is not None and all(a is b for a, b in zip(cached[0], token)):
+        if cached is not None and len(cached[0]) == len(token) and all(a is b for a, b in zip(cached[0], token)):
             return cached[1]
-        text = self._alarm_text(current, servers, monitor)
+        texts: List[str] = []
+        if token[0]:  # else the header says ProxySQL is unreachable: the last pool readings are stale
+            for n, side in enumerate(sides):
+                current, servers, monitor = readings[3 * n: 3 * n + 3]
+                if current is not None and current.data is not None and current.data.has("status"):
+                    # PostgreSQL backends are named so; MySQL ones too while the PostgreSQL side is shown
+                    prefix = f"{side.label} " if PGSQL in (side, sides[0]) else ""
+                    texts += self._alarm_texts(current, servers, monitor, prefix)
+        text = alarm_line(texts)
         self._alarm = (token, text)
         return text
 
     @staticmethod
     def _alarm_text(current, servers, monitor) -> Optional[str]:
+        """The alarm of one side's readings (the MySQL side's wording)."""
+        return alarm_line(ConnPoolScreen._alarm_texts(current, servers, monitor, ""))
+
+    @staticmethod
+    def _alarm_texts(current, servers, monitor, prefix: str) -> List[str]:
         config = settings_by_key(servers)
         readings = monitor.data if monitor is not None and isinstance(monitor.data, MonitorReadings) else None
-        alarms: Dict[str, None] = {}  # in pool order, each once (a server in two hostgroups)
+        texts = []
         for key, r in keyed_rows(current).items():
             server = readings.server(key[1], key[2]) if readings is not None else None
-            text = health.alarm(r.get("status"), config.get(key), server, f"{key[1]}:{key[2]}")
+            text = health.alarm(r.get("status"), config.get(key), server, f"{prefix}{key[1]}:{key[2]}")
             if text:
-                alarms[text] = None
-        if not alarms:
-            return None
-        more = f"  (+{len(alarms) - 1} more)" if len(alarms) > 1 else ""
-        return next(iter(alarms)) + more
+                texts.append(text)
+        return texts
 
 
 SCREEN = ConnPoolScreen

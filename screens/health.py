@@ -3,18 +3,22 @@
 Its configuration, a plain-language reason for its status, the state changes proxytop has seen,
 the monitor's latest checks of each kind (failures highlighted) with a lag sparkline, its rows of
 stats_mysql_errors with errors/s, and its idle pooled connections. Built from snapshots only;
-it follows new readings while open.
+it follows new readings while open. A PostgreSQL backend's view reads the PostgreSQL side's
+twins of the same tables (runtime_pgsql_servers, monitor.pgsql_server_*_log, stats_pgsql_errors
+with SQLSTATEs); its monitor measures no replication lag, so that part is left out.
 """
 from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from proxytop import errnames, health, sparkline, units
-from proxytop.collectors.errors import MYSQL_ERRORS, MYSQL_FREE, BackendErrors, FreeConnections, ReplicationHostgroups
-from proxytop.collectors.monitor import Entry, MonitorLogs, MonitorReadings, ServerMonitor
+from proxytop import health, sparkline, units
+from proxytop.collectors.errors import (MYSQL_ERRORS, MYSQL_FREE, PGSQL_ERRORS, BackendErrors, FreeConnections,
+                                        ReplicationHostgroups)
+from proxytop.collectors.monitor import LOGS, Entry, MonitorLogs, MonitorReadings, ServerMonitor
 from proxytop.collectors.proxysql import ConnectionPool, RuntimeServers
 from proxytop.rates import rate, to_number
 from proxytop.screens.base import DataView, Detail, seconds_between
+from proxytop.sides import MYSQL, PGSQL, Side
 
 Segment = Tuple[str, Optional[str]]
 Line = Tuple[Segment, ...]
@@ -29,8 +33,9 @@ def _line(*segments: Segment) -> Line:
     return tuple(segments)
 
 
-def config_lines(settings: Optional[Mapping], pairs: Sequence[Mapping], hostgroup: str) -> List[Line]:
-    """The backend's runtime configuration and its replication hostgroup pair."""
+def config_lines(settings: Optional[Mapping], pairs: Sequence[Mapping], hostgroup: str, side: Side = MYSQL) -> List[Line]:
+    """The backend's runtime configuration and its replication hostgroup pair (a PostgreSQL
+    backend's max_replication_lag is left out: nothing measures its lag)."""
     if not settings:
         return [_line(("configuration: needs an admin user (runtime_mysql_servers), or the server is no "
                        "longer configured", "dim"))]
@@ -40,6 +45,8 @@ def config_lines(settings: Optional[Mapping], pairs: Sequence[Mapping], hostgrou
               ("max_latency_ms", settings.get("max_latency_ms")),
               ("use_ssl", yes_no.get(str(settings.get("use_ssl")), settings.get("use_ssl"))),
               ("compression", settings.get("compression"))]
+    if side is PGSQL:
+        fields = [(name, value) for name, value in fields if name != "max_replication_lag"]
     line: List[Segment] = []
     for name, value in fields:
         line += [(f"{name} ", "label"), (f"{value}  ", "header")]
@@ -65,6 +72,8 @@ def entry_text(kind: str, entry: Entry, now_us: Optional[float]) -> Line:
     head = (f"  {health.clock(start)} ({age} ago)  ", "label")
     if error:
         return _line(head, (f"error: {health.first_line(error, 200)}", "danger"))
+    if kind in ("ping", "connect") and not health.has_result(entry):
+        return _line(head, ("no time and no error: not a finished check (ProxySQL wrote it so)", "dim"))
     took = units.milliseconds(success / 1000.0) if success is not None else units.MISSING
     if kind == "read_only":
         return _line(head, (f"read_only={value}", "header"), (f"  in {took}", None))
@@ -75,12 +84,14 @@ def entry_text(kind: str, entry: Entry, now_us: Optional[float]) -> Line:
 
 
 def monitor_lines(server: Optional[ServerMonitor], readings: Optional[MonitorReadings],
-                  now_us: Optional[float]) -> List[Line]:
+                  now_us: Optional[float], side: Side = MYSQL) -> List[Line]:
     if readings is None:
         return [_line(("no monitor reading yet", "dim"))]
     lines: List[Line] = []
     unavailable = dict(readings.unavailable)
     for kind, title in KIND_TITLES:
+        if not any(log.kind == kind and side.key in log.sides for log in LOGS):
+            continue  # a check this side's monitor doesn't make (PostgreSQL: replication lag)
         if kind in unavailable:
             lines.append(_line((f"{title}: ", "label"), (f"not read: {unavailable[kind]}", "dim")))
             continue
@@ -101,24 +112,26 @@ def monitor_lines(server: Optional[ServerMonitor], readings: Optional[MonitorRea
     return lines
 
 
-def error_lines(previous, current, host: str, port: str) -> List[Line]:
-    """This backend's rows of stats_mysql_errors (any hostgroup), with errors/s."""
+def error_lines(previous, current, host: str, port: str, e=MYSQL_ERRORS) -> List[Line]:
+    """This backend's rows of stats_mysql_errors (any hostgroup), with errors/s; ``e`` names
+    the table and columns (PGSQL_ERRORS: a SQLSTATE, named by its class, for the errno)."""
+    from proxytop.screens.errors import error_code
+
     if current is None or current.data is None:
         return [_line(("no reading of stats_mysql_errors yet", "dim"))]
-    e = MYSQL_ERRORS
     seconds = seconds_between(previous, current)
     before: Dict[Tuple, Mapping] = {}
     if previous is not None and previous.data is not None:
-        before = {_error_key(r): r for r in previous.data.dicts()}
+        before = {_error_key(r, e): r for r in previous.data.dicts()}
     mine = [r for r in current.data.dicts() if str(r.get(e.host)) == host and str(r.get(e.port)) == port]
     if not mine:
         return [_line(("no errors recorded for this server", "dim"))]
     mine.sort(key=lambda r: -(to_number(r.get(e.count)) or 0))
     lines = []
     for r in mine:
-        old = before.get(_error_key(r))
+        old = before.get(_error_key(r, e))
         per_second = rate(old.get(e.count), r.get(e.count), seconds) if old else None
-        name = errnames.name(r.get(e.errno))
+        name = error_code(r.get(e.errno), e)[1] or ""
         lines.append(_line(
             (f"  {r.get(e.errno)} {name:<28} ", "danger" if per_second else "header"),
             (f"x{units.number(r.get(e.count))}  ", None),
@@ -128,8 +141,7 @@ def error_lines(previous, current, host: str, port: str) -> List[Line]:
     return lines
 
 
-def _error_key(r: Mapping) -> Tuple:
-    e = MYSQL_ERRORS
+def _error_key(r: Mapping, e=MYSQL_ERRORS) -> Tuple:
     return tuple(str(r.get(c)) for c in (e.hostgroup, e.host, e.port, e.user, e.client, e.schema, e.errno))
 
 
@@ -168,20 +180,25 @@ def change_lines(log: health.StatusLog, key: Tuple[str, str, str]) -> List[Line]
     return lines
 
 
-def health_view(row: Mapping, view: DataView, log: health.StatusLog) -> Detail:
+def _same(name: str) -> str:
+    return name
+
+
+def health_view(row: Mapping, view: DataView, log: health.StatusLog, name=_same, side: Side = MYSQL) -> Detail:
+    """``name(collector name)``: the shown side's collector (ConnPoolScreen.on_side)."""
     from proxytop.screens.connpool import proxysql_now_us, settings_by_key
 
     hostgroup, host, port = row["_id"]
     status = str(row.get("status") or "")
-    current = view.latest(ConnectionPool.name)
+    current = view.latest(name(ConnectionPool.name))
     if current is not None and current.data is not None:  # the newest status, not the one at Enter
         for r in current.data.dicts():
             if (str(r.get("hostgroup")), str(r.get("srv_host")), str(r.get("srv_port"))) == row["_id"]:
                 status = str(r.get("status") or "")
-    settings = settings_by_key(view.latest(RuntimeServers.name)).get(row["_id"])
-    pairs_snapshot = view.latest(ReplicationHostgroups.name)
+    settings = settings_by_key(view.latest(name(RuntimeServers.name))).get(row["_id"])
+    pairs_snapshot = view.latest(name(ReplicationHostgroups.name))
     pairs = pairs_snapshot.data.dicts() if pairs_snapshot is not None and pairs_snapshot.data is not None else []
-    monitor = view.latest(MonitorLogs.name)
+    monitor = view.latest(name(MonitorLogs.name))
     readings = monitor.data if monitor is not None and isinstance(monitor.data, MonitorReadings) else None
     server = readings.server(host, port) if readings is not None else None
     now_us = proxysql_now_us(monitor, view.now())
@@ -196,18 +213,19 @@ def health_view(row: Mapping, view: DataView, log: health.StatusLog) -> Detail:
         _line((health.reason(status, settings, server, row.get("conn_err_s")), style)),
         (),
         _line(("Configuration", "header_title")),
-        *config_lines(settings, pairs, hostgroup),
+        *config_lines(settings, pairs, hostgroup, side),
         (),
         _line(("State changes seen by proxytop", "header_title")),
         *change_lines(log, row["_id"]),
         (),
         _line(("Monitor", "header_title")),
-        *monitor_lines(server, readings, now_us),
+        *monitor_lines(server, readings, now_us, side),
         (),
         _line(("Errors (stats_mysql_errors)", "header_title")),
-        *error_lines(*view.pair(BackendErrors.name), host, port),
+        *error_lines(*view.pair(name(BackendErrors.name)), host, port, PGSQL_ERRORS if side is PGSQL else MYSQL_ERRORS),
         (),
         _line(("Free connections (stats_mysql_free_connections, read while this view is open)", "header_title")),
-        *free_lines(view.latest(FreeConnections.name), hostgroup, host, port),
+        *free_lines(view.latest(name(FreeConnections.name)), hostgroup, host, port),
     ]
-    return Detail(title=f"Health of {host}:{port} in hostgroup {hostgroup}", lines=tuple(lines))
+    of = f"{side.server} backend " if side is PGSQL else ""
+    return Detail(title=f"Health of {of}{host}:{port} in hostgroup {hostgroup}", lines=tuple(lines))

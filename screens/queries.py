@@ -29,7 +29,8 @@ from proxytop.rates import to_number
 from proxytop.route import Query, Route, compile_rules, evaluate, parse_digest
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
-from proxytop.sides import MYSQL, column
+from proxytop.collectors.sides import twin_name
+from proxytop.sides import MYSQL, Side, column
 from proxytop.table import Column, Row, filter_rows
 
 Segment = Tuple[str, Optional[str]]
@@ -486,7 +487,7 @@ class QueriesScreen(SidedScreen, Screen):
 
     def action_by(self, controller) -> None:
         self.options["by"] = (self.options.get("by", 0) + 1) % len(digests.GROUPINGS)
-        controller.say(f"grouped by {self.grouping[0]}")
+        controller.say(self.side.text(f"grouped by {self.grouping[0]}"))  # by digest + database on PostgreSQL
 
 
 SCREEN = QueriesScreen
@@ -548,31 +549,33 @@ CAUGHT_SHOWN = 15
 _caught_memo: List[Tuple[Tuple, Any]] = []  # [((previous, current, rules snapshot), (rows, routes))]
 
 
-def _digest_routes(view: DataView):
-    """Digest rows (by digest) and every (digest, user, schema, client)'s route, once per reading."""
-    previous, current = view.pair(QueryDigest.name)
-    rules_snapshot = view.latest(RuntimeQueryRules.name)
-    variables = variables_of(view) or {}
+def _digest_routes(view: DataView, side: Side = MYSQL):
+    """Digest rows (by digest) and every (digest, user, schema, client)'s route, once per reading,
+    from ``side``'s digest and runtime rules (stats_pgsql_query_digest, runtime_pgsql_query_rules)."""
+    previous, current = view.pair(twin_name(QueryDigest.name, side))
+    rules_snapshot = view.latest(twin_name(RuntimeQueryRules.name, side))
+    variables = variables_of(view, twin_name(DigestVariables.name, side)) or {}
     key = (previous, current, rules_snapshot)
     if _caught_memo and all(a is b for a, b in zip(_caught_memo[0][0], key)):
         return _caught_memo[0][1]
-    before, now = parsed_of(previous), parsed_of(current)
+    schema_column = column(side, MYSQL_TABLES.schema_column)
+    before, now = parsed_of(previous, schema_column), parsed_of(current, schema_column)
     rules = rules_of(rules_snapshot)
     if now is None or rules is None:
         result = (None, None)
     else:
-        iterations = int(to_number(variables.get(MYSQL_TABLES.iterations_variable)) or 0)
+        iterations = int(to_number(variables.get(side.variable(MYSQL_TABLES.iterations_variable))) or 0)
         result = (digests.digest_rows(before, now, seconds_between(previous, current)), routes(now, rules, iterations))
     _caught_memo[:] = [(key, result)]
     return result
 
 
-def caught_section(rule_id: Any, view: DataView) -> Tuple[Tuple[Segment, ...], ...]:
-    """Lines for QueryRules' drill-down: the digests whose route passes this rule, by Time/s."""
+def caught_section(rule_id: Any, view: DataView, side: Side = MYSQL) -> Tuple[Tuple[Segment, ...], ...]:
+    """Lines for QueryRules' drill-down: the digests of ``side`` whose route passes this rule, by Time/s."""
     lines: List[Tuple[Segment, ...]] = [(), (("Queries this rule catches", "header"),
                                              ("  (from the query digest, read while this view is open; "
                                               "routes computed by proxytop)", "dim"))]
-    rows, found = _digest_routes(view)
+    rows, found = _digest_routes(view, side)
     if rows is None:
         lines.append((("  reading the query digest\u2026", "dim"),))
         return tuple(lines)

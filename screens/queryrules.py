@@ -408,10 +408,10 @@ class QueryRulesScreen(SidedScreen, Screen):
     live_detail = True  # "queries this rule catches" fills in as the digest is read
 
     def active_collectors(self):
-        return [name for name in super().active_collectors() if name != QueryDigest.name]
+        return [name for name in super().active_collectors() if name != self.on_side(QueryDigest.name)]
 
     def detail_collectors(self, row: Row) -> List[str]:
-        return [QueryDigest.name] if self.admin and self.side.key == "mysql" else []
+        return [self.on_side(QueryDigest.name)] if self.admin else []
 
     def _learn_user(self, view: DataView) -> None:
         session = getattr(view.source("proxysql"), "session", None)
@@ -471,14 +471,14 @@ class QueryRulesScreen(SidedScreen, Screen):
         self._learn_user(view)
         runtime, config = self._definitions(view)
         side = self.on_side(QueryRuleHits.name)
-        key = (row, view.latest(side), runtime, config, view.latest(QueryDigest.name))
+        key = (row, view.latest(side), runtime, config, view.latest(self.on_side(QueryDigest.name)))
         return self._cached("detail", key, lambda: self._detail(row, view, runtime, config))
 
     def _detail(self, row: Row, view: DataView, runtime, config) -> Detail:
         detail = rule_detail(row, view.history(self.on_side(QueryRuleHits.name)), runtime, config, self.admin)
-        if not self.admin or self.side.key != "mysql":  # the digest read here is the MySQL side's
+        if not self.admin:
             return detail
-        return Detail(detail.title, detail.lines + caught_section(row.get("rule_id"), view))
+        return Detail(detail.title, detail.lines + caught_section(row.get("rule_id"), view, self.side))
 
 
 SCREEN = QueryRulesScreen

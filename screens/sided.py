@@ -123,13 +123,21 @@ class SidedScreen:
 
     def on_side(self, name: str) -> str:
         """The current side's collector for the MySQL-side collector ``name``."""
-        if self.side is MYSQL:
+        return self.name_on(self.side, name)
+
+    def name_on(self, side: Side, name: str) -> str:
+        """``side``'s collector for the MySQL-side collector ``name`` (the header alarm reads
+        both sides whichever is shown)."""
+        if side is MYSQL:
             return name
-        self._collector_cache()
-        for collector in self._mysql_collectors:
-            if collector.name == name:
-                return for_side(collector, PGSQL).name
-        return twin_name(name, PGSQL)
+        names = self.__dict__.setdefault("_pgsql_names", {})  # asked on every frame drawn
+        found = names.get(name)
+        if found is None:
+            self._collector_cache()
+            found = next((for_side(c, PGSQL).name for c in self._mysql_collectors if c.name == name),
+                         twin_name(name, PGSQL))
+            names[name] = found
+        return found
 
     def active_collectors(self) -> List[str]:
         self._collector_cache()

@@ -9,6 +9,7 @@ import gzip
 import importlib
 import json
 import os
+import re
 import subprocess
 from types import SimpleNamespace
 from typing import Dict, List
@@ -323,8 +324,11 @@ def test_m_switches_sides_and_the_header_says_which(proxytop_term, double3):
     term = start(proxytop_term, double3)
     term.wait_until(lambda s: "127.0.0.1:3341" in s and "MySQL" in s.splitlines()[0], what="the MySQL side")
     term.send("m")
-    screen = term.wait_until(lambda s: "pg-writer" in s and "PgSQL" in s.splitlines()[0], what="the PostgreSQL side")
+    screen = term.wait_until(lambda s: "127.0.0.1:5442" in s and "PgSQL" in s.splitlines()[0], what="the PostgreSQL side")
     assert "127.0.0.1:5442" in screen and "3341" not in screen.split("sort", 1)[1]
+    # Q/s: stats_pgsql_global of 3.0.1 has no Questions; the queries sent to the backends stand in
+    term.wait_until(lambda s: re.search(r"Q/s [1-9][\d.,]*k? to backends", s.splitlines()[0]) is not None,
+                    what="the PostgreSQL side's Q/s in the header")
     term.send("3")  # GloStat follows the side
     term.wait_until(lambda s: "PgHGM_pgconnpoll" in s, what="stats_pgsql_global on GloStat")
     term.send("m")
@@ -334,6 +338,7 @@ def test_m_switches_sides_and_the_header_says_which(proxytop_term, double3):
 
 
 def test_queryrules_drill_down_on_the_pgsql_side(proxytop_term, double3):
+    before = len(double3.queries())
     term = start(proxytop_term, double3, "--screen", "queryrules", "--side", "pgsql")
     term.wait_until(lambda s: "pgbench point selec" in s, what="the pgsql rules")
     term.send(DOWN, pause=0.3)  # rule 2
@@ -341,6 +346,14 @@ def test_queryrules_drill_down_on_the_pgsql_side(proxytop_term, double3):
     screen = term.wait_until(lambda s: "Query rule 2" in s and "runtime_pgsql_query_rules" in s, what="the rule's detail")
     assert "^SELECT abalance FROM pgbench_accounts" in screen
     assert "mysql_query_rules" not in screen.replace("pgsql_query_rules", "")
+    # the queries it catches: stats_pgsql_query_digest routed through runtime_pgsql_query_rules
+    screen = term.wait_until(lambda s: "Queries this rule catches" in s
+                             and re.search(r"HG 30\s+SELECT abalance FROM pgbench_accounts WHERE aid = \?;", s),
+                             timeout=20, what="the pgsql digests rule 2 catches")
+    assert "pg_sleep" not in screen.split("Queries this rule catches", 1)[1]  # rule 1's, not rule 2's
+    sent = double3.queries()[before:]
+    assert any("stats_pgsql_query_digest" in q for q in sent)
+    assert not any("stats_mysql_query_digest" in q for q in sent)
 
 
 def test_kill_is_not_offered_for_pgsql_sessions(proxytop_term, double3):

@@ -276,7 +276,8 @@ def test_m_on_queries_shows_pgsql_digests_and_their_route(proxytop_term, double3
     screen = term.wait_until(lambda s: "served by" in s and "destination" in s, timeout=20, what="its route")
     assert re.search(r"rule 1\s+flagIN 0\s+matched", screen), screen
     assert "hostgroup 40 (rule 1)" in screen and "sleeps to reader hg" in screen
-    assert "user sbtest, schema sbtest" in screen
+    assert "user sbtest, database sbtest" in screen and "schema" not in screen  # PostgreSQL's word
+    assert "Last interval by hostgroup, user, database, client" in screen
 
 
 def test_m_on_errors_shows_sqlstates_with_their_class(proxytop_term, double3):
