@@ -107,6 +107,27 @@ def needs_text(assessment: Assessment) -> str:
     return f"{NEEDS_PROCESS}: {', '.join(words)}" if words else ""
 
 
+def assessment_cells(a: Assessment) -> Row:
+    """The table's cells of one server's assessment (``_`` keys: what the colour rules compare with)."""
+    return dict(
+        state=a.state,
+        age=a.age,
+        age_pct=a.age_pct,
+        redo_rate=a.redo_rate,
+        full_in=a.full_in,
+        dirty_pct=a.dirty_pct,
+        dirty=a.dirty_pages,
+        flushed_s=a.flushed_rate,
+        io_capacity=io_capacity_text(a.io_capacity, a.io_capacity_max),
+        pending=a.pending_flush_list,
+        wait_free_s=a.wait_free_rate,
+        log_waits_s=a.log_waits_rate,
+        hll=a.history_list_length,
+        adaptive=None if a.adaptive_flushing is None else ("on" if a.adaptive_flushing else "off"),
+        _max_dirty=a.max_dirty_pct,
+        _io_max=a.io_capacity_max,
+    )
+
 # ----- the detail panel, a section at a time --------------------------------------------------
 
 Segment = Tuple[str, Optional[str]]
@@ -432,57 +453,34 @@ class InnoDBScreen(Screen):
 
     def rows(self, view: DataView) -> List[Row]:
         self._sync_discovered()
-        rows = []
-        for server in self.servers.values():
-            if not server.listed:
-                continue
-            state_override, connection_note, down = self._connection_note(server, view)
-            row: Row = {
-                "_id": server.key,
-                "server": server.key,
-                "proxysql": server.proxysql_label or None,
-            }
-            source = view.source(server.source)
-            session = getattr(source, "session", None)
-            flavour = getattr(session, "flavour", None)
-            row["flavour"] = flavour.short if flavour is not None else None
-            if down:
-                # the reason runs over the numbers the server could not give (readable at 140 columns)
-                row.update(state=state_override, note=connection_note, _spill="note",
-                           _note_style="danger" if state_override else "dim")
-                rows.append(row)
-                continue
-            a = self.assessment(server, view)
-            if a.flavour is not None:
-                row["flavour"] = a.flavour.short
-            row.update(
-                state=a.state,
-                age=a.age,
-                age_pct=a.age_pct,
-                redo_rate=a.redo_rate,
-                full_in=a.full_in,
-                dirty_pct=a.dirty_pct,
-                dirty=a.dirty_pages,
-                flushed_s=a.flushed_rate,
-                io_capacity=io_capacity_text(a.io_capacity, a.io_capacity_max),
-                pending=a.pending_flush_list,
-                wait_free_s=a.wait_free_rate,
-                log_waits_s=a.log_waits_rate,
-                hll=a.history_list_length,
-                adaptive=None if a.adaptive_flushing is None else ("on" if a.adaptive_flushing else "off"),
-                _max_dirty=a.max_dirty_pct,
-                _io_max=a.io_capacity_max,
-            )
-            notes = []
-            errors = [view.error(name) for name in server.names]
-            notes += [e for e in errors if e]
-            needs = needs_text(a)
-            if needs:
-                notes.append(needs)
-            row["note"] = "; ".join(notes) if notes else None
-            row["_note_style"] = "warning" if (needs or any(errors)) else "dim"
-            rows.append(row)
-        return rows
+        return [self.server_row(server, view) for server in self.servers.values() if server.listed]
+
+    def server_row(self, server: Server, view: DataView) -> Row:
+        """One server's row: its assessment, or why it can't be read (over the numbers)."""
+        state_override, connection_note, down = self._connection_note(server, view)
+        session = getattr(view.source(server.source), "session", None)
+        flavour = getattr(session, "flavour", None)
+        row: Row = {
+            "_id": server.key,
+            "server": server.key,
+            "proxysql": server.proxysql_label or None,
+            "flavour": flavour.short if flavour is not None else None,
+        }
+        if down:
+            # the reason runs over the numbers the server could not give (readable at 140 columns)
+            row.update(state=state_override, note=connection_note, _spill="note",
+                       _note_style="danger" if state_override else "dim")
+            return row
+        a = self.assessment(server, view)
+        if a.flavour is not None:
+            row["flavour"] = a.flavour.short
+        row.update(assessment_cells(a))
+        errors = [view.error(name) for name in server.names]
+        needs = needs_text(a)
+        notes = [e for e in errors if e] + ([needs] if needs else [])
+        row["note"] = "; ".join(notes) if notes else None
+        row["_note_style"] = "warning" if (needs or any(errors)) else "dim"
+        return row
 
     def notes(self, view: DataView):
         lines = []
