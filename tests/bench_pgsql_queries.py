@@ -15,7 +15,7 @@ import argparse
 import sys
 from typing import List, Optional, Sequence
 
-from tests.bench_pgsql import PGSQL_HEADER, argv_for, load_ok, pgsql_loads
+from tests.bench_pgsql import HEADER_TABLES, argv_for, load_ok, pgsql_loads  # the header's tables: shown apart
 from tests.benchmark import HEIGHT, TARGET_TYPICAL_MS, WIDTH, Stepper, cpu_figures, machine, measured_cycles
 from tests.proxysql_double import ProxySQLDouble, Recording
 from tests.test_pgsql_queries_errors import errors_from_schema
@@ -23,9 +23,6 @@ from tests.test_pgsql_queries_errors import errors_from_schema
 SCREENS = ("queries", "errors")
 TITLES = {"queries": "Queries", "errors": "Errors"}
 SIDES = ("mysql", "pgsql")
-# The header's backend alarm reads the MySQL side's pool on every screen (proxytop.controller
-# ALARM_COLLECTOR, every 2 s at the most): the header's, not these screens'; shown apart.
-HEADER_TABLES = PGSQL_HEADER | {"stats_mysql_connection_pool"}
 PGSQL_NEEDS = {
     "queries": {"stats_pgsql_query_digest", "runtime_pgsql_query_rules", "runtime_pgsql_users", "global_variables"},
     "errors": {"stats_pgsql_errors", "stats_pgsql_users"},
