@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from proxytop import keys
 from proxytop.cursor import CursorMoves
-from proxytop.key_modes import MODE_KEYS, PanelModes, TextInputModes
+from proxytop.key_modes import MODE_KEYS, ConfirmMode, DetailMode, HelpMode, TextInputModes
 from proxytop.pacing import Pacing
 from proxytop.row_cache import RowCache
 from proxytop.screen_switching import ScreenSwitching
@@ -21,7 +21,8 @@ from proxytop.sort_filter import SortAndFilter
 MESSAGE_SECONDS = 6.0
 
 
-class Controller(ScreenSwitching, Pacing, RowCache, CursorMoves, SortAndFilter, TextInputModes, PanelModes):
+class Controller(ScreenSwitching, Pacing, RowCache, CursorMoves, SortAndFilter,
+                 TextInputModes, HelpMode, DetailMode, ConfirmMode):
     def __init__(self, engine, screens: Sequence[Screen], config, clock=time.monotonic):
         self.engine = engine
         self.screens = list(screens)
@@ -84,15 +85,10 @@ class Controller(ScreenSwitching, Pacing, RowCache, CursorMoves, SortAndFilter, 
         mode_key = MODE_KEYS.get(self.mode)
         if mode_key is not None:  # a mode takes every key until it ends
             return getattr(self, mode_key)(name, ch)
-        binding = keys.lookup(self.screen.bindings, name)
-        if binding is not None:
-            getattr(self.screen, "action_" + binding.action)(self)
-            self._rows_token = None
-            return True
-        if self.overlay is not None:
-            binding = keys.lookup(self.overlay.bindings, name)
+        for owner in (self.screen, self.overlay):  # the screen's keys, then a replay's
+            binding = keys.lookup(owner.bindings, name) if owner is not None else None
             if binding is not None:
-                getattr(self.overlay, "action_" + binding.action)(self)
+                getattr(owner, "action_" + binding.action)(self)
                 self._rows_token = None
                 return True
         binding = keys.lookup(keys.GLOBAL_BINDINGS, name)

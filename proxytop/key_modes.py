@@ -1,5 +1,5 @@
 """What keys do while the table is not in charge: typing a filter or a prompt's answer, and
-the help, detail and confirmation panels. Each mode's handler takes every key (``name``,
+the help, detail and confirmation panels drawn over the table. Each mode's handler takes every key (``name``,
 ``ch``) and returns True: nothing falls through to the table's keys until the mode ends.
 
 Parts of :class:`proxytop.controller.Controller`; ``MODE_KEYS`` tells its ``handle_key``
@@ -78,9 +78,8 @@ class TextInputModes:
                 self.input += text
 
 
-class PanelModes:
-    """The panels drawn over the table: help (``?``), a row's detail (Enter) and the
-    confirmation of the one write proxytop makes."""
+class HelpMode:
+    """The help panel (``?``): every key of this screen and the global ones."""
 
     def do_help(self):
         self.mode = "help"
@@ -96,6 +95,10 @@ class PanelModes:
         else:
             self.mode = "table"
         return True
+
+
+class DetailMode:
+    """A row's detail panel (Enter), which may read more while it is open."""
 
     def do_open(self):
         row = self.selected_row()
@@ -142,6 +145,10 @@ class PanelModes:
         elif name in ("q", "^C"):
             self.quit_requested = True
         return True
+
+
+class ConfirmMode:
+    """The confirmation of the one write proxytop makes (a kill): nothing is sent until 'y'."""
 
     def ask(self, confirm: Confirm) -> None:
         """Screens call this for the one write proxytop makes: nothing runs until 'y'."""
