@@ -26,7 +26,7 @@ import pymysql
 
 from proxytop import errors
 from proxytop.collectors.base import Collector, Table
-from proxytop.connection import Endpoint, PyMySQLSource, encryption, open_mysql, run_query
+from proxytop.connection import Endpoint, PyMySQLSource, close_quietly, encryption, open_mysql, run_query
 from proxytop.innodb import ALL_METRICS, EngineReading, Flavour, detect_flavour, metrics_from_rows, parse_status_text
 
 log = logging.getLogger(__name__)
@@ -142,10 +142,7 @@ class MySQLSource(PyMySQLSource):
                 session.version_comment = table.rows[0][1] or ""
             session.flavour = detect_flavour(session.version_text, session.version_comment)
         except BaseException:
-            try:
-                conn.close()
-            except Exception:
-                pass
+            close_quietly(conn)
             raise
         self.session = session
         log.info("connected to %s as %s: %s", self.label, endpoint.user, session.version_text)

@@ -27,6 +27,15 @@ _RESET_TABLE = re.compile(r"\w+_reset\b", re.IGNORECASE)
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
 
 
+def close_quietly(conn) -> None:
+    """Close a connection that is being given up: it may be gone already, and the reason it
+    is given up (the error being raised, the node switched to) is what matters."""
+    try:
+        conn.close()
+    except Exception:
+        pass
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """Where and as whom to connect. The password is never shown (repr hides it)."""
@@ -180,10 +189,7 @@ def open_admin(endpoint: Endpoint) -> AdminSession:
         identify(session)
         return session
     except BaseException:
-        try:
-            conn.close()
-        except Exception:
-            pass
+        close_quietly(conn)
         raise
 
 
@@ -246,10 +252,7 @@ class PyMySQLSource(Source):
     interface, the MySQL servers of the InnoDB screen)."""
 
     def close(self, handle) -> None:
-        try:
-            handle.conn.close()
-        except Exception:
-            pass  # already gone: closing is best effort
+        close_quietly(handle.conn)
 
 
 class ProxySQLSource(PyMySQLSource):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from proxytop.collectors.base import Collector, Table
-from proxytop.connection import AdminSession, Endpoint, ProxySQLSource, open_admin
+from proxytop.connection import AdminSession, Endpoint, ProxySQLSource, close_quietly, open_admin
 
 log = logging.getLogger(__name__)
 
@@ -230,10 +230,7 @@ class WatchedProxySQLSource(ProxySQLSource):
         if handle.node.label == node.label:
             return
         self._arrive(node)
-        try:
-            handle.session.conn.close()
-        except Exception:
-            pass  # the old node may be gone already
+        close_quietly(handle.session.conn)  # the old node may be gone already
         handle.node = node
         handle.session = open_admin(node.endpoint)  # a failure is a lost connection: retried
         self.session = handle.session

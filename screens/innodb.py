@@ -107,6 +107,207 @@ def needs_text(assessment: Assessment) -> str:
     return f"{NEEDS_PROCESS}: {', '.join(words)}" if words else ""
 
 
+def assessment_cells(a: Assessment) -> Row:
+    """The table's cells of one server's assessment (``_`` keys: what the colour rules compare with)."""
+    return dict(
+        state=a.state,
+        age=a.age,
+        age_pct=a.age_pct,
+        redo_rate=a.redo_rate,
+        full_in=a.full_in,
+        dirty_pct=a.dirty_pct,
+        dirty=a.dirty_pages,
+        flushed_s=a.flushed_rate,
+        io_capacity=io_capacity_text(a.io_capacity, a.io_capacity_max),
+        pending=a.pending_flush_list,
+        wait_free_s=a.wait_free_rate,
+        log_waits_s=a.log_waits_rate,
+        hll=a.history_list_length,
+        adaptive=None if a.adaptive_flushing is None else ("on" if a.adaptive_flushing else "off"),
+        _max_dirty=a.max_dirty_pct,
+        _io_max=a.io_capacity_max,
+    )
+
+# ----- the detail panel, a section at a time --------------------------------------------------
+
+Segment = Tuple[str, Optional[str]]
+DetailLine = Tuple[Segment, ...]
+
+
+def field(label: str, *segments: Segment) -> DetailLine:
+    """One labelled line of the detail panel; the labels line up in a column."""
+    return ((f"  {label:<18}", "label"),) + segments
+
+
+def server_line(server: Server, view: DataView) -> DetailLine:
+    """Which server, where it was found, and how it is read (user, TLS)."""
+    where = []
+    if server.explicit:
+        where.append("given on the command line")
+    if server.discovered is not None:
+        pairs = ", ".join(f"{h} {s}" for h, s in zip(server.discovered.hostgroups, server.discovered.statuses))
+        where.append(f"ProxySQL hostgroup {pairs}")
+    session = getattr(view.source(server.source), "session", None)
+    encryption = getattr(session, "encryption", None)
+    return (("Server ", "label"), (server.key, "header"), (f"  ({'; '.join(where)})", "dim"),
+            ("  user ", "label"), (server.endpoint.user, None),
+            ("  TLS ", "label"), (encryption or "off", "good" if encryption else "dim"))
+
+
+def flavour_lines(a: Assessment) -> List[DetailLine]:
+    flavour = a.flavour
+    return [(("Flavour ", "label"), (flavour.label if flavour else units.MISSING, "header"),
+             (f"  {flavour.series}" if flavour else "", None),
+             (f"  ({flavour.version_text})" if flavour and flavour.version_text else "", "dim")),
+            ()]
+
+
+def checkpoint_lines(a: Assessment) -> List[DetailLine]:
+    """The checkpoint age against the redo log, with the bar that marks the flush limits."""
+    lines: List[DetailLine] = [(("Checkpoint", "header"),)]
+    limits = a.limits
+    capacity = limits.capacity if limits else None
+    if a.age is None and a.lacks("age"):
+        return lines + [field("state", (NEEDS_PROCESS, "warning")),
+                        field("checkpoint age", (NEEDS_PROCESS, "warning"),
+                              (" (SHOW ENGINE INNODB STATUS gives the LSNs on this version)", "dim"))]
+    lines.append(field("state", (a.state or units.MISSING, STATE_STYLE.get(a.state or ""))))
+    age_text = units.human_bytes(a.age) if a.age is not None else units.MISSING
+    lines.append(field("checkpoint age", (age_text, STATE_STYLE.get(a.state or "") if a.state != OK else None),
+                       (f"  {units.number(a.age)} bytes" if a.age is not None else "", "dim"),
+                       (f"  {units.percent(a.age_pct)} of {units.human_bytes(capacity)} redo log" if capacity
+                        else "", None)))
+    if a.modified_age is not None:
+        lines.append(field("modified age", (units.human_bytes(a.modified_age), None),
+                           ("  LSN − pages flushed up to: what this server compares with its limits", "dim")))
+    lines.append(field("", (bar(a.modified_age if a.modified_age is not None else a.age, capacity,
+                                limits.async_age if limits else None, limits.sync_age if limits else None, 52),
+                            STATE_STYLE.get(a.state or "") if a.state != OK else "good"),
+                       ("  A async  S sync", "dim")))
+    return lines
+
+
+def flush_limit_lines(a: Assessment) -> List[DetailLine]:
+    """Where asynchronous and synchronous flushing start, and whether the server said so."""
+    limits = a.limits
+    if limits is None:
+        return [field("limits", (units.MISSING, None), ("  waiting for the server's variables", "dim"))]
+    sync_label = "sync flush above" if a.flavour is not None and a.flavour.is_mariadb else "sync flush at"
+    return [field("async flush at", (units.human_bytes(limits.async_age), None),
+                  (f"  {units.percent(a.async_pct)}" if a.async_pct is not None else "", None),
+                  (f"  {limits.async_origin}", "dim" if limits.async_origin == "server" else "warning"),
+                  (f" ({limits.formula})" if limits.async_origin == "computed" and limits.formula else "", "dim")),
+            field(sync_label, (units.human_bytes(limits.sync_age), None),
+                  (f"  {units.percent(a.sync_pct)}" if a.sync_pct is not None else "", None),
+                  (f"  {limits.sync_origin}", "dim" if limits.sync_origin == "server" else "warning"),
+                  (f" ({limits.formula})" if limits.sync_origin == "computed" and limits.formula else "", "dim"))]
+
+
+def redo_rate_lines(a: Assessment) -> List[DetailLine]:
+    """The LSNs, how fast redo is written, and how long until the limits at that rate."""
+    lines: List[DetailLine] = []
+    if a.lsn is not None:
+        lines.append(field("LSN", (units.number(a.lsn), None),
+                           ("  last checkpoint ", "label"), (units.number(a.checkpoint_lsn), None),
+                           ("  flushed to disk ", "label"), (units.number(a.flushed_lsn), None)))
+    lines.append(field("redo written", (units.bytes_rate(a.redo_rate), None),
+                       (f"  ({a.redo_rate_source})" if a.redo_rate_source else "", "dim")))
+    lines.append(field("sync flush in", (units.duration(a.sync_in) if a.sync_in is not None else units.MISSING, None),
+                       ("  at this rate (writes stall); the whole log in ", "dim"),
+                       (units.duration(a.log_full_in) if a.log_full_in is not None else units.MISSING, None)))
+    return lines + [()]
+
+
+def dirty_page_lines(a: Assessment) -> List[DetailLine]:
+    return [(("Dirty pages", "header"),),
+            field("dirty", (units.number(a.dirty_pages), None), (" of ", "dim"), (units.number(a.total_pages), None),
+                  (" pages  ", "dim"), (units.percent(a.dirty_pct), dirty_style({"dirty_pct": a.dirty_pct,
+                                                                                "_max_dirty": a.max_dirty_pct}))),
+            field("max dirty pct", (units.percent(a.max_dirty_pct), None), ("  low-water mark ", "label"),
+                  (units.percent(a.max_dirty_lwm), None)),
+            ()]
+
+
+def flushing_lines(a: Assessment) -> List[DetailLine]:
+    """Pages flushed per second against the I/O capacity the server was given."""
+    return [(("Flushing", "header"),),
+            field("pages flushed", (rate_text(a.flushed_rate) + "/s" if a.flushed_rate is not None else units.MISSING,
+                                    flushed_style({"flushed_s": a.flushed_rate, "_io_max": a.io_capacity_max})),
+                  ("  io_capacity ", "label"), (units.plain(a.io_capacity), None),
+                  ("  io_capacity_max ", "label"), (units.plain(a.io_capacity_max), None),
+                  (f"  (LRU {rate_text(a.lru_flushed_rate)}/s)" if a.lru_flushed_rate is not None else "", "dim"))]
+
+
+def flush_type_lines(a: Assessment) -> List[DetailLine]:
+    """Flushing by type (INNODB_METRICS), or why it is not known and how a DBA turns it on."""
+    lines: List[DetailLine] = []
+    if a.by_type is not None:
+        segments: List[Segment] = []
+        for label, value in a.by_type:
+            segments += [(f"{label} ", "label"), (f"{rate_text(value)}/s  " if value is not None else "off  ",
+                                                  "danger" if label == "sync" and value else None)]
+        lines.append(field("by type", *segments))
+    elif a.lacks("by_type"):
+        lines.append(field("by type", (NEEDS_PROCESS, "warning"), ("  (INNODB_METRICS)", "dim")))
+    else:
+        lines.append(field("by type", (units.MISSING, None)))
+    if a.by_type_disabled:
+        labels = dict((metric, label) for label, metric in FLUSH_TYPE_METRICS)
+        off = ", ".join(labels.get(name, name) for name in a.by_type_disabled)
+        lines.append(field("", (f"INNODB_METRICS counters off ({off}); a DBA can enable them with", "dim")))
+        lines.append(field("", (ENABLE_HINT, None), ("  (proxytop never changes a server setting)", "dim")))
+    return lines
+
+
+def flushing_setting_lines(a: Assessment) -> List[DetailLine]:
+    """Synchronous flush waits, and the settings that decide how eagerly pages are flushed."""
+    lines: List[DetailLine] = []
+    if a.sync_waits_rate is not None:
+        lines.append(field("sync flush waits", (f"{rate_text(a.sync_waits_rate)}/s",
+                                                "danger" if a.sync_waits_rate else None)))
+    lines.append(field("adaptive flushing", ("on" if a.adaptive_flushing else "off" if a.adaptive_flushing is not None
+                                             else units.MISSING, None),
+                       (f"  lwm {units.percent(a.adaptive_flushing_lwm)} of the redo log" if a.adaptive_flushing_lwm
+                        is not None else "", "dim"),
+                       (f"  innodb_flush_log_at_trx_commit={a.flush_log_at_trx_commit}" if a.flush_log_at_trx_commit
+                        is not None else "", "dim")))
+    return lines + [()]
+
+
+def pending_lines(a: Assessment) -> List[DetailLine]:
+    """Pending writes and fsyncs, and the waits that mean flushing is falling behind."""
+    lines: List[DetailLine] = [(("Pending I/O and stalls", "header"),)]
+    if a.pending_flush_list is None and a.lacks("pending_writes"):
+        lines.append(field("pending writes", (NEEDS_PROCESS, "warning"), ("  (SHOW ENGINE INNODB STATUS)", "dim")))
+    else:
+        lines.append(field("pending writes", ("LRU ", "label"), (units.plain(a.pending_lru), None),
+                           ("  flush list ", "label"), (units.plain(a.pending_flush_list),
+                                                        "warning" if a.pending_flush_list else None),
+                           ("  single page ", "label"), (units.plain(a.pending_single_page), None)))
+    lines.append(field("pending fsyncs", (units.plain(a.pending_fsyncs), "warning" if a.pending_fsyncs else None),
+                       ("  log fsyncs ", "label") if a.pending_log_fsyncs is not None else ("", None),
+                       (units.plain(a.pending_log_fsyncs), None) if a.pending_log_fsyncs is not None else ("", None)))
+    lines.append(field("buffer wait_free", (f"{rate_text(a.wait_free_rate)}/s" if a.wait_free_rate is not None
+                                            else units.MISSING, "danger" if a.wait_free_rate else None),
+                       ("  threads waiting for a clean page", "dim")))
+    lines.append(field("log waits", (f"{rate_text(a.log_waits_rate)}/s" if a.log_waits_rate is not None
+                                     else units.MISSING, "danger" if a.log_waits_rate else None),
+                       ("  waits for log buffer space", "dim")))
+    if a.history_list_length is None and a.lacks("history_list_length"):
+        lines.append(field("history list", (NEEDS_PROCESS, "warning")))
+    else:
+        lines.append(field("history list", (units.number(a.history_list_length), None),
+                           ("  undo records not yet purged", "dim")))
+    return lines
+
+
+def source_lines(a: Assessment) -> List[DetailLine]:
+    """Where each value came from (status variable, INNODB_METRICS, the engine status text)."""
+    if not a.sources:
+        return []
+    return [(), (("Sources", "header"),)] + [field(what, (where, "dim")) for what, where in a.sources]
+
+
 # ----- the screen -------------------------------------------------------------------------------
 
 
@@ -252,57 +453,34 @@ class InnoDBScreen(Screen):
 
     def rows(self, view: DataView) -> List[Row]:
         self._sync_discovered()
-        rows = []
-        for server in self.servers.values():
-            if not server.listed:
-                continue
-            state_override, connection_note, down = self._connection_note(server, view)
-            row: Row = {
-                "_id": server.key,
-                "server": server.key,
-                "proxysql": server.proxysql_label or None,
-            }
-            source = view.source(server.source)
-            session = getattr(source, "session", None)
-            flavour = getattr(session, "flavour", None)
-            row["flavour"] = flavour.short if flavour is not None else None
-            if down:
-                # the reason runs over the numbers the server could not give (readable at 140 columns)
-                row.update(state=state_override, note=connection_note, _spill="note",
-                           _note_style="danger" if state_override else "dim")
-                rows.append(row)
-                continue
-            a = self.assessment(server, view)
-            if a.flavour is not None:
-                row["flavour"] = a.flavour.short
-            row.update(
-                state=a.state,
-                age=a.age,
-                age_pct=a.age_pct,
-                redo_rate=a.redo_rate,
-                full_in=a.full_in,
-                dirty_pct=a.dirty_pct,
-                dirty=a.dirty_pages,
-                flushed_s=a.flushed_rate,
-                io_capacity=io_capacity_text(a.io_capacity, a.io_capacity_max),
-                pending=a.pending_flush_list,
-                wait_free_s=a.wait_free_rate,
-                log_waits_s=a.log_waits_rate,
-                hll=a.history_list_length,
-                adaptive=None if a.adaptive_flushing is None else ("on" if a.adaptive_flushing else "off"),
-                _max_dirty=a.max_dirty_pct,
-                _io_max=a.io_capacity_max,
-            )
-            notes = []
-            errors = [view.error(name) for name in server.names]
-            notes += [e for e in errors if e]
-            needs = needs_text(a)
-            if needs:
-                notes.append(needs)
-            row["note"] = "; ".join(notes) if notes else None
-            row["_note_style"] = "warning" if (needs or any(errors)) else "dim"
-            rows.append(row)
-        return rows
+        return [self.server_row(server, view) for server in self.servers.values() if server.listed]
+
+    def server_row(self, server: Server, view: DataView) -> Row:
+        """One server's row: its assessment, or why it can't be read (over the numbers)."""
+        state_override, connection_note, down = self._connection_note(server, view)
+        session = getattr(view.source(server.source), "session", None)
+        flavour = getattr(session, "flavour", None)
+        row: Row = {
+            "_id": server.key,
+            "server": server.key,
+            "proxysql": server.proxysql_label or None,
+            "flavour": flavour.short if flavour is not None else None,
+        }
+        if down:
+            # the reason runs over the numbers the server could not give (readable at 140 columns)
+            row.update(state=state_override, note=connection_note, _spill="note",
+                       _note_style="danger" if state_override else "dim")
+            return row
+        a = self.assessment(server, view)
+        if a.flavour is not None:
+            row["flavour"] = a.flavour.short
+        row.update(assessment_cells(a))
+        errors = [view.error(name) for name in server.names]
+        needs = needs_text(a)
+        notes = [e for e in errors if e] + ([needs] if needs else [])
+        row["note"] = "; ".join(notes) if notes else None
+        row["_note_style"] = "warning" if (needs or any(errors)) else "dim"
+        return row
 
     def notes(self, view: DataView):
         lines = []
@@ -358,154 +536,19 @@ class InnoDBScreen(Screen):
             return None
         return Detail(title=f"InnoDB flushing on {server.key}", lines=tuple(self.detail_lines(server, view)))
 
-    def detail_lines(self, server: Server, view: DataView) -> List[Tuple[Tuple[str, Optional[str]], ...]]:
-        lines: List[Tuple[Tuple[str, Optional[str]], ...]] = []
-
-        def add(*segments: Tuple[str, Optional[str]]) -> None:
-            lines.append(tuple(segments))
-
-        def field(label: str, *segments: Tuple[str, Optional[str]]) -> None:
-            add((f"  {label:<18}", "label"), *segments)
-
-        where = []
-        if server.explicit:
-            where.append("given on the command line")
-        if server.discovered is not None:
-            pairs = ", ".join(f"{h} {s}" for h, s in zip(server.discovered.hostgroups, server.discovered.statuses))
-            where.append(f"ProxySQL hostgroup {pairs}")
-        session = getattr(view.source(server.source), "session", None)
-        encryption = getattr(session, "encryption", None)
-        add(("Server ", "label"), (server.key, "header"), (f"  ({'; '.join(where)})", "dim"),
-            ("  user ", "label"), (server.endpoint.user, None),
-            ("  TLS ", "label"), (encryption or "off", "good" if encryption else "dim"))
+    def detail_lines(self, server: Server, view: DataView) -> List[DetailLine]:
+        lines = [server_line(server, view)]
         state_override, note, down = self._connection_note(server, view)
         if down:
-            add((note or "", "danger" if state_override else "dim"))
-            return lines
+            return lines + [((note or "", "danger" if state_override else "dim"),)]
         a = self.assessment(server, view)
-        flavour = a.flavour
-        add(("Flavour ", "label"), (flavour.label if flavour else units.MISSING, "header"),
-            (f"  {flavour.series}" if flavour else "", None),
-            (f"  ({flavour.version_text})" if flavour and flavour.version_text else "", "dim"))
-        add()
-
-        # --- checkpoint ---
-        add(("Checkpoint", "header"))
-        limits = a.limits
-        capacity = limits.capacity if limits else None
-        if a.age is None and a.lacks("age"):
-            field("state", (NEEDS_PROCESS, "warning"))
-            field("checkpoint age", (NEEDS_PROCESS, "warning"),
-                  (" (SHOW ENGINE INNODB STATUS gives the LSNs on this version)", "dim"))
-        else:
-            field("state", (a.state or units.MISSING, STATE_STYLE.get(a.state or "")))
-            age_text = units.human_bytes(a.age) if a.age is not None else units.MISSING
-            field("checkpoint age", (age_text, STATE_STYLE.get(a.state or "") if a.state != OK else None),
-                  (f"  {units.number(a.age)} bytes" if a.age is not None else "", "dim"),
-                  (f"  {units.percent(a.age_pct)} of {units.human_bytes(capacity)} redo log" if capacity else "", None))
-            if a.modified_age is not None:
-                field("modified age", (units.human_bytes(a.modified_age), None),
-                      ("  LSN − pages flushed up to: what this server compares with its limits", "dim"))
-            field("", (bar(a.modified_age if a.modified_age is not None else a.age, capacity,
-                           limits.async_age if limits else None, limits.sync_age if limits else None, 52),
-                       STATE_STYLE.get(a.state or "") if a.state != OK else "good"),
-                  ("  A async  S sync", "dim"))
-        if limits is not None:
-            field("async flush at", (units.human_bytes(limits.async_age), None),
-                  (f"  {units.percent(a.async_pct)}" if a.async_pct is not None else "", None),
-                  (f"  {limits.async_origin}", "dim" if limits.async_origin == "server" else "warning"),
-                  (f" ({limits.formula})" if limits.async_origin == "computed" and limits.formula else "", "dim"))
-            sync_label = "sync flush above" if flavour is not None and flavour.is_mariadb else "sync flush at"
-            field(sync_label, (units.human_bytes(limits.sync_age), None),
-                  (f"  {units.percent(a.sync_pct)}" if a.sync_pct is not None else "", None),
-                  (f"  {limits.sync_origin}", "dim" if limits.sync_origin == "server" else "warning"),
-                  (f" ({limits.formula})" if limits.sync_origin == "computed" and limits.formula else "", "dim"))
-        else:
-            field("limits", (units.MISSING, None), ("  waiting for the server's variables", "dim"))
-        if a.lsn is not None:
-            field("LSN", (units.number(a.lsn), None),
-                  ("  last checkpoint ", "label"), (units.number(a.checkpoint_lsn), None),
-                  ("  flushed to disk ", "label"), (units.number(a.flushed_lsn), None))
-        field("redo written", (units.bytes_rate(a.redo_rate), None),
-              (f"  ({a.redo_rate_source})" if a.redo_rate_source else "", "dim"))
-        field("sync flush in", (units.duration(a.sync_in) if a.sync_in is not None else units.MISSING, None),
-              ("  at this rate (writes stall); the whole log in ", "dim"),
-              (units.duration(a.log_full_in) if a.log_full_in is not None else units.MISSING, None))
-        add()
-
-        # --- dirty pages ---
-        add(("Dirty pages", "header"))
-        field("dirty", (units.number(a.dirty_pages), None), (" of ", "dim"), (units.number(a.total_pages), None),
-              (" pages  ", "dim"), (units.percent(a.dirty_pct), dirty_style({"dirty_pct": a.dirty_pct,
-                                                                            "_max_dirty": a.max_dirty_pct})))
-        field("max dirty pct", (units.percent(a.max_dirty_pct), None), ("  low-water mark ", "label"),
-              (units.percent(a.max_dirty_lwm), None))
-        add()
-
-        # --- flushing ---
-        add(("Flushing", "header"))
-        field("pages flushed", (rate_text(a.flushed_rate) + "/s" if a.flushed_rate is not None else units.MISSING,
-                                flushed_style({"flushed_s": a.flushed_rate, "_io_max": a.io_capacity_max})),
-              ("  io_capacity ", "label"), (units.plain(a.io_capacity), None),
-              ("  io_capacity_max ", "label"), (units.plain(a.io_capacity_max), None),
-              (f"  (LRU {rate_text(a.lru_flushed_rate)}/s)" if a.lru_flushed_rate is not None else "", "dim"))
-        if a.by_type is not None:
-            segments: List[Tuple[str, Optional[str]]] = []
-            for label, value in a.by_type:
-                segments += [(f"{label} ", "label"), (f"{rate_text(value)}/s  " if value is not None else "off  ",
-                                                      "danger" if label == "sync" and value else None)]
-            field("by type", *segments)
-        elif a.lacks("by_type"):
-            field("by type", (NEEDS_PROCESS, "warning"), ("  (INNODB_METRICS)", "dim"))
-        else:
-            field("by type", (units.MISSING, None))
-        if a.by_type_disabled:
-            labels = dict((metric, label) for label, metric in FLUSH_TYPE_METRICS)
-            off = ", ".join(labels.get(name, name) for name in a.by_type_disabled)
-            field("", (f"INNODB_METRICS counters off ({off}); a DBA can enable them with", "dim"))
-            field("", (ENABLE_HINT, None), ("  (proxytop never changes a server setting)", "dim"))
-        if a.sync_waits_rate is not None:
-            field("sync flush waits", (f"{rate_text(a.sync_waits_rate)}/s", "danger" if a.sync_waits_rate else None))
-        field("adaptive flushing", ("on" if a.adaptive_flushing else "off" if a.adaptive_flushing is not None
-                                    else units.MISSING, None),
-              (f"  lwm {units.percent(a.adaptive_flushing_lwm)} of the redo log" if a.adaptive_flushing_lwm
-               is not None else "", "dim"),
-              (f"  innodb_flush_log_at_trx_commit={a.flush_log_at_trx_commit}" if a.flush_log_at_trx_commit
-               is not None else "", "dim"))
-        add()
-
-        # --- pending and stalls ---
-        add(("Pending I/O and stalls", "header"))
-        if a.pending_flush_list is None and a.lacks("pending_writes"):
-            field("pending writes", (NEEDS_PROCESS, "warning"), ("  (SHOW ENGINE INNODB STATUS)", "dim"))
-        else:
-            field("pending writes", ("LRU ", "label"), (units.plain(a.pending_lru), None),
-                  ("  flush list ", "label"), (units.plain(a.pending_flush_list), "warning" if a.pending_flush_list
-                                               else None),
-                  ("  single page ", "label"), (units.plain(a.pending_single_page), None))
-        field("pending fsyncs", (units.plain(a.pending_fsyncs), "warning" if a.pending_fsyncs else None),
-              ("  log fsyncs ", "label") if a.pending_log_fsyncs is not None else ("", None),
-              (units.plain(a.pending_log_fsyncs), None) if a.pending_log_fsyncs is not None else ("", None))
-        field("buffer wait_free", (f"{rate_text(a.wait_free_rate)}/s" if a.wait_free_rate is not None
-                                   else units.MISSING, "danger" if a.wait_free_rate else None),
-              ("  threads waiting for a clean page", "dim"))
-        field("log waits", (f"{rate_text(a.log_waits_rate)}/s" if a.log_waits_rate is not None else units.MISSING,
-                            "danger" if a.log_waits_rate else None), ("  waits for log buffer space", "dim"))
-        if a.history_list_length is None and a.lacks("history_list_length"):
-            field("history list", (NEEDS_PROCESS, "warning"))
-        else:
-            field("history list", (units.number(a.history_list_length), None), ("  undo records not yet purged", "dim"))
-        if a.sources:
-            add()
-            add(("Sources", "header"))
-            for what, where in a.sources:
-                field(what, (where, "dim"))
+        for section in (flavour_lines, checkpoint_lines, flush_limit_lines, redo_rate_lines, dirty_page_lines,
+                        flushing_lines, flush_type_lines, flushing_setting_lines, pending_lines, source_lines):
+            lines += section(a)
         problems = [view.error(name) for name in server.names if view.error(name)]
         if problems:
-            add()
-            for problem in problems:
-                add((problem, "warning"))
+            lines.append(())
+            lines += [((problem, "warning"),) for problem in problems]
         return lines
-
 
 SCREEN = InnoDBScreen

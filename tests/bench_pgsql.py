@@ -17,7 +17,7 @@ import argparse
 import statistics
 import sys
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Set
 
 from tests.benchmark import (HEIGHT, SCALE, TARGET_SCALE_MS, TARGET_TYPICAL_MS, TITLES, TYPICAL, WHY, WIDTH,
                              Generated, Stepper, cpu_figures, machine, measured_cycles, ms, tables_of)
@@ -39,6 +39,7 @@ PGSQL_NEEDS = {
 PGSQL_HEADER = {"stats_pgsql_global"}
 # The header's backend alarm, on every screen and either side: each side's pool that has backends.
 ALARM_POOLS = {"stats_mysql_connection_pool", "stats_pgsql_connection_pool"}
+HEADER_TABLES = PGSQL_HEADER | ALARM_POOLS
 
 
 def _renamed(transform: Callable, renames: Dict[str, str]) -> Callable:
@@ -125,34 +126,50 @@ def print_cpu(results: List[dict], cycles: int, out) -> bool:
     return all_ok
 
 
-def bench_load(recording: Recording, refreshes: int) -> List[dict]:
-    """Queries per refresh by table of each PostgreSQL screen (stepped, 1 s interval; ProcList 2 s)."""
-    results = []
-    double = ProxySQLDouble(recording=recording).start()
+def screen_load(double: ProxySQLDouble, argv: List[str], screen: str, allowed: Set[str], refreshes: int) -> dict:
+    """The admin queries a stepped proxytop showing ``screen`` sends in ``refreshes`` refreshes
+    (after three to warm up), counted by table; ``other``: the tables it reads beyond
+    ``allowed``; ``reset``: any query of a *_reset table (there must be none)."""
+    stepper = Stepper(argv)
     try:
-        for screen in SCREENS:
-            stepper = Stepper(argv_for(screen, "pgsql", double.port))
-            try:
-                stepper.connect()
-                for _ in range(3):
-                    stepper.cycle()
-                start = len(double.queries())
-                for _ in range(refreshes):
-                    stepper.cycle()
-                sent = double.queries()[start:]
-            finally:
-                stepper.close()
-            per_table: Dict[str, int] = {}
-            for sql in sent:
-                for table in tables_of(sql) or ["(no table)"]:
-                    per_table[table] = per_table.get(table, 0) + 1
-            results.append(dict(screen=screen, refreshes=refreshes, per_table=per_table,
-                                other=sorted(t for t in per_table
-                                             if t not in PGSQL_NEEDS[screen] | PGSQL_HEADER | ALARM_POOLS),
-                                reset=[q for q in sent if "_reset" in q.lower()]))
+        stepper.connect()
+        for _ in range(3):
+            stepper.cycle()
+        start = len(double.queries())
+        for _ in range(refreshes):
+            stepper.cycle()
+        sent = double.queries()[start:]
+        interval = stepper.controller.interval()
+    finally:
+        stepper.close()
+    per_table: Dict[str, int] = {}
+    for sql in sent:
+        for table in tables_of(sql) or ["(no table)"]:
+            per_table[table] = per_table.get(table, 0) + 1
+    return dict(screen=screen, refreshes=refreshes, per_table=per_table, interval=interval,
+                other=sorted(t for t in per_table if t not in allowed),
+                reset=[q for q in sent if "_reset" in q.lower()])
+
+
+def pgsql_loads(double: ProxySQLDouble, needs: Dict[str, Set[str]], header: Set[str], refreshes: int) -> List[dict]:
+    """:func:`screen_load` of each screen in ``needs`` on the PostgreSQL side, which may read
+    its own tables and the header's; the double is stopped after."""
+    try:
+        return [screen_load(double, argv_for(screen, "pgsql", double.port), screen, tables | header, refreshes)
+                for screen, tables in needs.items()]
     finally:
         double.stop()
-    return results
+
+
+def load_ok(result: dict) -> bool:
+    """Only the allowed tables, at most one query per table and refresh, never a *_reset table."""
+    return (not result["other"] and not result["reset"]
+            and all(n <= result["refreshes"] for n in result["per_table"].values()))
+
+
+def bench_load(recording: Recording, refreshes: int) -> List[dict]:
+    """Queries per refresh by table of each PostgreSQL screen (stepped, 1 s interval; ProcList 2 s)."""
+    return pgsql_loads(ProxySQLDouble(recording=recording).start(), PGSQL_NEEDS, HEADER_TABLES, refreshes)
 
 
 def print_load(results: List[dict], out) -> bool:
@@ -163,7 +180,7 @@ def print_load(results: List[dict], out) -> bool:
         own = {t: n for t, n in r["per_table"].items() if t not in ALARM_POOLS - PGSQL_NEEDS[r["screen"]]}
         alarm = {t: n for t, n in r["per_table"].items() if t not in own}
         parts = ", ".join(f"{t} {n / r['refreshes']:.2f}" for t, n in sorted(own.items()))
-        ok = not r["other"] and not r["reset"] and all(n <= r["refreshes"] for n in r["per_table"].values())
+        ok = load_ok(r)
         all_ok &= ok
         print(f"{TITLES[r['screen']]:<11}{parts:<100}  {'yes' if ok else 'NO'}", file=out)
         if alarm:

@@ -13,19 +13,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
-from tests.bench_pgsql import ALARM_POOLS, PGSQL_HEADER, argv_for
-from tests.benchmark import HEIGHT, TARGET_TYPICAL_MS, WIDTH, Stepper, cpu_figures, machine, measured_cycles, tables_of
+from tests.bench_pgsql import HEADER_TABLES, argv_for, load_ok, pgsql_loads  # the header's tables: shown apart
+from tests.benchmark import HEIGHT, TARGET_TYPICAL_MS, WIDTH, Stepper, cpu_figures, machine, measured_cycles
 from tests.proxysql_double import ProxySQLDouble, Recording
 from tests.test_pgsql_queries_errors import errors_from_schema
 
 SCREENS = ("queries", "errors")
 TITLES = {"queries": "Queries", "errors": "Errors"}
 SIDES = ("mysql", "pgsql")
-# The header's backend alarm reads each side's pool on every screen (screens.connpool
-# alarm_collectors, every 2 s at the most): the header's, not these screens'; shown apart.
-HEADER_TABLES = PGSQL_HEADER | ALARM_POOLS
 PGSQL_NEEDS = {
     "queries": {"stats_pgsql_query_digest", "runtime_pgsql_query_rules", "runtime_pgsql_users", "global_variables"},
     "errors": {"stats_pgsql_errors", "stats_pgsql_users"},
@@ -70,32 +67,7 @@ def print_cpu(results: List[dict], cycles: int, out) -> None:
 
 
 def bench_load(recording: Recording, refreshes: int) -> List[dict]:
-    results = []
-    double = double_for(recording)
-    try:
-        for screen in SCREENS:
-            stepper = Stepper(argv_for(screen, "pgsql", double.port))
-            try:
-                stepper.connect()
-                for _ in range(3):
-                    stepper.cycle()
-                start = len(double.queries())
-                for _ in range(refreshes):
-                    stepper.cycle()
-                sent = double.queries()[start:]
-                interval = stepper.controller.interval()
-            finally:
-                stepper.close()
-            per_table: Dict[str, int] = {}
-            for sql in sent:
-                for table in tables_of(sql) or ["(no table)"]:
-                    per_table[table] = per_table.get(table, 0) + 1
-            results.append(dict(screen=screen, refreshes=refreshes, per_table=per_table, interval=interval,
-                                other=sorted(t for t in per_table if t not in PGSQL_NEEDS[screen] | HEADER_TABLES),
-                                reset=[q for q in sent if "_reset" in q.lower()]))
-    finally:
-        double.stop()
-    return results
+    return pgsql_loads(double_for(recording), PGSQL_NEEDS, HEADER_TABLES, refreshes)
 
 
 def print_load(results: List[dict], out) -> None:
@@ -105,7 +77,7 @@ def print_load(results: List[dict], out) -> None:
         own = ", ".join(f"{t} {n / r['refreshes']:.2f}" for t, n in sorted(r["per_table"].items())
                         if t not in HEADER_TABLES)
         header = ", ".join(f"{t} {n / r['refreshes']:.2f}" for t, n in sorted(r["per_table"].items()) if t in HEADER_TABLES)
-        ok = not r["other"] and not r["reset"] and all(n <= r["refreshes"] for n in r["per_table"].values())
+        ok = load_ok(r)
         print(f"{TITLES[r['screen']]:<9}every {r['interval']:g}s: {own}  {'yes' if ok else 'NO'}", file=out)
         print(f"{'':<9}header: {header}", file=out)
         if r["other"]:
