@@ -10,12 +10,11 @@ bytes, and then each column is converted at once, in C:
   value by value at all: the rows' counter tails are joined, their length bytes turned into
   commas, and the whole block read by one ``json.loads`` into an ``array('q')`` per column,
   after checking that the length bytes and the runs of digits agree exactly;
-* a text column is decoded as one NUL-joined buffer split again (UTF-8 with replacement, the
-  same characters as decoding value by value), and a column of few distinct short values
-  (users, hosts, schemas, commands) shares one str per value across readings.
+* a text column of few distinct values (users, hosts, schemas, commands) decodes each
+  distinct value once and shares one str per short value across readings.
 
-Anything unusual (NULL, a sign, leading zeros, a number beyond 64 bits, a NUL inside a text)
-takes the value-by-value path for that column only, with the same result as reading rows.
+Anything unusual in the counters (NULL, a sign, leading zeros, a number beyond 64 bits)
+takes the value-by-value path, with the same result as reading rows.
 All server access is still PyMySQL's: its connection sends the query, reads the column
 definitions and checks every packet's sequence number.
 """
@@ -46,39 +45,72 @@ _SHARED_LIMIT = 20_000
 
 class Columns:
     """One result as columns: ``names``, ``count`` rows; :meth:`texts` and :meth:`numbers`
-    give one column, :meth:`table` the rows as ``session.query`` gives them."""
+    give one column, :meth:`table` the rows as ``session.query`` gives them.
 
-    def __init__(self, names: Sequence[str], count: int, raw: Dict[int, List[Optional[bytes]]],
-                 numbers: Dict[int, array], converters: Sequence[tuple]):
+    Each row is kept as sent, in two parts: ``heads`` (its values before the numeric tail,
+    all of them when there is none) and ``tails`` (the numeric tail, or None). A reader that
+    keeps a previous reading can compare them whole (in C) and convert only the rows that
+    changed; the columns are split out of them when first asked for."""
+
+    def __init__(self, names: Sequence[str], heads: List[bytes], tails: Optional[List[bytes]] = None,
+                 tail_width: int = 0, converters: Sequence[tuple] = ()):
         self.names = tuple(names)
-        self.count = count
-        self._raw = raw  # column -> its values as sent (None for NULL)
-        self._numbers = numbers  # column -> int64 values, for counters read as plain decimals
+        self.count = len(heads)
+        self.heads = heads
+        self.tails = tails if tail_width else None
+        self.tail_width = tail_width if tails is not None else 0
         self._converters = converters
         self._at = {name: i for i, name in enumerate(self.names)}
+        self._raw: Dict[int, List[Optional[bytes]]] = {}
+        self._numbers: Optional[Dict[int, array]] = None
+
+    @property
+    def head_width(self) -> int:
+        return len(self.names) - self.tail_width
 
     def has(self, name: str) -> bool:
         return name in self._at
 
     def numbers(self, name: str) -> Optional[array]:
-        """Column ``name`` as int64 when it was asked for as numbers and every value was a
-        plain decimal (no NULL, sign or leading zero: str() of each gives the text back);
+        """Column ``name`` as int64 when it is in the numeric tail and every value of the tail
+        is a plain decimal (no NULL, sign or leading zero: str() of each gives the text back);
         None otherwise (read :meth:`texts`)."""
-        return self._numbers.get(self._at.get(name, -1))
+        i = self._at.get(name, -1)
+        if i < self.head_width:
+            return None
+        if self._numbers is None:
+            parsed = decimals_to_columns(b"".join(self.tails), self.tail_width) if self.count else \
+                [array("q") for _ in range(self.tail_width)]
+            self._numbers = {} if parsed is None else dict(zip(range(self.head_width, len(self.names)), parsed))
+        return self._numbers.get(i)
+
+    def raw(self, name: str) -> List[Optional[bytes]]:
+        """Column ``name`` as sent (bytes, None for NULL)."""
+        i = self._at.get(name)
+        if i is None:
+            return [None] * self.count
+        if i not in self._raw:
+            head = i < self.head_width
+            first, width = (0, self.head_width) if head else (self.head_width, self.tail_width)
+            split: List[List[Optional[bytes]]] = [[] for _ in range(width)]
+            appends = [values.append for values in split]
+            for segment in (self.heads if head else self.tails or ()):
+                _walk(segment, 0, appends)
+            self._raw.update(zip(range(first, first + width), split))
+        return self._raw[i]
 
     def texts(self, name: str) -> List[Optional[str]]:
         """Column ``name`` as str (None for NULL); PyMySQL's converter applied to a typed column."""
         i = self._at.get(name)
         if i is None:
             return [None] * self.count
-        numbers = self._numbers.get(i)
+        encoding, converter = self._converters[i] if i < len(self._converters) else (None, None)
+        if converter is not None or encoding is not None:
+            return [_converted(v, encoding, converter) for v in self.raw(name)]
+        numbers = self.numbers(name)
         if numbers is not None:
             return list(map(str, numbers))
-        encoding, converter = self._converters[i] if i < len(self._converters) else (None, None)
-        values = self._raw[i]
-        if converter is not None or encoding is not None:
-            return [_converted(v, encoding, converter) for v in values]
-        return decode_column(values)
+        return decode_column(self.raw(name))
 
     def table(self) -> Table:
         """The rows as tuples, as a row-by-row read gives them."""
@@ -97,36 +129,25 @@ def _converted(value: Optional[bytes], encoding, converter):
 
 
 def decode_column(values: List[Optional[bytes]]) -> List[Optional[str]]:
-    """UTF-8 (undecodable bytes replaced) of every value, in one decode of the joined column;
-    a column of few distinct short values shares one str per value across readings.
+    """UTF-8 (undecodable bytes replaced) of every value; a column of few distinct values
+    decodes each once and shares the short ones across readings (users, hosts, commands).
 
     >>> decode_column([b"app", None, b"caf\\xc3\\xa9", b"\\xff", b"", b"app"])
     ['app', None, 'café', '\\ufffd', '', 'app']
     """
-    if not values:
-        return []
-    nulls = None in values
-    joined = b"\x00".join(b"" if v is None else v for v in values) if nulls else b"\x00".join(values)
-    if joined.count(b"\x00") != len(values) - 1:  # a NUL inside a value: one by one
-        decoded = [None if v is None else v.decode("utf-8", "replace") for v in values]
-    else:
-        # the decoder never takes a NUL into an invalid sequence: the split gives each value's own decode
-        decoded = joined.decode("utf-8", "replace").split("\x00")  # type: ignore[assignment]
-        if nulls:
-            for n, v in enumerate(values):
-                if v is None:
-                    decoded[n] = None
-    distinct = dict.fromkeys(decoded)
+    # the first values tell a column of many distinct values (ids, queries) without hashing them all
+    distinct = dict.fromkeys(values[:_SHARED_DISTINCT * 2])
     if len(distinct) <= _SHARED_DISTINCT:
-        if len(_shared_text) >= _SHARED_LIMIT:
-            _shared_text.clear()
-        for value in distinct:
-            if value is not None and len(value) <= SHARED_UP_TO:
-                distinct[value] = _shared_text.setdefault(value, value)
-            else:
-                distinct[value] = value
-        decoded = list(map(distinct.__getitem__, decoded))
-    return decoded
+        distinct = dict.fromkeys(values)
+    if len(distinct) > _SHARED_DISTINCT:
+        return [None if v is None else v.decode("utf-8", "replace") for v in values]
+    if len(_shared_text) >= _SHARED_LIMIT:
+        _shared_text.clear()
+    for raw in distinct:
+        if raw is not None:
+            value = raw.decode("utf-8", "replace")
+            distinct[raw] = _shared_text.setdefault(value, value) if len(value) <= SHARED_UP_TO else value
+    return list(map(distinct.__getitem__, values))
 
 
 def plain_decimals(block: bytes) -> Optional[Tuple[bytes, int]]:
@@ -174,8 +195,9 @@ def decimals_to_columns(block: bytes, width: int) -> Optional[List[array]]:
 
 
 class ColumnsResult(pymysql.connections.MySQLResult):
-    """PyMySQL's result, with the row packets read into columns: the last columns, as long
-    as they are ``numeric`` ones, as int64 arrays when they are plain decimals (see :class:`Columns`)."""
+    """PyMySQL's result, with the row packets kept as :class:`Columns`: each row split once
+    into its head and its numeric tail (the last columns, as long as they are ``numeric``
+    ones and untyped)."""
 
     def __init__(self, connection, numeric: Sequence[str] = ()):
         super().__init__(connection)
@@ -184,85 +206,110 @@ class ColumnsResult(pymysql.connections.MySQLResult):
 
     def _read_rowdata_packet(self):
         conn = self.connection
-        count = len(self.converters)
         names = tuple(_name(field.name) for field in self.fields)
         tail = count_columns(names, self.numeric)
-        if any(converter is not None or encoding is not None for encoding, converter in self.converters[count - tail:]):
+        if any(converter is not None or encoding is not None for encoding, converter in self.converters[len(names) - tail:]):
             tail = 0  # typed columns: PyMySQL's converters decide
-        head = count - tail
-        raw: List[List[Optional[bytes]]] = [[] for _ in range(count)]
-        tails: List[bytes] = []
-        rows = self._read_rows(conn, raw[:head], tails if tail else None)
+        heads: List[bytes] = []
+        tails: Optional[List[bytes]] = [] if tail else None
+        self._read_rows(conn, len(names) - tail, heads, tails)
         self.connection = None
-        numbers: Dict[int, array] = {}
-        if tail:
-            parsed = decimals_to_columns(b"".join(tails), tail) if rows else [array("q") for _ in range(tail)]
-            if parsed is not None and all(len(c) == rows for c in parsed):
-                numbers = dict(zip(range(head, count), parsed))
-            else:  # not all plain decimals: walk the tails value by value
-                appends = [values.append for values in raw[head:]]
-                for data in tails:
-                    _walk(data, 0, appends)
-        self.columns = Columns(names, rows, {i: raw[i] for i in range(count) if i not in numbers}, numbers,
-                               self.converters)
-        self.affected_rows = rows
+        self.columns = Columns(names, heads, tails, tail, self.converters)
+        self.affected_rows = len(heads)
         self.rows = ()
 
-    def _read_rows(self, conn, head: List[list], tails: Optional[List[bytes]]) -> int:
-        """Row packets until the EOF packet: the first values into ``head``'s lists, the rest
-        of each row into ``tails`` (when given). Errors and sequence checks as PyMySQL's."""
-        read = conn._rfile.read
-        appends = [values.append for values in head]
+    def _read_rows(self, conn, width: int, heads: List[bytes], tails: Optional[List[bytes]]) -> None:
+        """Row packets until the EOF packet: the first ``width`` values of each row into
+        ``heads``, the rest into ``tails`` (when given, else whole rows into ``heads``).
+        The rows already in the connection's read buffer are taken from it in place, without
+        a read call per packet; errors and sequence checks as PyMySQL's."""
+        rfile = conn._rfile
+        peek = getattr(rfile, "peek", None)
+        keep_head = heads.append
         keep_tail = tails.append if tails is not None else None
+        head_range = range(width)
         expected = conn._next_seq_id
-        rows = 0
         try:
             while True:
-                header = read(4)
-                if len(header) < 4:
-                    raise EOFError
-                size = header[0] | header[1] << 8 | header[2] << 16
-                if header[3] != expected:
-                    conn._next_seq_id = expected
-                    return self._out_of_sequence(conn, header[3])
-                expected = (expected + 1) & 0xFF
-                data = read(size)
-                if len(data) < size:
-                    raise EOFError
-                while size == _MAX_PACKET:  # a row longer than 16 MB: its next part
-                    header = read(4)
-                    if len(header) < 4:
-                        raise EOFError
-                    size = header[0] | header[1] << 8 | header[2] << 16
-                    if header[3] != expected:
-                        conn._next_seq_id = expected
-                        return self._out_of_sequence(conn, header[3])
+                buffered = peek(1) if peek is not None else b""
+                end = len(buffered)
+                start = 0
+                while start + 4 <= end:
+                    size = buffered[start] | buffered[start + 1] << 8 | buffered[start + 2] << 16
+                    stop = start + 4 + size
+                    if stop > end or size == _MAX_PACKET or not size:
+                        break  # the rest of this packet is not read yet: read it below
+                    if buffered[start + 3] != expected:
+                        return self._out_of_sequence(conn, buffered[start + 3], expected)
+                    first = buffered[start + 4]
+                    if first == 0xFE and size < 9 or first == 0xFF:
+                        break  # the end of the rows or an error: below, as one packet
                     expected = (expected + 1) & 0xFF
-                    more = read(size)
-                    if len(more) < size:
-                        raise EOFError
-                    data += more
+                    position = start + 4
+                    if keep_tail is None:
+                        keep_head(buffered[position:stop])
+                        start = stop
+                        continue
+                    try:
+                        for _ in head_range:  # short values, the usual case, stepped over inline
+                            size = buffered[position]
+                            if size >= 251:
+                                raise IndexError
+                            position += size + 1
+                        if position > stop:
+                            raise IndexError
+                    except IndexError:  # NULL, a long value or a row that ends early
+                        position = start + 4 + _skip(buffered[start + 4:stop], 0, width)
+                    keep_head(buffered[start + 4:position])
+                    keep_tail(buffered[position:stop])
+                    start = stop
+                if start:
+                    rfile.read(start)  # the packets taken from the buffer
+                    continue
+                data, expected = self._read_packet(conn, expected)
                 first = data[0] if data else 0
                 if first == 0xFE and len(data) < 9:  # EOF: the end of the rows
                     conn._next_seq_id = expected
                     self._check_packet_is_eof(MysqlPacket(data, None))
-                    return rows
+                    return
                 if first == 0xFF:  # an error packet in place of a row
                     conn._next_seq_id = expected
                     MysqlPacket(data, None).raise_for_error()
-                position = _walk(data, 0, appends)
-                if keep_tail is not None:
-                    keep_tail(data[position:])
-                rows += 1
+                if keep_tail is None:
+                    keep_head(data)
+                    continue
+                position = _skip(data, 0, width)
+                keep_head(data[:position])
+                keep_tail(data[position:])
         except (OSError, EOFError) as exc:
             conn._force_close()
             detail = f" ({exc})" if isinstance(exc, OSError) else ""
             raise err.OperationalError(CR.CR_SERVER_LOST, f"Lost connection to MySQL server during query{detail}")
 
+    def _read_packet(self, conn, expected: int) -> Tuple[bytes, int]:
+        """One whole packet read from the connection (its parts joined when longer than
+        16 MB), and the sequence number expected after it."""
+        read = conn._rfile.read
+        parts = []
+        while True:
+            header = read(4)
+            if len(header) < 4:
+                raise EOFError
+            size = header[0] | header[1] << 8 | header[2] << 16
+            if header[3] != expected:
+                return self._out_of_sequence(conn, header[3], expected)
+            expected = (expected + 1) & 0xFF
+            data = read(size)
+            if len(data) < size:
+                raise EOFError
+            parts.append(data)
+            if size < _MAX_PACKET:
+                return (parts[0] if len(parts) == 1 else b"".join(parts)), expected
+
     @staticmethod
-    def _out_of_sequence(conn, got: int):
+    def _out_of_sequence(conn, got: int, expected: int):
         conn._force_close()
-        raise err.InternalError(f"Packet sequence number wrong - got {got} expected {conn._next_seq_id}")
+        raise err.InternalError(f"Packet sequence number wrong - got {got} expected {expected}")
 
 
 def _name(value) -> str:
@@ -298,6 +345,27 @@ def _walk(data: bytes, position: int, appends) -> int:
     return position
 
 
+def _skip(data: bytes, position: int, count: int) -> int:
+    """Where the ``count`` values of ``data`` from ``position`` end (at most its end).
+
+    >>> _skip(b"\\x01a\\xfb\\xfc\\x03\\x00xyz", 0, 2), _skip(b"\\x01a", 0, 3)
+    (3, 2)
+    """
+    end = len(data)
+    for _ in range(count):
+        if position >= end:
+            return end
+        size = data[position]
+        if size < 251:
+            position += 1 + size
+        elif size == 251:
+            position += 1
+        else:
+            width = 2 if size == 252 else 3 if size == 253 else 8
+            position += 1 + width + int.from_bytes(data[position + 1:position + 1 + width], "little")
+    return min(position, end)
+
+
 def query_columns(conn, sql: str, numeric: Sequence[str] = ()) -> Columns:
     """Run one plain query on a PyMySQL connection and read its result as :class:`Columns`;
     the last columns, as long as they are ``numeric`` ones, are read as numbers when they are
@@ -313,7 +381,7 @@ def query_columns(conn, sql: str, numeric: Sequence[str] = ()) -> Columns:
     if result.server_status is not None:
         conn.server_status = result.server_status
     if result.columns is None:  # a statement without a result set
-        return Columns((), 0, {}, {}, ())
+        return Columns((), [])
     return result.columns
 
 

@@ -19,6 +19,7 @@ from itertools import compress, repeat
 from operator import and_, eq, gt, itemgetter, le, ne, or_, sub
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from proxytop.columns import decimals_to_columns, decode_column
 from proxytop.rates import to_number
 
 # Groupings the ``b`` key cycles through: (name, the row-key fields that make a group).
@@ -59,6 +60,14 @@ class Parsed:
     texts: Mapping[str, Optional[str]]  # digest -> full digest text (None: NULL or empty)
     wall_time: float
     null_counters: int = 0  # rows whose count_star or sum_time are NULL or not numbers
+    # Read by parse_columns: each row's values before the counters and its counters, as
+    # sent (the next reading compares them whole and converts only what changed), and
+    # whether the columns give back exactly the rows that were read (see compact_rows).
+    heads: Optional[List[bytes]] = None
+    tails: Optional[List[bytes]] = None
+    exact: bool = False
+    plain: bool = False  # every counter was a plain decimal (str() of each gives its text back)
+    layout: Optional[tuple] = None  # the columns read (the next reading compares its rows only if the same)
 
     @property
     def entries(self) -> "Entries":
@@ -173,6 +182,109 @@ def parse(columns: Sequence[str], rows: Iterable[Sequence[Any]], wall_time: floa
     if previous is not None and previous.texts == texts:
         texts = previous.texts
     return Parsed(keys, index, counters, texts, wall_time, nulls)
+
+
+KEY_COLUMNS = ("hostgroup", "schemaname", "username", "client_address", "digest")
+
+
+def parse_columns(result, wall_time: float, schema_column: str = "schemaname",
+                  previous: Optional[Parsed] = None) -> Parsed:
+    """:func:`parse` of a digest read as :class:`proxytop.columns.Columns`, converting only
+    what changed since ``previous``: when the rows' values before the counters (key and
+    text) are the previous reading's, in the same order, its keys, index and texts are
+    shared; rows whose counters are the same bytes keep its numbers, the others are parsed
+    in one pass (columns.decimals_to_columns). Anything unusual is read column by column,
+    with the same result as :func:`parse` of the rows."""
+    names = [schema_column if name == "schemaname" else name for name in KEY_COLUMNS]
+    heads, tails = result.heads, result.tails
+    if tails is None or not set(COUNTERS) <= set(result.names[result.head_width:]) or \
+            not all(result.has(name) for name in names + ["digest_text"]):
+        table = result.table()  # not the usual layout: the rows, as a row-by-row read gives them
+        return parse(table.columns, table.rows, wall_time, schema_column, previous)
+    layout = (result.names, schema_column)
+    same_rows = previous is not None and previous.heads is not None and previous.layout == layout \
+        and (previous.heads is heads or previous.heads == heads)
+    if same_rows:
+        keys, index, texts, exact, heads = previous.keys, previous.index, previous.texts, previous.exact, previous.heads
+    else:
+        found = _keys_and_texts(result, names, previous)
+        if found is None:  # a key twice: parse keeps the last row of each
+            table = result.table()
+            return parse(table.columns, table.rows, wall_time, schema_column, previous)
+        keys, index, texts, exact = found
+        exact = exact and len(result.names) == len(TABLE_COLUMNS) and set(result.names) == set(
+            names + list(TABLE_COLUMNS[len(KEY_COLUMNS):]))
+    counters, plain = None, False
+    if same_rows and previous.plain and previous.tails is not None:  # type: ignore[union-attr]
+        changed = _changed_counters(tails, previous, result.tail_width, result.names[result.head_width:])  # type: ignore[arg-type]
+        if changed is not None:
+            counters, tails, plain = changed[0], changed[1], True
+    if counters is None:
+        numbers = [result.numbers(name) for name in COUNTERS]
+        if all(column is not None for column in numbers):
+            counters, plain = tuple(numbers), True
+        else:  # NULLs or text where numbers belong: as parse reads them
+            counters = tuple(_counters(result.texts(name)) for name in COUNTERS)
+    nulls = 0
+    if MISSING in counters[COUNT] or MISSING in counters[SUM_TIME]:
+        nulls = sum(1 for c, t in zip(counters[COUNT], counters[SUM_TIME]) if c == MISSING or t == MISSING)
+    return Parsed(keys, index, counters, texts, wall_time, nulls, heads, tails, exact and plain, plain, layout)
+
+
+def _keys_and_texts(result, names: Sequence[str], previous: Optional[Parsed]):
+    """(keys, index, texts, exact) of a reading read as columns; None when a key is there twice.
+    ``exact``: no NULL in the key, one text per digest, none empty (see compact_rows)."""
+    parts = [decode_column(result.raw(name)) for name in names]
+    exact = True
+    for n, values in enumerate(parts):
+        if None in values:
+            parts[n] = ["" if v is None else v for v in values]
+            exact = False
+    keys: Tuple[RowKey, ...] = tuple(zip(*parts)) if result.count else ()
+    if previous is not None and previous.keys == keys:
+        keys, index = previous.keys, previous.index
+    else:
+        index = dict(zip(keys, range(len(keys))))
+        if len(index) != len(keys):
+            return None
+    row_texts = decode_column(result.raw("digest_text"))
+    texts: Dict[str, Optional[str]] = dict(zip(reversed(parts[4]), reversed(row_texts)))
+    if "" in texts.values():  # an empty text is no text
+        for digest in [d for d, text in texts.items() if text == ""]:
+            texts[digest] = None
+    exact = exact and list(map(texts.get, parts[4])) == row_texts
+    if previous is not None and previous.texts == texts:
+        texts = previous.texts
+    return keys, index, texts, exact
+
+
+def _changed_counters(tails: List[bytes], previous: Parsed, width: int, tail_names: Sequence[str]):
+    """(counters, tails) of a reading whose rows are the previous reading's: the counters of
+    rows whose tails are the same bytes copied, the others parsed; None when they are not all
+    plain decimals."""
+    before = previous.tails
+    if before is tails or before == tails:
+        return previous.columns, before
+    changed = list(compress(range(len(tails)), map(ne, tails, before)))  # type: ignore[arg-type]
+    parsed = decimals_to_columns(b"".join(itemgetter(*changed)(tails)) if len(changed) > 1 else tails[changed[0]],
+                                 width)
+    if parsed is None:
+        return None
+    # every column gathered in C from the previous values followed by the parsed ones
+    count = len(tails)
+    pick = list(range(count))
+    for k, n in enumerate(changed, count):
+        pick[n] = k
+    gather = itemgetter(*pick) if count > 1 else (lambda values: (values[pick[0]],))
+    at = {name: i for i, name in enumerate(tail_names)}
+    counters = []
+    for c, name in enumerate(COUNTERS):
+        before_column, values = previous.columns[c], parsed[at[name]]
+        if (itemgetter(*changed)(before_column) if len(changed) > 1 else (before_column[changed[0]],)) == tuple(values):
+            counters.append(before_column)  # none of its values moved (first_seen, min, max): shared
+        else:
+            counters.append(array("q", gather(before_column + values)))
+    return tuple(counters), tails
 
 
 TABLE_COLUMNS = ("hostgroup", "schemaname", "username", "client_address", "digest", "digest_text") + COUNTERS
