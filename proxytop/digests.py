@@ -419,8 +419,13 @@ def resets(previous: Optional[Parsed], current: Parsed) -> int:
     if previous is None:
         return 0
     order, gone = aligned(current, previous)  # the current rows in the previous reading's order
-    before_count, now_count = previous.columns[COUNT], _gather(current.columns[COUNT], order)
-    before_first, now_first = previous.columns[FIRST], _gather(current.columns[FIRST], order)
+    before_count, before_first = previous.columns[COUNT], previous.columns[FIRST]
+    if previous.index is current.index:  # the same rows in the same order: no gathering
+        now_count, now_first = current.columns[COUNT], current.columns[FIRST]
+        if now_first is before_first and MISSING not in before_count and MISSING not in now_count:
+            return sum(map(gt, before_count, now_count))  # first_seen unmoved (one array shared)
+    else:
+        now_count, now_first = _gather(current.columns[COUNT], order), _gather(current.columns[FIRST], order)
     if MISSING in before_count or MISSING in current.columns[COUNT]:  # NULL counts: not "down"
         down = [b != MISSING and n != MISSING and n < b for b, n in zip(before_count, now_count)]
     else:
@@ -521,11 +526,14 @@ def deltas(previous: Parsed, current: Parsed) -> Deltas:
     b_count, b_time, b_first, b_affected, b_sent = (
         before[c] if same is not None else _gather(before[c], order) for c in _RATED)
     count, sum_time, first, affected, sent = (now[c] for c in _RATED)
-    rated = list(map(and_, map(and_, map(eq, b_first, first), map(le, b_count, count)), map(le, b_time, sum_time)))
-    d_count = list(map(sub, count, b_count))
-    d_time = list(map(sub, sum_time, b_time))
-    d_affected = list(map(max, map(sub, affected, b_affected), repeat(0)))
-    d_sent = list(map(max, map(sub, sent, b_sent), repeat(0)))
+    size = len(count)
+    # a column shared with the previous reading (none of its values moved) has no differences
+    rated = list(map(and_, map(and_, repeat(True, size) if first is b_first else map(eq, b_first, first),
+                               map(le, b_count, count)), map(le, b_time, sum_time)))
+    d_count = [0] * size if count is b_count else list(map(sub, count, b_count))
+    d_time = [0] * size if sum_time is b_time else list(map(sub, sum_time, b_time))
+    d_affected = [0] * size if affected is b_affected else list(map(max, map(sub, affected, b_affected), repeat(0)))
+    d_sent = [0] * size if sent is b_sent else list(map(max, map(sub, sent, b_sent), repeat(0)))
     if not all(rated):
         for n in (n for n, ok in enumerate(rated) if not ok):
             d_count[n] = d_time[n] = d_affected[n] = d_sent[n] = 0
@@ -550,10 +558,19 @@ def _deltas_one_by_one(previous: Parsed, current: Parsed) -> Deltas:
     return Deltas(rated, *columns)
 
 
+_groups_memo: List[Tuple[Tuple[RowKey, ...], Tuple[str, ...], List[tuple]]] = []
+
+
 def _groups(current: Parsed, fields: Sequence[str]) -> List[tuple]:
-    """Each row's group under a grouping: (digest,) plus the grouping's fields."""
-    keys = current.keys
-    return list(zip(map(itemgetter(4), keys), *(map(itemgetter(_FIELD_AT[name]), keys) for name in fields)))
+    """Each row's group under a grouping: (digest,) plus the grouping's fields; made once
+    for the keys that readings of the same rows share."""
+    keys, fields = current.keys, tuple(fields)
+    for seen, grouping, groups in _groups_memo:
+        if seen is keys and grouping == fields:
+            return groups
+    groups = list(zip(map(itemgetter(4), keys), *(map(itemgetter(_FIELD_AT[name]), keys) for name in fields)))
+    _groups_memo[:] = _groups_memo[-1:] + [(keys, fields, groups)]
+    return groups
 
 
 def _members(current: Parsed, fields: Sequence[str], groups: Optional[List[tuple]] = None) \

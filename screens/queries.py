@@ -17,7 +17,7 @@ import argparse
 from operator import itemgetter
 import textwrap
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from proxytop import digests, sparkline, units
 from proxytop.collectors.digest import (DEFAULT_FLOOR, MYSQL_TABLES, DigestVariables, QueryDigest, RuntimeUsers,
@@ -156,10 +156,45 @@ def routes(current: digests.Parsed, rules, iterations: int = 0, digest: Optional
     return found
 
 
-def caught_by(rule_id: Any, rows: Sequence[Row], found: Mapping[Tuple[str, str, str, str], Route]) -> List[Row]:
+class KeptRoutes:
+    """:func:`routes` of every reading, each (digest, user, schema, client)'s route evaluated
+    once and kept while the rules, the iterations and its digest text stay the same: at
+    20,000 digests a reading re-evaluates only the rows that are new."""
+
+    def __init__(self):
+        self._rules: Any = None
+        self._iterations = 0
+        self._kept: Dict[Tuple[str, str, str, str], Tuple[Optional[str], Route]] = {}
+        self._last: Tuple[Any, Any, Dict] = (None, None, {})
+
+    def routes(self, current: digests.Parsed, rules, iterations: int = 0) -> Dict[Tuple[str, str, str, str], Route]:
+        if rules != self._rules or iterations != self._iterations:
+            self._rules, self._iterations, self._kept = rules, iterations, {}
+            self._last = (None, None, {})
+        keys, texts, found = self._last
+        if current.keys is keys and current.texts is texts:
+            return found
+        found, kept, before = {}, {}, self._kept
+        for key in current.keys:
+            who = (key[4], key[2], key[1], key[3])
+            if who in found:
+                continue
+            text = current.texts.get(key[4])
+            route = before.get(who)
+            if route is None or route[0] != text:
+                route = (text, evaluate(rules, query_of(key, current.texts), iterations))
+            kept[who] = route
+            found[who] = route[1]
+        self._kept, self._last = kept, (current.keys, current.texts, found)
+        return found
+
+
+def caught_by(rule_id: Any, rows: Union[Sequence[Row], digests.DigestColumns], found: Mapping[Tuple[str, str, str, str], Route]) -> List[Row]:
     """The digest rows whose route passes ``rule_id`` (matched, not merely undecided), by Time/s."""
     wanted = to_number(rule_id)
     digests_passing = {who[0] for who, route in found.items() if route.passes(wanted)}
+    if isinstance(rows, digests.DigestColumns):  # only the rows caught are built
+        rows = [rows.row(n) for n, group in enumerate(rows.ids) if group[0] in digests_passing]
     chosen = [r for r in rows if r.get("digest") in digests_passing]
     return sorted(chosen, key=lambda r: (r.get("time_s") is None, -(r.get("time_s") or 0.0)))
 
@@ -546,6 +581,7 @@ class _LazyById(dict):
 # ----- QueryRules' drill-down: the queries a rule catches ----------------------------------------
 CAUGHT_SHOWN = 15
 _caught_memo: List[Tuple[Tuple, Any]] = []  # [((previous, current, rules snapshot), (rows, routes))]
+_kept_routes = KeptRoutes()
 
 
 def _digest_routes(view: DataView):
@@ -562,7 +598,9 @@ def _digest_routes(view: DataView):
         result = (None, None)
     else:
         iterations = int(to_number(variables.get(MYSQL_TABLES.iterations_variable)) or 0)
-        result = (digests.digest_rows(before, now, seconds_between(previous, current)), routes(now, rules, iterations))
+        seconds = seconds_between(previous, current)
+        rows = digests.digest_columns(before, now, seconds) or digests.digest_rows(before, now, seconds)
+        result = (rows, _kept_routes.routes(now, rules, iterations))
     _caught_memo[:] = [(key, result)]
     return result
 
