@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 from operator import itemgetter
 import textwrap
+from collections.abc import Sequence as SequenceABC
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -189,14 +190,47 @@ class KeptRoutes:
         return found
 
 
-def caught_by(rule_id: Any, rows: Union[Sequence[Row], digests.DigestColumns], found: Mapping[Tuple[str, str, str, str], Route]) -> List[Row]:
+def caught_by(rule_id: Any, rows: Union[Sequence[Row], digests.DigestColumns], found: Mapping[Tuple[str, str, str, str], Route]) \
+        -> Sequence[Row]:
     """The digest rows whose route passes ``rule_id`` (matched, not merely undecided), by Time/s."""
-    wanted = to_number(rule_id)
-    digests_passing = {who[0] for who, route in found.items() if route.passes(wanted)}
-    if isinstance(rows, digests.DigestColumns):  # only the rows caught are built
-        rows = [rows.row(n) for n, group in enumerate(rows.ids) if group[0] in digests_passing]
+    digests_passing = passing(rule_id, found)[0]
+    if isinstance(rows, digests.DigestColumns):  # a row is built only when it is read
+        times = rows.column("time_s")
+        chosen = [n for n in rows.order if rows.ids[n][0] in digests_passing]
+        return _RowsOf(rows, sorted(chosen, key=lambda n: (times[n] is None, -(times[n] or 0.0))))
     chosen = [r for r in rows if r.get("digest") in digests_passing]
     return sorted(chosen, key=lambda r: (r.get("time_s") is None, -(r.get("time_s") or 0.0)))
+
+
+class _RowsOf(SequenceABC):
+    """Rows n of a DigestColumns, in the order given, each built when read."""
+
+    def __init__(self, frame: digests.DigestColumns, order: List[int]):
+        self.frame, self.order = frame, order
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self.frame.row(n) for n in self.order[i]]
+        return self.frame.row(self.order[i])
+
+
+_passing_memo: List[Tuple[Any, Any, Tuple[set, set]]] = []
+
+
+def passing(rule_id: Any, found: Mapping[Tuple[str, str, str, str], Route]) -> Tuple[set, set]:
+    """(digests whose route passes the rule, digests that reach it undecided), once per set of
+    routes (kept from reading to reading while they are unchanged) and rule."""
+    for seen, rule, result in _passing_memo:
+        if seen is found and rule == rule_id:
+            return result
+    wanted = to_number(rule_id)
+    result = ({who[0] for who, route in found.items() if route.passes(wanted)},
+              {who[0] for who, route in found.items() if any(s.rule.rule_id == wanted for s in route.undecided)})
+    _passing_memo[:] = [(found, rule_id, result)]
+    return result
 
 
 def explain(route: Route, served: Sequence[str], user: Optional[Mapping[str, Any]], username: str) -> List[List[Segment]]:
@@ -599,7 +633,8 @@ def _digest_routes(view: DataView):
     else:
         iterations = int(to_number(variables.get(MYSQL_TABLES.iterations_variable)) or 0)
         seconds = seconds_between(previous, current)
-        rows = digests.digest_columns(before, now, seconds) or digests.digest_rows(before, now, seconds)
+        frame = digests.digest_columns(before, now, seconds)  # rows built only for the digests caught
+        rows = frame if frame is not None else digests.digest_rows(before, now, seconds)
         result = (rows, _kept_routes.routes(now, rules, iterations))
     _caught_memo[:] = [(key, result)]
     return result
@@ -615,8 +650,7 @@ def caught_section(rule_id: Any, view: DataView) -> Tuple[Tuple[Segment, ...], .
         lines.append((("  reading the query digest\u2026", "dim"),))
         return tuple(lines)
     caught = caught_by(rule_id, rows, found)
-    undecided = {who[0] for who, route in found.items()
-                 if any(s.rule.rule_id == to_number(rule_id) for s in route.undecided)}
+    undecided = passing(rule_id, found)[1]
     if not caught:
         lines.append((("  no digest in the digest table meets this rule", "dim"),))
     for row in caught[:CAUGHT_SHOWN]:
