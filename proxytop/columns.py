@@ -92,10 +92,7 @@ class Columns:
         if i not in self._raw:
             head = i < self.head_width
             first, width = (0, self.head_width) if head else (self.head_width, self.tail_width)
-            split: List[List[Optional[bytes]]] = [[] for _ in range(width)]
-            appends = [values.append for values in split]
-            for segment in (self.heads if head else self.tails or ()):
-                _walk(segment, 0, appends)
+            split = split_values(self.heads if head else self.tails or (), width)
             self._raw.update(zip(range(first, first + width), split))
         return self._raw[i]
 
@@ -316,6 +313,37 @@ def _name(value) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, (bytes, bytearray)) else value
 
 
+def split_values(segments: Sequence[bytes], width: int) -> List[List[Optional[bytes]]]:
+    """The ``width`` length-encoded values of each segment, as ``width`` columns (None for
+    NULL; a segment that ends early reads NULL for the rest).
+
+    >>> split_values([b"\\x01a\\xfb", b"\\x02bc\\xfc\\x03\\x00xyz", b"\\x01d"], 2)
+    [[b'a', b'bc', b'd'], [None, b'xyz', None]]
+    """
+    split: List[List[Optional[bytes]]] = [[] for _ in range(width)]
+    appends = [values.append for values in split]
+    for row, data in enumerate(segments):
+        position = 0
+        try:  # short values and NULLs inline, the usual case
+            for append in appends:
+                size = data[position]
+                if size < 251:
+                    position += 1
+                    append(data[position:position + size])
+                    position += size
+                elif size == 251:
+                    append(None)
+                    position += 1
+                else:
+                    raise IndexError
+        except IndexError:  # a longer value or a row that ends early: this row again, value by value
+            for values in split:
+                if len(values) > row:
+                    values.pop()
+            _walk(data, 0, appends)
+    return split
+
+
 def _walk(data: bytes, position: int, appends) -> int:
     """Length-encoded values of ``data`` from ``position``, one per append (None for NULL);
     a row that ends early reads NULL for the rest. Returns where the walk stopped.
@@ -400,4 +428,4 @@ def count_columns(names: Sequence[str], wanted: Sequence[str]) -> int:
 
 
 __all__: Tuple[str, ...] = ("Columns", "ColumnsResult", "query_columns", "decode_column", "decimals_to_columns",
-                            "plain_decimals", "count_columns")
+                            "plain_decimals", "count_columns", "split_values")

@@ -187,3 +187,33 @@ def test_decimal_blocks(block, width, expected):
 ])
 def test_decode_column_is_each_value_decoded(values):
     assert decode_column(values) == [None if v is None else v.decode("utf-8", "replace") for v in values]
+
+
+def lenenc(value):
+    if value is None:
+        return b"\xfb"
+    n = len(value)
+    if n < 251:
+        return bytes([n]) + value
+    if n < 1 << 16:
+        return b"\xfc" + n.to_bytes(2, "little") + value
+    if n < 1 << 24:
+        return b"\xfd" + n.to_bytes(3, "little") + value
+    return b"\xfe" + n.to_bytes(8, "little") + value
+
+
+@pytest.mark.parametrize("rows", [
+    [[b"a", None, b""], [b"b", b"c", b"d"]],
+    [[b"x" * 250, b"y" * 251, b"z" * 70_000], [None, None, None]],
+    [[b"q" * (1 << 16), b"1", None]],
+])
+def test_split_values_reads_every_length_encoding_as_the_row_reader_does(rows):
+    from proxytop.columns import split_values
+    from proxytop.textrows import read_row
+
+    packets = [b"".join(map(lenenc, row)) for row in rows]
+    columns = split_values(packets, 3)
+    as_rows = [read_row(p, 0, [(None, None)] * 3) for p in packets]
+    assert [tuple(decode_column(c)) for c in columns] == [tuple(col) for col in zip(*as_rows)]
+    # a row that ends early reads NULL for the rest
+    assert split_values([packets[0][:len(lenenc(rows[0][0]))]], 3) == [[rows[0][0]], [None], [None]]
