@@ -11,13 +11,15 @@ interval.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from array import array
+from collections import deque
 from collections.abc import Mapping, Sequence as SequenceABC
 from dataclasses import dataclass
-from itertools import compress, repeat
+from itertools import accumulate, chain, compress, repeat
 from operator import and_, eq, gt, itemgetter, le, ne, or_, sub
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from proxytop.columns import decimals_to_columns, decode_column
 from proxytop.rates import to_number
@@ -60,11 +62,12 @@ class Parsed:
     texts: Mapping[str, Optional[str]]  # digest -> full digest text (None: NULL or empty)
     wall_time: float
     null_counters: int = 0  # rows whose count_star or sum_time are NULL or not numbers
-    # Read by parse_columns: each row's values before the counters and its counters, as
-    # sent (the next reading compares them whole and converts only what changed), and
-    # whether the columns give back exactly the rows that were read (see compact_rows).
-    heads: Optional[List[bytes]] = None
-    tails: Optional[List[bytes]] = None
+    # Read by parse_columns: a fingerprint of every row's values before the counters (key
+    # and text) and the rows' counters as sent, joined, with where each row's end (the next
+    # reading compares them and converts only what changed); and whether the columns give
+    # back exactly the rows that were read (see compact_rows).
+    heads: Optional[bytes] = None
+    tails: Optional["SentCounters"] = None
     exact: bool = False
     plain: bool = False  # every counter was a plain decimal (str() of each gives its text back)
     layout: Optional[tuple] = None  # the columns read (the next reading compares its rows only if the same)
@@ -196,16 +199,16 @@ def parse_columns(result, wall_time: float, schema_column: str = "schemaname",
     in one pass (columns.decimals_to_columns). Anything unusual is read column by column,
     with the same result as :func:`parse` of the rows."""
     names = [schema_column if name == "schemaname" else name for name in KEY_COLUMNS]
-    heads, tails = result.heads, result.tails
+    tails = result.tails
     if tails is None or not set(COUNTERS) <= set(result.names[result.head_width:]) or \
             not all(result.has(name) for name in names + ["digest_text"]):
         table = result.table()  # not the usual layout: the rows, as a row-by-row read gives them
         return parse(table.columns, table.rows, wall_time, schema_column, previous)
     layout = (result.names, schema_column)
-    same_rows = previous is not None and previous.heads is not None and previous.layout == layout \
-        and (previous.heads is heads or previous.heads == heads)
+    heads = fingerprint(result.heads)
+    same_rows = previous is not None and previous.heads == heads and previous.layout == layout
     if same_rows:
-        keys, index, texts, exact, heads = previous.keys, previous.index, previous.texts, previous.exact, previous.heads
+        keys, index, texts, exact = previous.keys, previous.index, previous.texts, previous.exact  # type: ignore[union-attr]
     else:
         found = _keys_and_texts(result, names, previous)
         if found is None:  # a key twice: parse keeps the last row of each
@@ -214,12 +217,13 @@ def parse_columns(result, wall_time: float, schema_column: str = "schemaname",
         keys, index, texts, exact = found
         exact = exact and len(result.names) == len(TABLE_COLUMNS) and set(result.names) == set(
             names + list(TABLE_COLUMNS[len(KEY_COLUMNS):]))
-    counters, plain = None, False
+    counters, plain, sent = None, False, None
     if same_rows and previous.plain and previous.tails is not None:  # type: ignore[union-attr]
         changed = _changed_counters(tails, previous, result.tail_width, result.names[result.head_width:])  # type: ignore[arg-type]
         if changed is not None:
-            counters, tails, plain = changed[0], changed[1], True
+            counters, sent, plain = changed[0], changed[1], True
     if counters is None:
+        sent = SentCounters.of(tails)
         numbers = [result.numbers(name) for name in COUNTERS]
         if all(column is not None for column in numbers):
             counters, plain = tuple(numbers), True
@@ -228,7 +232,7 @@ def parse_columns(result, wall_time: float, schema_column: str = "schemaname",
     nulls = 0
     if MISSING in counters[COUNT] or MISSING in counters[SUM_TIME]:
         nulls = sum(1 for c, t in zip(counters[COUNT], counters[SUM_TIME]) if c == MISSING or t == MISSING)
-    return Parsed(keys, index, counters, texts, wall_time, nulls, heads, tails, exact and plain, plain, layout)
+    return Parsed(keys, index, counters, texts, wall_time, nulls, heads, sent, exact and plain, plain, layout)
 
 
 def _keys_and_texts(result, names: Sequence[str], previous: Optional[Parsed]):
@@ -258,14 +262,55 @@ def _keys_and_texts(result, names: Sequence[str], previous: Optional[Parsed]):
     return keys, index, texts, exact
 
 
+def fingerprint(rows: Sequence[bytes]) -> bytes:
+    """A digest of rows as sent (each row's values are length-encoded, so joined rows can't be
+    read two ways): two readings with the same rows in the same order have the same one.
+
+    >>> fingerprint([b"\\x01a", b"\\x01b"]) == fingerprint([b"\\x01a", b"\\x01b"]) != fingerprint([b"\\x01b", b"\\x01a"])
+    True
+    """
+    digest = hashlib.blake2b(len(rows).to_bytes(8, "little"), digest_size=24)
+    deque(map(digest.update, rows), maxlen=0)  # row by row, in C: no joined copy of every row
+    return digest.digest()
+
+
+class SentCounters:
+    """The counters of every row as sent, joined (a fraction of the memory of one bytes
+    object per row): ``row(n)`` is row n's."""
+
+    __slots__ = ("block", "ends")
+
+    def __init__(self, block: bytes, ends: array):
+        self.block, self.ends = block, ends
+
+    @classmethod
+    def of(cls, rows: Sequence[bytes]) -> "SentCounters":
+        return cls(b"".join(rows), array("q", accumulate(map(len, rows))))
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def rows(self) -> Iterator[bytes]:
+        """Each row's bytes, one at a time."""
+        ends = self.ends
+        starts = chain((0,), ends)
+        return map(self.block.__getitem__, map(slice, starts, ends))
+
+
 def _changed_counters(tails: List[bytes], previous: Parsed, width: int, tail_names: Sequence[str]):
-    """(counters, tails) of a reading whose rows are the previous reading's: the counters of
-    rows whose tails are the same bytes copied, the others parsed; None when they are not all
-    plain decimals."""
+    """(counters, sent counters) of a reading whose rows are the previous reading's: the
+    counters of rows whose tails are the same bytes copied, the others parsed; None when
+    they are not all plain decimals."""
     before = previous.tails
-    if before is tails or before == tails:
+    if before is None or len(before) != len(tails):
+        return None
+    block = b"".join(tails)
+    ends = array("q", accumulate(map(len, tails)))
+    if block == before.block and ends == before.ends:
         return previous.columns, before
-    changed = list(compress(range(len(tails)), map(ne, tails, before)))  # type: ignore[arg-type]
+    changed = list(compress(range(len(tails)), map(ne, tails, before.rows())))
+    if not changed:
+        return previous.columns, before
     parsed = decimals_to_columns(b"".join(itemgetter(*changed)(tails)) if len(changed) > 1 else tails[changed[0]],
                                  width)
     if parsed is None:
@@ -284,7 +329,7 @@ def _changed_counters(tails: List[bytes], previous: Parsed, width: int, tail_nam
             counters.append(before_column)  # none of its values moved (first_seen, min, max): shared
         else:
             counters.append(array("q", gather(before_column + values)))
-    return tuple(counters), tails
+    return tuple(counters), SentCounters(block, ends)
 
 
 TABLE_COLUMNS = ("hostgroup", "schemaname", "username", "client_address", "digest", "digest_text") + COUNTERS
@@ -849,7 +894,10 @@ def _line(text: Optional[str]) -> Optional[str]:
     if line is None:
         if len(_lines) >= _LINES_KEPT:
             _lines.clear()
-        line = _lines[text] = one_line(text)
+        line = one_line(text)
+        if line == text:
+            line = text  # already one line (most digest texts): one str, not two
+        _lines[text] = line
     return line
 
 
@@ -882,18 +930,29 @@ class DigestTotals:
     """An older reading kept for the Time/s sparkline only: per digest, sum_time of all its
     rows added up, and their first_seen added up (a signature: it changes when a row resets).
     ``position`` (digest -> index) is shared by the readings of an unchanged digest set, the
-    figures are arrays: 20,000 digests take about 320 KB per reading instead of megabytes."""
+    figures are arrays: 20,000 digests take about 320 KB per reading instead of megabytes.
+
+    Most kept readings store sum_time as 32-bit differences from an earlier one with full
+    figures (``keyframe``, at most KEYFRAME_EVERY readings back; first_seen is shared while
+    unchanged): about 80 KB per reading at 20,000 digests."""
 
     position: Mapping[str, int]
-    sum_time: array
+    sum_time: array  # full figures, or the differences from keyframe's
     first_seen: array
     wall_time: float
+    keyframe: Optional["DigestTotals"] = None
+    since_keyframe: int = 0
 
     def get(self, digest: str) -> Tuple[Optional[int], Optional[int]]:
         at = self.position.get(digest)
         if at is None:
             return None, None
+        if self.keyframe is not None:
+            return self.keyframe.sum_time[at] + self.sum_time[at], self.first_seen[at]
         return self.sum_time[at], self.first_seen[at]
+
+
+KEYFRAME_EVERY = 12  # kept readings share one with full figures, the others keep differences
 
 
 def totals(parsed: Parsed, position: Optional[Mapping[str, int]] = None,
@@ -919,16 +978,29 @@ def totals(parsed: Parsed, position: Optional[Mapping[str, int]] = None,
 
 
 def shared_with(kept: DigestTotals, before: Optional[DigestTotals]) -> DigestTotals:
-    """``kept`` with the first_seen array of ``before`` when the two are equal.
+    """``kept`` (full figures) with the first_seen array of ``before`` when the two are equal,
+    and its sum_time as differences from the keyframe of ``before`` when the digests are the
+    same and every difference fits in 32 bits.
 
     >>> one = {"0x1": 0}
     >>> a = DigestTotals(one, array("q", [1000]), array("q", [100]), 0.0)
-    >>> shared_with(DigestTotals(one, array("q", [2000]), array("q", [100]), 5.0), a).first_seen is a.first_seen
-    True
+    >>> b = shared_with(DigestTotals(one, array("q", [2000]), array("q", [100]), 5.0), a)
+    >>> b.first_seen is a.first_seen, b.keyframe is a, b.sum_time, b.get("0x1")
+    (True, True, array('i', [1000]), (2000, 100))
     """
-    if before is not None and before.position is kept.position and before.first_seen == kept.first_seen:
-        return DigestTotals(kept.position, kept.sum_time, before.first_seen, kept.wall_time)
-    return kept
+    if before is None or before.position is not kept.position:
+        return kept
+    first_seen = before.first_seen if before.first_seen == kept.first_seen else kept.first_seen
+    keyframe = before.keyframe or before
+    since = before.since_keyframe + 1
+    if since < KEYFRAME_EVERY:
+        try:
+            differences = array("i", map(sub, kept.sum_time, keyframe.sum_time))
+        except OverflowError:  # a digest moved by more than 2**31 µs since: full figures again
+            pass
+        else:
+            return DigestTotals(kept.position, differences, first_seen, kept.wall_time, keyframe, since)
+    return DigestTotals(kept.position, kept.sum_time, first_seen, kept.wall_time)
 
 
 def _no_missing(column: array) -> array:
