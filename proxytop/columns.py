@@ -20,6 +20,7 @@ definitions and checks every packet's sequence number.
 """
 from __future__ import annotations
 
+import gc
 import json
 from array import array
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -112,7 +113,16 @@ class Columns:
     def table(self) -> Table:
         """The rows as tuples, as a row-by-row read gives them."""
         columns = [self.texts(name) for name in self.names]
-        return Table(self.names, tuple(zip(*columns)) if columns else ())
+        # 10,000 new tuples would set off the cyclic garbage collector several times over,
+        # each pass walking every object the program holds; tuples of str hold no cycles
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            rows = tuple(zip(*columns)) if columns else ()
+        finally:
+            if enabled:
+                gc.enable()
+        return Table(self.names, rows)
 
 
 def _converted(value: Optional[bytes], encoding, converter):

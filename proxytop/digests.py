@@ -725,7 +725,8 @@ class DigestColumns:
         self._labels: Dict[str, str] = {}
         self.total_time = 0.0
         if change is not None:
-            self.total_time = sum(d / 1000.0 / seconds for d in compress(change.sum_time, change.rated))  # type: ignore[operator]
+            # the integers added up in C, then scaled once
+            self.total_time = sum(compress(change.sum_time, change.rated)) / 1000.0 / seconds  # type: ignore[operator]
         # heaviest (lifetime sum_time) first; equal weights keep their order
         self.order = sorted(range(len(groups)), key=self._sum_time.__getitem__, reverse=True)
         self._stubs: Optional[List[Dict[str, Any]]] = None
