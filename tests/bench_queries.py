@@ -130,8 +130,9 @@ def print_cpu(results: List[dict], cycles: int, out) -> bool:
               f"{r['target']:>8g}  {'yes' if ok else 'NO'}", file=out)
         if not ok:
             print(f"  missed: {r['collect']:.0f} ms of the {r['total']:.0f} are the collect, on the worker's thread: "
-                  f"reading {r['digests'] * 14:,} values off the socket (PyMySQL and proxytop.textrows) and parsing "
-                  f"them into columns; at the {r['interval']:g} s interval in force that is "
+                  f"{r['digests']:,} row packets read off the socket into columns (proxytop.columns, one Python step "
+                  f"per row and per key value) and the counters that changed parsed; the rest is the rates, sort and "
+                  f"drawing; at the {r['interval']:g} s interval in force that is "
                   f"{r['total'] / 10 / r['interval']:.1f}% of a core", file=out)
         if "caught" in r:
             first, next_reading = r["caught"]
