@@ -25,13 +25,12 @@ import json
 from array import array
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import pymysql.connections
 from pymysql import err
 from pymysql.constants import COMMAND, CR
 from pymysql.protocol import MysqlPacket
 
 from proxytop.collectors.base import Table
-from proxytop.textrows import SHARED_UP_TO, text
+from proxytop.textrows import SHARED_UP_TO, DescribedOnce, text
 
 _MAX_PACKET = 0xFFFFFF  # a payload this long continues in the next packet
 _NUMBER_DIGITS = 20  # the longest decimal an unsigned 64-bit counter has
@@ -201,7 +200,7 @@ def decimals_to_columns(block: bytes, width: int) -> Optional[List[array]]:
     return [values[c::width] for c in range(width)]
 
 
-class ColumnsResult(pymysql.connections.MySQLResult):
+class ColumnsResult(DescribedOnce):
     """PyMySQL's result, with the row packets kept as :class:`Columns`: each row split once
     into its head and its numeric tail (the last columns, as long as they are ``numeric``
     ones and untyped)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Dict
 
 import pymysql.connections
+from pymysql.protocol import MysqlPacket
 
 SHARED_UP_TO = 24  # bytes: longer values (queries, comments) are decoded each time
 SHARED_NUMBERS_UP_TO = 4  # digits: 0-9999 (ids, flags, small gauges) are shared, counters not
@@ -41,7 +42,46 @@ def text(raw: bytes) -> str:
     return value
 
 
-class TextResult(pymysql.connections.MySQLResult):
+DESCRIBED_LIMIT = 256  # results whose column definitions are kept (one per query proxytop sends)
+_described: Dict[tuple, tuple] = {}  # the definitions as sent -> (fields, converters, description, decoders)
+
+
+class _Replay:
+    """A connection that gives back packets already read: PyMySQL's own parsing of column
+    definitions runs on them."""
+
+    def __init__(self, connection, payloads):
+        self.use_unicode, self.encoding, self.decoders = connection.use_unicode, connection.encoding, connection.decoders
+        self._payloads = iter(payloads)
+
+    def _read_packet(self, packet_type=MysqlPacket):
+        return packet_type(next(self._payloads), self.encoding)
+
+
+class DescribedOnce(pymysql.connections.MySQLResult):
+    """PyMySQL's result, with the column definitions parsed once per distinct set: proxytop
+    sends the same few queries every second, and parsing each definition again (six strings
+    and a struct per column) was a good part of a small result's cost."""
+
+    def _get_descriptions(self):
+        connection = self.connection
+        payloads = tuple(connection._read_packet().get_all_data() for _ in range(self.field_count + 1))  # + EOF
+        key = (connection.use_unicode, connection.encoding, payloads)
+        known = _described.get(key)
+        if known is None or known[3] is not connection.decoders:
+            self.connection = _Replay(connection, payloads)
+            try:
+                super()._get_descriptions()
+            finally:
+                self.connection = connection
+            known = (tuple(self.fields), tuple(self.converters), self.description, connection.decoders)
+            if len(_described) >= DESCRIBED_LIMIT:
+                _described.clear()
+            _described[key] = known
+        self.fields, self.converters, self.description = list(known[0]), list(known[1]), known[2]
+
+
+class TextResult(DescribedOnce):
     """PyMySQL's result with rows read by :func:`read_row`: str for text columns (what
     proxytop decoded them to anyway), PyMySQL's converters for typed columns (MySQL's
     INFORMATION_SCHEMA has integers)."""

@@ -217,3 +217,31 @@ def test_split_values_reads_every_length_encoding_as_the_row_reader_does(rows):
     assert [tuple(decode_column(c)) for c in columns] == [tuple(col) for col in zip(*as_rows)]
     # a row that ends early reads NULL for the rest
     assert split_values([packets[0][:len(lenenc(rows[0][0]))]], 3) == [[rows[0][0]], [None], [None]]
+
+
+def test_column_definitions_are_parsed_once_and_read_as_pymysql_reads_them(served):
+    import pymysql
+
+    from proxytop import textrows
+
+    session, fixed, double = served
+    fixed.rows = [digest_row(1)]
+    textrows._described.clear()
+    first = session.conn.cursor()
+    first.execute("select * from stats_mysql_global")
+    again = session.conn.cursor()
+    again.execute("select * from stats_mysql_global")
+    assert again.description == first.description and len(textrows._described) == 1
+    assert again._result.fields[0] is first._result.fields[0]  # the definitions parsed once
+    run_query(session.conn, SQL)  # other columns: parsed for themselves
+    assert len(textrows._described) == 2
+    plain = pymysql.connect(host="127.0.0.1", port=double.port, user="admin", password="admin")
+    try:
+        with plain.cursor() as cursor:
+            cursor.execute("select * from stats_mysql_global")
+            assert cursor.description == again.description  # as PyMySQL itself reads them
+            cursor.execute(SQL)
+            names = tuple(d[0] for d in cursor.description)
+        assert query_columns(session.conn, SQL, numeric=digests.COUNTERS).names == names
+    finally:
+        plain.close()
