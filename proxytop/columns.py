@@ -3,20 +3,23 @@
 The digest table (20,000 rows of 14 values) and the processlist (10,000 sessions of 16) are
 the largest results proxytop reads. Read as rows, every value costs a few Python steps to
 slice, decode into str and (for counters) parse into int, and the tuples of str take tens of
-megabytes for a moment. Read here, each row packet is walked once into per-column lists of
-bytes, and then each column is converted at once, in C:
+megabytes for a moment. Read here:
 
-* the counters at the end of a digest row (decimal text, 1 to 20 digits) are not walked
-  value by value at all: the rows' counter tails are joined, their length bytes turned into
-  commas, and the whole block read by one ``json.loads`` into an ``array('q')`` per column,
-  after checking that the length bytes and the runs of digits agree exactly;
-* a text column of few distinct values (users, hosts, schemas, commands) decodes each
+* the row packets already in the connection's read buffer are taken from it in place (no
+  read call per packet), and each row is split once into its head (key and text values) and
+  its numeric tail (the counters at the end of a digest row), both kept as sent: a reader
+  with a previous reading compares them whole and converts only the rows that changed;
+* counters are parsed all at once: the rows' tails are joined, their length bytes turned
+  into commas and the block read by one ``json.loads`` into an ``array('q')`` per column,
+  after checking that every length byte matches the run of digits after it;
+* a text column is split out of the heads when first asked for and decoded value by value,
+  except that a column of few distinct values (users, hosts, schemas, commands) decodes each
   distinct value once and shares one str per short value across readings.
 
 Anything unusual in the counters (NULL, a sign, leading zeros, a number beyond 64 bits)
-takes the value-by-value path, with the same result as reading rows.
-All server access is still PyMySQL's: its connection sends the query, reads the column
-definitions and checks every packet's sequence number.
+takes the value-by-value path, with the same result as reading rows. All server access is
+still PyMySQL's: its connection sends the query and reads the column definitions, and every
+packet's sequence number is checked as PyMySQL checks it.
 """
 from __future__ import annotations
 
