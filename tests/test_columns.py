@@ -245,3 +245,36 @@ def test_column_definitions_are_parsed_once_and_read_as_pymysql_reads_them(serve
         assert query_columns(session.conn, SQL, numeric=digests.COUNTERS).names == names
     finally:
         plain.close()
+
+
+def test_large_results_read_as_columns_over_tls(tmp_path):
+    """Through an encrypted connection (PyMySQL's buffered reader over TLS) the digest and the
+    processlist read as columns are the rows, across many TLS records."""
+    from proxytop import tls
+    from tests.certificates import make_certificates
+    from tests.scale_digests import ScaleDigests
+
+    certs = make_certificates(str(tmp_path))
+    recording = Recording.load("cluster", node="127.0.0.1:6042")
+    double = ProxySQLDouble(recording=recording, start_frame=30, tls=certs.server_context())
+    frame = ScaleDigests(recording, digests=3000).frame(1)
+    double.transforms[DIGEST] = lambda _c, _r: (list(DIGEST_COLUMNS), [list(r) for r in frame])
+    columns = ["SessionID", "user", "command", "time_ms", "info"]
+    sessions = [[str(n), f"app{n % 7}", "Query", str(n * 3), "SELECT " + "x" * (n % 400)] for n in range(2000)]
+    double.transforms["stats_mysql_processlist"] = lambda _c, _r: (columns, [list(s) for s in sessions])
+    double.start()
+    try:
+        session = open_admin(Endpoint(port=double.port, timeout=30, tls=tls.settings("REQUIRED", None, None, None)))
+        try:
+            assert session.encryption
+            expected = run_query(session.conn, SQL)
+            assert len(expected.rows) == 3000
+            got = QueryDigest().collect(session)
+            assert isinstance(got.rows, digests.ParsedRows) and tuple(got.rows) == expected.rows
+            listed = ProcessList().collect(session)
+            assert listed == run_query(session.conn, "select * from stats_mysql_processlist")
+            assert len(listed.rows) == 2000
+        finally:
+            session.conn.close()
+    finally:
+        double.stop()
