@@ -28,14 +28,11 @@ import json
 from array import array
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from pymysql import err
-from pymysql.constants import COMMAND, CR
-from pymysql.protocol import MysqlPacket
+from pymysql.constants import COMMAND
 
 from proxytop.collectors.base import Table
-from proxytop.textrows import SHARED_UP_TO, DescribedOnce, text
+from proxytop.textrows import SHARED_UP_TO, DescribedOnce, row_payloads, text
 
-_MAX_PACKET = 0xFFFFFF  # a payload this long continues in the next packet
 _NUMBER_DIGITS = 20  # the longest decimal an unsigned 64-bit counter has
 _DIGITS = b"0123456789"
 # Length bytes of short decimals become commas; anything else that is no digit becomes "!"
@@ -229,96 +226,27 @@ class ColumnsResult(DescribedOnce):
 
     def _read_rows(self, conn, width: int, heads: List[bytes], tails: Optional[List[bytes]]) -> None:
         """Row packets until the EOF packet: the first ``width`` values of each row into
-        ``heads``, the rest into ``tails`` (when given, else whole rows into ``heads``).
-        The rows already in the connection's read buffer are taken from it in place, without
-        a read call per packet; errors and sequence checks as PyMySQL's."""
-        rfile = conn._rfile
-        peek = getattr(rfile, "peek", None)
+        ``heads``, the rest into ``tails`` (when given, else whole rows into ``heads``)."""
         keep_head = heads.append
-        keep_tail = tails.append if tails is not None else None
+        if tails is None:
+            heads.extend(row_payloads(self, conn))
+            return
+        keep_tail = tails.append
         head_range = range(width)
-        expected = conn._next_seq_id
-        try:
-            while True:
-                buffered = peek(1) if peek is not None else b""
-                end = len(buffered)
-                start = 0
-                while start + 4 <= end:
-                    size = buffered[start] | buffered[start + 1] << 8 | buffered[start + 2] << 16
-                    stop = start + 4 + size
-                    if stop > end or size == _MAX_PACKET or not size:
-                        break  # the rest of this packet is not read yet: read it below
-                    if buffered[start + 3] != expected:
-                        return self._out_of_sequence(conn, buffered[start + 3], expected)
-                    first = buffered[start + 4]
-                    if first == 0xFE and size < 9 or first == 0xFF:
-                        break  # the end of the rows or an error: below, as one packet
-                    expected = (expected + 1) & 0xFF
-                    position = start + 4
-                    if keep_tail is None:
-                        keep_head(buffered[position:stop])
-                        start = stop
-                        continue
-                    try:
-                        for _ in head_range:  # short values, the usual case, stepped over inline
-                            size = buffered[position]
-                            if size >= 251:
-                                raise IndexError
-                            position += size + 1
-                        if position > stop:
-                            raise IndexError
-                    except IndexError:  # NULL, a long value or a row that ends early
-                        position = start + 4 + _skip(buffered[start + 4:stop], 0, width)
-                    keep_head(buffered[start + 4:position])
-                    keep_tail(buffered[position:stop])
-                    start = stop
-                if start:
-                    rfile.read(start)  # the packets taken from the buffer
-                    continue
-                data, expected = self._read_packet(conn, expected)
-                first = data[0] if data else 0
-                if first == 0xFE and len(data) < 9:  # EOF: the end of the rows
-                    conn._next_seq_id = expected
-                    self._check_packet_is_eof(MysqlPacket(data, None))
-                    return
-                if first == 0xFF:  # an error packet in place of a row
-                    conn._next_seq_id = expected
-                    MysqlPacket(data, None).raise_for_error()
-                if keep_tail is None:
-                    keep_head(data)
-                    continue
+        for data in row_payloads(self, conn):
+            position = 0
+            try:
+                for _ in head_range:  # short values, the usual case, stepped over inline
+                    size = data[position]
+                    if size >= 251:
+                        raise IndexError
+                    position += size + 1
+                if position > len(data):
+                    raise IndexError
+            except IndexError:  # NULL, a long value or a row that ends early
                 position = _skip(data, 0, width)
-                keep_head(data[:position])
-                keep_tail(data[position:])
-        except (OSError, EOFError) as exc:
-            conn._force_close()
-            detail = f" ({exc})" if isinstance(exc, OSError) else ""
-            raise err.OperationalError(CR.CR_SERVER_LOST, f"Lost connection to MySQL server during query{detail}")
-
-    def _read_packet(self, conn, expected: int) -> Tuple[bytes, int]:
-        """One whole packet read from the connection (its parts joined when longer than
-        16 MB), and the sequence number expected after it."""
-        read = conn._rfile.read
-        parts = []
-        while True:
-            header = read(4)
-            if len(header) < 4:
-                raise EOFError
-            size = header[0] | header[1] << 8 | header[2] << 16
-            if header[3] != expected:
-                return self._out_of_sequence(conn, header[3], expected)
-            expected = (expected + 1) & 0xFF
-            data = read(size)
-            if len(data) < size:
-                raise EOFError
-            parts.append(data)
-            if size < _MAX_PACKET:
-                return (parts[0] if len(parts) == 1 else b"".join(parts)), expected
-
-    @staticmethod
-    def _out_of_sequence(conn, got: int, expected: int):
-        conn._force_close()
-        raise err.InternalError(f"Packet sequence number wrong - got {got} expected {expected}")
+            keep_head(data[:position])
+            keep_tail(data[position:])
 
 
 def _name(value) -> str:
