@@ -81,9 +81,26 @@ class QueryDigest(Collector):
         if known and self.tables.digest not in known:
             return None  # a ProxySQL without this table: the screen says so, no failing query
         started, wall = time.monotonic(), time.time()
-        table = session.query(f"select * from {self.tables.digest}")
+        sql = f"select * from {self.tables.digest}"
+        read_columns = getattr(session, "query_columns", None)
+        if read_columns is None:  # a session that reads rows only
+            table = session.query(sql)
+            self.last_duration = time.monotonic() - started
+            return self.compact(table, wall)
+        result = read_columns(sql, numeric=digests.COUNTERS)
         self.last_duration = time.monotonic() - started
-        return self.compact(table, wall)
+        return self.compact_columns(result, wall)
+
+    def compact_columns(self, result, wall_time: float) -> Table:
+        """A reading read as columns (proxytop.columns), parsed here against the last one (only
+        the rows that changed are converted) and kept as columns as :meth:`compact` does; a
+        reading they would not give back exactly is kept as rows, as read."""
+        reading = digests.parse_columns(result, wall_time, self.tables.schema_column, self._last)
+        if not reading.exact or not reading.keys:
+            self._last = reading if reading.heads is not None else None
+            return result.table()
+        self._last = reading
+        return Table(result.names, digests.ParsedRows(reading, result.names, self.tables.schema_column))  # type: ignore[arg-type]
 
     def compact(self, table: Table, wall_time: float) -> Table:
         """The reading parsed here, on the worker's thread, and kept as columns: a Table whose

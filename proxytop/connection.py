@@ -18,6 +18,7 @@ from proxytop.sides import count_pgsql_servers
 from proxytop.tls import DEFAULT as TLS_DEFAULT, DISABLED as TLS_DISABLED, TLSSettings
 from proxytop.tls import context as tls_context, protocol as tls_protocol
 from proxytop.textrows import TextResult
+from proxytop.columns import query_columns
 from proxytop.collectors.base import Source, Table
 
 log = logging.getLogger(__name__)
@@ -170,6 +171,14 @@ class AdminSession:
             raise errors.UnsafeQuery("it names a *_reset table")
         self.queries += 1
         return run_query(self.conn, sql)
+
+    def query_columns(self, sql: str, numeric=()):
+        """:meth:`query` with the result read as columns (proxytop.columns.Columns): for the
+        large results (the digest, the processlist)."""
+        if _RESET_TABLE.search(sql):
+            raise errors.UnsafeQuery("it names a *_reset table")
+        self.queries += 1
+        return query_columns(self.conn, sql, numeric)
 
     def execute(self, sql: str) -> None:
         """The one write proxytop makes (after the user confirms): a KILL CONNECTION."""

@@ -11,14 +11,17 @@ interval.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from array import array
+from collections import deque
 from collections.abc import Mapping, Sequence as SequenceABC
 from dataclasses import dataclass
-from itertools import compress, repeat
+from itertools import accumulate, chain, compress, repeat
 from operator import and_, eq, gt, itemgetter, le, ne, or_, sub
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from proxytop.columns import decimals_to_columns, decode_column
 from proxytop.rates import to_number
 
 # Groupings the ``b`` key cycles through: (name, the row-key fields that make a group).
@@ -59,6 +62,15 @@ class Parsed:
     texts: Mapping[str, Optional[str]]  # digest -> full digest text (None: NULL or empty)
     wall_time: float
     null_counters: int = 0  # rows whose count_star or sum_time are NULL or not numbers
+    # Read by parse_columns: a fingerprint of every row's values before the counters (key
+    # and text) and the rows' counters as sent, joined, with where each row's end (the next
+    # reading compares them and converts only what changed); and whether the columns give
+    # back exactly the rows that were read (see compact_rows).
+    heads: Optional[bytes] = None
+    tails: Optional["SentCounters"] = None
+    exact: bool = False
+    plain: bool = False  # every counter was a plain decimal (str() of each gives its text back)
+    layout: Optional[tuple] = None  # the columns read (the next reading compares its rows only if the same)
 
     @property
     def entries(self) -> "Entries":
@@ -173,6 +185,151 @@ def parse(columns: Sequence[str], rows: Iterable[Sequence[Any]], wall_time: floa
     if previous is not None and previous.texts == texts:
         texts = previous.texts
     return Parsed(keys, index, counters, texts, wall_time, nulls)
+
+
+KEY_COLUMNS = ("hostgroup", "schemaname", "username", "client_address", "digest")
+
+
+def parse_columns(result, wall_time: float, schema_column: str = "schemaname",
+                  previous: Optional[Parsed] = None) -> Parsed:
+    """:func:`parse` of a digest read as :class:`proxytop.columns.Columns`, converting only
+    what changed since ``previous``: when the rows' values before the counters (key and
+    text) are the previous reading's, in the same order, its keys, index and texts are
+    shared; rows whose counters are the same bytes keep its numbers, the others are parsed
+    in one pass (columns.decimals_to_columns). Anything unusual is read column by column,
+    with the same result as :func:`parse` of the rows."""
+    names = [schema_column if name == "schemaname" else name for name in KEY_COLUMNS]
+    tails = result.tails
+    if tails is None or not set(COUNTERS) <= set(result.names[result.head_width:]) or \
+            not all(result.has(name) for name in names + ["digest_text"]):
+        table = result.table()  # not the usual layout: the rows, as a row-by-row read gives them
+        return parse(table.columns, table.rows, wall_time, schema_column, previous)
+    layout = (result.names, schema_column)
+    heads = fingerprint(result.heads)
+    same_rows = previous is not None and previous.heads == heads and previous.layout == layout
+    if same_rows:
+        keys, index, texts, exact = previous.keys, previous.index, previous.texts, previous.exact  # type: ignore[union-attr]
+    else:
+        found = _keys_and_texts(result, names, previous)
+        if found is None:  # a key twice: parse keeps the last row of each
+            table = result.table()
+            return parse(table.columns, table.rows, wall_time, schema_column, previous)
+        keys, index, texts, exact = found
+        exact = exact and len(result.names) == len(TABLE_COLUMNS) and set(result.names) == set(
+            names + list(TABLE_COLUMNS[len(KEY_COLUMNS):]))
+    counters, plain, sent = None, False, None
+    if same_rows and previous.plain and previous.tails is not None:  # type: ignore[union-attr]
+        changed = _changed_counters(tails, previous, result.tail_width, result.names[result.head_width:])  # type: ignore[arg-type]
+        if changed is not None:
+            counters, sent, plain = changed[0], changed[1], True
+    if counters is None:
+        sent = SentCounters.of(tails)
+        numbers = [result.numbers(name) for name in COUNTERS]
+        if all(column is not None for column in numbers):
+            counters, plain = tuple(numbers), True
+        else:  # NULLs or text where numbers belong: as parse reads them
+            counters = tuple(_counters(result.texts(name)) for name in COUNTERS)
+    nulls = 0
+    if MISSING in counters[COUNT] or MISSING in counters[SUM_TIME]:
+        nulls = sum(1 for c, t in zip(counters[COUNT], counters[SUM_TIME]) if c == MISSING or t == MISSING)
+    return Parsed(keys, index, counters, texts, wall_time, nulls, heads, sent, exact and plain, plain, layout)
+
+
+def _keys_and_texts(result, names: Sequence[str], previous: Optional[Parsed]):
+    """(keys, index, texts, exact) of a reading read as columns; None when a key is there twice.
+    ``exact``: no NULL in the key, one text per digest, none empty (see compact_rows)."""
+    parts = [decode_column(result.raw(name)) for name in names]
+    exact = True
+    for n, values in enumerate(parts):
+        if None in values:
+            parts[n] = ["" if v is None else v for v in values]
+            exact = False
+    keys: Tuple[RowKey, ...] = tuple(zip(*parts)) if result.count else ()
+    if previous is not None and previous.keys == keys:
+        keys, index = previous.keys, previous.index
+    else:
+        index = dict(zip(keys, range(len(keys))))
+        if len(index) != len(keys):
+            return None
+    row_texts = decode_column(result.raw("digest_text"))
+    texts: Dict[str, Optional[str]] = dict(zip(reversed(parts[4]), reversed(row_texts)))
+    if "" in texts.values():  # an empty text is no text
+        for digest in [d for d, text in texts.items() if text == ""]:
+            texts[digest] = None
+    exact = exact and list(map(texts.get, parts[4])) == row_texts
+    if previous is not None and previous.texts == texts:
+        texts = previous.texts
+    return keys, index, texts, exact
+
+
+def fingerprint(rows: Sequence[bytes]) -> bytes:
+    """A digest of rows as sent (each row's values are length-encoded, so joined rows can't be
+    read two ways): two readings with the same rows in the same order have the same one.
+
+    >>> fingerprint([b"\\x01a", b"\\x01b"]) == fingerprint([b"\\x01a", b"\\x01b"]) != fingerprint([b"\\x01b", b"\\x01a"])
+    True
+    """
+    digest = hashlib.blake2b(len(rows).to_bytes(8, "little"), digest_size=24)
+    deque(map(digest.update, rows), maxlen=0)  # row by row, in C: no joined copy of every row
+    return digest.digest()
+
+
+class SentCounters:
+    """The counters of every row as sent, joined (a fraction of the memory of one bytes
+    object per row): ``row(n)`` is row n's."""
+
+    __slots__ = ("block", "ends")
+
+    def __init__(self, block: bytes, ends: array):
+        self.block, self.ends = block, ends
+
+    @classmethod
+    def of(cls, rows: Sequence[bytes]) -> "SentCounters":
+        return cls(b"".join(rows), array("q", accumulate(map(len, rows))))
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def rows(self) -> Iterator[bytes]:
+        """Each row's bytes, one at a time."""
+        ends = self.ends
+        starts = chain((0,), ends)
+        return map(self.block.__getitem__, map(slice, starts, ends))
+
+
+def _changed_counters(tails: List[bytes], previous: Parsed, width: int, tail_names: Sequence[str]):
+    """(counters, sent counters) of a reading whose rows are the previous reading's: the
+    counters of rows whose tails are the same bytes copied, the others parsed; None when
+    they are not all plain decimals."""
+    before = previous.tails
+    if before is None or len(before) != len(tails):
+        return None
+    block = b"".join(tails)
+    ends = array("q", accumulate(map(len, tails)))
+    if block == before.block and ends == before.ends:
+        return previous.columns, before
+    changed = list(compress(range(len(tails)), map(ne, tails, before.rows())))
+    if not changed:
+        return previous.columns, before
+    parsed = decimals_to_columns(b"".join(itemgetter(*changed)(tails)) if len(changed) > 1 else tails[changed[0]],
+                                 width)
+    if parsed is None:
+        return None
+    # every column gathered in C from the previous values followed by the parsed ones
+    count = len(tails)
+    pick = list(range(count))
+    for k, n in enumerate(changed, count):
+        pick[n] = k
+    gather = itemgetter(*pick) if count > 1 else (lambda values: (values[pick[0]],))
+    at = {name: i for i, name in enumerate(tail_names)}
+    counters = []
+    for c, name in enumerate(COUNTERS):
+        before_column, values = previous.columns[c], parsed[at[name]]
+        if (itemgetter(*changed)(before_column) if len(changed) > 1 else (before_column[changed[0]],)) == tuple(values):
+            counters.append(before_column)  # none of its values moved (first_seen, min, max): shared
+        else:
+            counters.append(array("q", gather(before_column + values)))
+    return tuple(counters), SentCounters(block, ends)
 
 
 TABLE_COLUMNS = ("hostgroup", "schemaname", "username", "client_address", "digest", "digest_text") + COUNTERS
@@ -307,8 +464,13 @@ def resets(previous: Optional[Parsed], current: Parsed) -> int:
     if previous is None:
         return 0
     order, gone = aligned(current, previous)  # the current rows in the previous reading's order
-    before_count, now_count = previous.columns[COUNT], _gather(current.columns[COUNT], order)
-    before_first, now_first = previous.columns[FIRST], _gather(current.columns[FIRST], order)
+    before_count, before_first = previous.columns[COUNT], previous.columns[FIRST]
+    if previous.index is current.index:  # the same rows in the same order: no gathering
+        now_count, now_first = current.columns[COUNT], current.columns[FIRST]
+        if now_first is before_first and MISSING not in before_count and MISSING not in now_count:
+            return sum(map(gt, before_count, now_count))  # first_seen unmoved (one array shared)
+    else:
+        now_count, now_first = _gather(current.columns[COUNT], order), _gather(current.columns[FIRST], order)
     if MISSING in before_count or MISSING in current.columns[COUNT]:  # NULL counts: not "down"
         down = [b != MISSING and n != MISSING and n < b for b, n in zip(before_count, now_count)]
     else:
@@ -409,11 +571,14 @@ def deltas(previous: Parsed, current: Parsed) -> Deltas:
     b_count, b_time, b_first, b_affected, b_sent = (
         before[c] if same is not None else _gather(before[c], order) for c in _RATED)
     count, sum_time, first, affected, sent = (now[c] for c in _RATED)
-    rated = list(map(and_, map(and_, map(eq, b_first, first), map(le, b_count, count)), map(le, b_time, sum_time)))
-    d_count = list(map(sub, count, b_count))
-    d_time = list(map(sub, sum_time, b_time))
-    d_affected = list(map(max, map(sub, affected, b_affected), repeat(0)))
-    d_sent = list(map(max, map(sub, sent, b_sent), repeat(0)))
+    size = len(count)
+    # a column shared with the previous reading (none of its values moved) has no differences
+    rated = list(map(and_, map(and_, repeat(True, size) if first is b_first else map(eq, b_first, first),
+                               map(le, b_count, count)), map(le, b_time, sum_time)))
+    d_count = [0] * size if count is b_count else list(map(sub, count, b_count))
+    d_time = [0] * size if sum_time is b_time else list(map(sub, sum_time, b_time))
+    d_affected = [0] * size if affected is b_affected else list(map(max, map(sub, affected, b_affected), repeat(0)))
+    d_sent = [0] * size if sent is b_sent else list(map(max, map(sub, sent, b_sent), repeat(0)))
     if not all(rated):
         for n in (n for n, ok in enumerate(rated) if not ok):
             d_count[n] = d_time[n] = d_affected[n] = d_sent[n] = 0
@@ -438,10 +603,19 @@ def _deltas_one_by_one(previous: Parsed, current: Parsed) -> Deltas:
     return Deltas(rated, *columns)
 
 
+_groups_memo: List[Tuple[Tuple[RowKey, ...], Tuple[str, ...], List[tuple]]] = []
+
+
 def _groups(current: Parsed, fields: Sequence[str]) -> List[tuple]:
-    """Each row's group under a grouping: (digest,) plus the grouping's fields."""
-    keys = current.keys
-    return list(zip(map(itemgetter(4), keys), *(map(itemgetter(_FIELD_AT[name]), keys) for name in fields)))
+    """Each row's group under a grouping: (digest,) plus the grouping's fields; made once
+    for the keys that readings of the same rows share."""
+    keys, fields = current.keys, tuple(fields)
+    for seen, grouping, groups in _groups_memo:
+        if seen is keys and grouping == fields:
+            return groups
+    groups = list(zip(map(itemgetter(4), keys), *(map(itemgetter(_FIELD_AT[name]), keys) for name in fields)))
+    _groups_memo[:] = _groups_memo[-1:] + [(keys, fields, groups)]
+    return groups
 
 
 def _members(current: Parsed, fields: Sequence[str], groups: Optional[List[tuple]] = None) \
@@ -551,7 +725,8 @@ class DigestColumns:
         self._labels: Dict[str, str] = {}
         self.total_time = 0.0
         if change is not None:
-            self.total_time = sum(d / 1000.0 / seconds for d in compress(change.sum_time, change.rated))  # type: ignore[operator]
+            # the integers added up in C, then scaled once
+            self.total_time = sum(compress(change.sum_time, change.rated)) / 1000.0 / seconds  # type: ignore[operator]
         # heaviest (lifetime sum_time) first; equal weights keep their order
         self.order = sorted(range(len(groups)), key=self._sum_time.__getitem__, reverse=True)
         self._stubs: Optional[List[Dict[str, Any]]] = None
@@ -720,7 +895,10 @@ def _line(text: Optional[str]) -> Optional[str]:
     if line is None:
         if len(_lines) >= _LINES_KEPT:
             _lines.clear()
-        line = _lines[text] = one_line(text)
+        line = one_line(text)
+        if line == text:
+            line = text  # already one line (most digest texts): one str, not two
+        _lines[text] = line
     return line
 
 
@@ -753,18 +931,29 @@ class DigestTotals:
     """An older reading kept for the Time/s sparkline only: per digest, sum_time of all its
     rows added up, and their first_seen added up (a signature: it changes when a row resets).
     ``position`` (digest -> index) is shared by the readings of an unchanged digest set, the
-    figures are arrays: 20,000 digests take about 320 KB per reading instead of megabytes."""
+    figures are arrays: 20,000 digests take about 320 KB per reading instead of megabytes.
+
+    Most kept readings store sum_time as 32-bit differences from an earlier one with full
+    figures (``keyframe``, at most KEYFRAME_EVERY readings back; first_seen is shared while
+    unchanged): about 80 KB per reading at 20,000 digests."""
 
     position: Mapping[str, int]
-    sum_time: array
+    sum_time: array  # full figures, or the differences from keyframe's
     first_seen: array
     wall_time: float
+    keyframe: Optional["DigestTotals"] = None
+    since_keyframe: int = 0
 
     def get(self, digest: str) -> Tuple[Optional[int], Optional[int]]:
         at = self.position.get(digest)
         if at is None:
             return None, None
+        if self.keyframe is not None:
+            return self.keyframe.sum_time[at] + self.sum_time[at], self.first_seen[at]
         return self.sum_time[at], self.first_seen[at]
+
+
+KEYFRAME_EVERY = 12  # kept readings share one with full figures, the others keep differences
 
 
 def totals(parsed: Parsed, position: Optional[Mapping[str, int]] = None,
@@ -790,16 +979,29 @@ def totals(parsed: Parsed, position: Optional[Mapping[str, int]] = None,
 
 
 def shared_with(kept: DigestTotals, before: Optional[DigestTotals]) -> DigestTotals:
-    """``kept`` with the first_seen array of ``before`` when the two are equal.
+    """``kept`` (full figures) with the first_seen array of ``before`` when the two are equal,
+    and its sum_time as differences from the keyframe of ``before`` when the digests are the
+    same and every difference fits in 32 bits.
 
     >>> one = {"0x1": 0}
     >>> a = DigestTotals(one, array("q", [1000]), array("q", [100]), 0.0)
-    >>> shared_with(DigestTotals(one, array("q", [2000]), array("q", [100]), 5.0), a).first_seen is a.first_seen
-    True
+    >>> b = shared_with(DigestTotals(one, array("q", [2000]), array("q", [100]), 5.0), a)
+    >>> b.first_seen is a.first_seen, b.keyframe is a, b.sum_time, b.get("0x1")
+    (True, True, array('i', [1000]), (2000, 100))
     """
-    if before is not None and before.position is kept.position and before.first_seen == kept.first_seen:
-        return DigestTotals(kept.position, kept.sum_time, before.first_seen, kept.wall_time)
-    return kept
+    if before is None or before.position is not kept.position:
+        return kept
+    first_seen = before.first_seen if before.first_seen == kept.first_seen else kept.first_seen
+    keyframe = before.keyframe or before
+    since = before.since_keyframe + 1
+    if since < KEYFRAME_EVERY:
+        try:
+            differences = array("i", map(sub, kept.sum_time, keyframe.sum_time))
+        except OverflowError:  # a digest moved by more than 2**31 µs since: full figures again
+            pass
+        else:
+            return DigestTotals(kept.position, differences, first_seen, kept.wall_time, keyframe, since)
+    return DigestTotals(kept.position, kept.sum_time, first_seen, kept.wall_time)
 
 
 def _no_missing(column: array) -> array:

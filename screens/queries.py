@@ -16,8 +16,9 @@ from __future__ import annotations
 import argparse
 from operator import itemgetter
 import textwrap
+from collections.abc import Sequence as SequenceABC
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from proxytop import digests, sparkline, units
 from proxytop.collectors.digest import (DEFAULT_FLOOR, MYSQL_TABLES, DigestVariables, QueryDigest, RuntimeUsers,
@@ -157,12 +158,80 @@ def routes(current: digests.Parsed, rules, iterations: int = 0, digest: Optional
     return found
 
 
-def caught_by(rule_id: Any, rows: Sequence[Row], found: Mapping[Tuple[str, str, str, str], Route]) -> List[Row]:
+class KeptRoutes:
+    """:func:`routes` of every reading, each (digest, user, schema, client)'s route evaluated
+    once and kept while the rules, the iterations and its digest text stay the same: at
+    20,000 digests a reading re-evaluates only the rows that are new."""
+
+    def __init__(self):
+        self._rules: Any = None
+        self._iterations = 0
+        self._kept: Dict[Tuple[str, str, str, str], Tuple[Optional[str], Route]] = {}
+        self._last: Tuple[Any, Any, Dict] = (None, None, {})
+
+    def routes(self, current: digests.Parsed, rules, iterations: int = 0) -> Dict[Tuple[str, str, str, str], Route]:
+        if rules != self._rules or iterations != self._iterations:
+            self._rules, self._iterations, self._kept = rules, iterations, {}
+            self._last = (None, None, {})
+        keys, texts, found = self._last
+        if current.keys is keys and current.texts is texts:
+            return found
+        found, kept, before = {}, {}, self._kept
+        for key in current.keys:
+            who = (key[4], key[2], key[1], key[3])
+            if who in found:
+                continue
+            text = current.texts.get(key[4])
+            route = before.get(who)
+            if route is None or route[0] != text:
+                route = (text, evaluate(rules, query_of(key, current.texts), iterations))
+            kept[who] = route
+            found[who] = route[1]
+        self._kept, self._last = kept, (current.keys, current.texts, found)
+        return found
+
+
+def caught_by(rule_id: Any, rows: Union[Sequence[Row], digests.DigestColumns], found: Mapping[Tuple[str, str, str, str], Route]) \
+        -> Sequence[Row]:
     """The digest rows whose route passes ``rule_id`` (matched, not merely undecided), by Time/s."""
-    wanted = to_number(rule_id)
-    digests_passing = {who[0] for who, route in found.items() if route.passes(wanted)}
+    digests_passing = passing(rule_id, found)[0]
+    if isinstance(rows, digests.DigestColumns):  # a row is built only when it is read
+        times = rows.column("time_s")
+        chosen = [n for n in rows.order if rows.ids[n][0] in digests_passing]
+        return _RowsOf(rows, sorted(chosen, key=lambda n: (times[n] is None, -(times[n] or 0.0))))
     chosen = [r for r in rows if r.get("digest") in digests_passing]
     return sorted(chosen, key=lambda r: (r.get("time_s") is None, -(r.get("time_s") or 0.0)))
+
+
+class _RowsOf(SequenceABC):
+    """Rows n of a DigestColumns, in the order given, each built when read."""
+
+    def __init__(self, frame: digests.DigestColumns, order: List[int]):
+        self.frame, self.order = frame, order
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self.frame.row(n) for n in self.order[i]]
+        return self.frame.row(self.order[i])
+
+
+_passing_memo: List[Tuple[Any, Any, Tuple[set, set]]] = []
+
+
+def passing(rule_id: Any, found: Mapping[Tuple[str, str, str, str], Route]) -> Tuple[set, set]:
+    """(digests whose route passes the rule, digests that reach it undecided), once per set of
+    routes (kept from reading to reading while they are unchanged) and rule."""
+    for seen, rule, result in _passing_memo:
+        if seen is found and rule == rule_id:
+            return result
+    wanted = to_number(rule_id)
+    result = ({who[0] for who, route in found.items() if route.passes(wanted)},
+              {who[0] for who, route in found.items() if any(s.rule.rule_id == wanted for s in route.undecided)})
+    _passing_memo[:] = [(found, rule_id, result)]
+    return result
 
 
 def explain(route: Route, served: Sequence[str], user: Optional[Mapping[str, Any]], username: str) -> List[List[Segment]]:
@@ -547,6 +616,7 @@ class _LazyById(dict):
 # ----- QueryRules' drill-down: the queries a rule catches ----------------------------------------
 CAUGHT_SHOWN = 15
 _caught_memo: List[Tuple[Tuple, Any]] = []  # [((previous, current, rules snapshot), (rows, routes))]
+_kept_routes = KeptRoutes()
 
 
 def _digest_routes(view: DataView, side: Side = MYSQL):
@@ -565,7 +635,10 @@ def _digest_routes(view: DataView, side: Side = MYSQL):
         result = (None, None)
     else:
         iterations = int(to_number(variables.get(side.variable(MYSQL_TABLES.iterations_variable))) or 0)
-        result = (digests.digest_rows(before, now, seconds_between(previous, current)), routes(now, rules, iterations))
+        seconds = seconds_between(previous, current)
+        frame = digests.digest_columns(before, now, seconds)  # rows built only for the digests caught
+        rows = frame if frame is not None else digests.digest_rows(before, now, seconds)
+        result = (rows, _kept_routes.routes(now, rules, iterations))
     _caught_memo[:] = [(key, result)]
     return result
 
@@ -580,8 +653,7 @@ def caught_section(rule_id: Any, view: DataView, side: Side = MYSQL) -> Tuple[Tu
         lines.append((("  reading the query digest\u2026", "dim"),))
         return tuple(lines)
     caught = caught_by(rule_id, rows, found)
-    undecided = {who[0] for who, route in found.items()
-                 if any(s.rule.rule_id == to_number(rule_id) for s in route.undecided)}
+    undecided = passing(rule_id, found)[1]
     if not caught:
         lines.append((("  no digest in the digest table meets this rule", "dim"),))
     for row in caught[:CAUGHT_SHOWN]:

@@ -14,6 +14,7 @@ MODULES = [
     "proxytop.connection",
     "proxytop.options",
     "proxytop.textrows",
+    "proxytop.columns",
     "proxytop.collectors.proxysql_stats",
 ]
 
