@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence as SequenceABC
 from dataclasses import dataclass
 from itertools import accumulate, chain, compress, repeat
-from operator import and_, eq, gt, itemgetter, le, ne, or_, sub
+from operator import and_, eq, gt, itemgetter, le, ne, not_, or_, sub
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from proxytop.columns import decimals_to_columns, decode_column
@@ -34,6 +34,26 @@ GROUPINGS = (
 TEXT_IN_TABLE = 2048  # characters of a digest text kept for the one-line table cell
 RESET_SHARE = 0.5  # more than this share of the rows reset together: "statistics were reset"
 NEW_ROW_SLACK = 1.0  # seconds: a new row's first_seen may precede the previous reading by this
+# ProxySQL keeps first_seen on its monotonic clock and converts it to epoch seconds at each read
+# (QP_query_digest_stats.cpp: now - monotonic/1e6 + first_seen/1e6, each truncated), so an
+# untouched row's first_seen moves by a second now and then; a reset row's moves to its next query.
+FIRST_SEEN_JITTER = 1
+
+
+def first_seen_kept(before: Optional[int], now: Optional[int]) -> bool:
+    """The same row, not a reset one: first_seen within ProxySQL's conversion jitter.
+
+    >>> first_seen_kept(1795211586, 1795211587), first_seen_kept(1795211586, 1795211590)
+    (True, False)
+    """
+    if before is None or now is None:  # NULL: the same only when both are
+        return before is now
+    return -FIRST_SEEN_JITTER <= now - before <= FIRST_SEEN_JITTER
+
+
+def _firsts_kept(before: Sequence[int], now: Sequence[int]) -> Iterable[bool]:
+    """:func:`first_seen_kept` of two columns, element-wise (in C: no Python call per row)."""
+    return map(le, map(abs, map(sub, now, before)), repeat(FIRST_SEEN_JITTER))
 
 # Positions in an Entry.
 COUNT, SUM_TIME, FIRST, LAST, MIN, MAX, AFFECTED, SENT = range(8)
@@ -411,6 +431,8 @@ def row_delta(before: Optional[Entry], now: Entry, previous_wall: Optional[float
     True
     >>> row_delta((4, 2000, 100, 160, 300, 900, 0, 4), (9, 9000, 150, 170, 50, 900, 0, 9), 165.0) is None  # first_seen moved
     True
+    >>> row_delta((4, 2000, 100, 160, 300, 900, 0, 4), (6, 2600, 101, 170, 300, 900, 0, 6), 165.0)  # ProxySQL's jitter
+    Delta(count=2, sum_time=600, affected=0, sent=2)
     >>> row_delta(None, (3, 300, 166, 168, 90, 110, 0, 3), 165.0)  # new since the previous reading
     Delta(count=3, sum_time=300, affected=0, sent=3)
     """
@@ -423,7 +445,7 @@ def row_delta(before: Optional[Entry], now: Entry, previous_wall: Optional[float
         return Delta(now[COUNT], now[SUM_TIME], now[AFFECTED], now[SENT])
     if before[COUNT] is None or before[SUM_TIME] is None:
         return None
-    if before[FIRST] != now[FIRST] or now[COUNT] < before[COUNT] or now[SUM_TIME] < before[SUM_TIME]:
+    if not first_seen_kept(before[FIRST], now[FIRST]) or now[COUNT] < before[COUNT] or now[SUM_TIME] < before[SUM_TIME]:
         return None
     return Delta(now[COUNT] - before[COUNT], now[SUM_TIME] - before[SUM_TIME],
                  _difference(before[AFFECTED], now[AFFECTED]), _difference(before[SENT], now[SENT]))
@@ -475,7 +497,7 @@ def resets(previous: Optional[Parsed], current: Parsed) -> int:
         down = [b != MISSING and n != MISSING and n < b for b, n in zip(before_count, now_count)]
     else:
         down = list(map(gt, before_count, now_count))
-    flags = list(map(or_, map(ne, before_first, now_first), down))
+    flags = list(map(or_, map(not_, _firsts_kept(before_first, now_first)), down))
     for n in gone:
         flags[n] = True
     return sum(flags)
@@ -573,7 +595,7 @@ def deltas(previous: Parsed, current: Parsed) -> Deltas:
     count, sum_time, first, affected, sent = (now[c] for c in _RATED)
     size = len(count)
     # a column shared with the previous reading (none of its values moved) has no differences
-    rated = list(map(and_, map(and_, repeat(True, size) if first is b_first else map(eq, b_first, first),
+    rated = list(map(and_, map(and_, repeat(True, size) if first is b_first else _firsts_kept(b_first, first),
                                map(le, b_count, count)), map(le, b_time, sum_time)))
     d_count = [0] * size if count is b_count else list(map(sub, count, b_count))
     d_time = [0] * size if sum_time is b_time else list(map(sub, sum_time, b_time))
@@ -873,7 +895,7 @@ def _delta(before: Optional[Entry], now: Entry, previous_wall: Optional[float]) 
     """(Δcount, Δsum_time, Δaffected, Δsent) of one row, or None: row_delta, the usual case inline."""
     if before is not None:
         count, sum_time, old_count, old_time = now[COUNT], now[SUM_TIME], before[COUNT], before[SUM_TIME]
-        if before[FIRST] != now[FIRST] or count is None or sum_time is None or old_count is None \
+        if not first_seen_kept(before[FIRST], now[FIRST]) or count is None or sum_time is None or old_count is None \
                 or old_time is None or count < old_count or sum_time < old_time:
             return None
         return (count - old_count, sum_time - old_time, _difference(before[AFFECTED], now[AFFECTED]) or 0,
@@ -929,7 +951,8 @@ def split(previous: Optional[Parsed], current: Parsed, digest: str, seconds: Opt
 @dataclass(frozen=True, eq=False)
 class DigestTotals:
     """An older reading kept for the Time/s sparkline only: per digest, sum_time of all its
-    rows added up, and their first_seen added up (a signature: it changes when a row resets).
+    rows added up, and the latest first_seen of its rows (a signature: it moves past ProxySQL's
+    jitter when a row resets, to that row's next query, or when a row is added).
     ``position`` (digest -> index) is shared by the readings of an unchanged digest set, the
     figures are arrays: 20,000 digests take about 320 KB per reading instead of megabytes.
 
@@ -960,7 +983,8 @@ def totals(parsed: Parsed, position: Optional[Mapping[str, int]] = None,
            before: Optional[DigestTotals] = None) -> DigestTotals:
     """Per-digest totals of a reading; ``position`` is reused when the digests are the same,
     and the first_seen figures of ``before`` (the totals kept before) when they are the same:
-    first_seen moves only when a row resets, so most kept readings share one array."""
+    first_seen moves only when a row resets (beyond ProxySQL's jitter), so most kept readings
+    share one array."""
     sum_time, first_seen = parsed.columns[SUM_TIME], parsed.columns[FIRST]
     digests = [key[4] for key in parsed.keys]
     if len(set(digests)) == len(digests):  # one row per digest: the columns are the totals
@@ -973,7 +997,7 @@ def totals(parsed: Parsed, position: Optional[Mapping[str, int]] = None,
         firsts: Dict[str, int] = {}
         for digest, spent, first in zip(digests, sum_time, first_seen):
             sums[digest] = sums.get(digest, 0) + (spent if spent != MISSING else 0)
-            firsts[digest] = firsts.get(digest, 0) + (first if first != MISSING else 0)
+            firsts[digest] = max(firsts.get(digest, 0), first if first != MISSING else 0)
         kept = _totals(sums, firsts, position, parsed.wall_time)
     return shared_with(kept, before)
 
@@ -991,7 +1015,10 @@ def shared_with(kept: DigestTotals, before: Optional[DigestTotals]) -> DigestTot
     """
     if before is None or before.position is not kept.position:
         return kept
-    first_seen = before.first_seen if before.first_seen == kept.first_seen else kept.first_seen
+    # within ProxySQL's jitter the older array stands for both (every reading's is within a
+    # second of the true figure), so that most kept readings share one
+    first_seen = before.first_seen if len(before.first_seen) == len(kept.first_seen) and all(
+        _firsts_kept(before.first_seen, kept.first_seen)) else kept.first_seen
     keyframe = before.keyframe or before
     since = before.since_keyframe + 1
     if since < KEYFRAME_EVERY:
@@ -1065,7 +1092,7 @@ def time_series(readings: Sequence[Tuple[float, Optional[DigestTotals]]], digest
             series.append(None)
         elif s0 is None:
             series.append(0.0 if s1 == 0 else None)
-        elif s1 < s0 or f0 != f1:
+        elif s1 < s0 or not first_seen_kept(f0, f1):
             series.append(None)
         else:
             series.append((s1 - s0) / 1000.0 / (t1 - t0))

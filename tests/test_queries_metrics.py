@@ -250,3 +250,32 @@ def test_a_column_of_the_rows_is_each_rows_figure(key):
     assert frame.column(key) == [frame.row(n)[key] for n in range(8)]
     assert sorted(frame.rows(), key=lambda r: r["digest"]) == sorted(digest_rows(before, after, 5.0),
                                                                        key=lambda r: r["digest"])
+
+
+def test_first_seen_moving_by_proxysqls_jitter_is_not_a_reset():
+    # ProxySQL converts first_seen from its monotonic clock at each read, truncating: in the
+    # recorded 2.7.2 the same rows' first_seen moved by a second between two digest readings.
+    from tests.proxysql_double import Recording
+
+    frames = Recording.load("2.7").series["stats_mysql_query_digest"]
+    pairs = [(a, b) for a, b in zip(frames, frames[1:]) if a[1] and b[1]]
+    moved = None
+    for (cols_a, rows_a), (cols_b, rows_b) in pairs:
+        first = cols_a.index("first_seen")
+        key = [cols_a.index(c) for c in ("hostgroup", "schemaname", "username", "client_address", "digest")]
+        seen_a = {tuple(r[k] for k in key): int(r[first]) for r in rows_a}
+        if any(abs(int(r[first]) - seen_a.get(tuple(r[k] for k in key), int(r[first]))) == 1 for r in rows_b):
+            moved = (cols_a, rows_a), (cols_b, rows_b)
+            break
+    assert moved is not None, "the recording has two readings where first_seen moved by a second"
+    (cols_a, rows_a), (cols_b, rows_b) = moved
+    before, after = parse(cols_a, rows_a, 1000.0), parse(cols_b, rows_b, 1010.0)
+    assert digests.resets(before, after) == 0
+    assert not mass_reset(before, after)
+    rated = digests.deltas(before, after).rated
+    assert all(rated)
+    # the same row with its first_seen a minute later is a reset
+    shifted = [list(r) for r in rows_b]
+    first = cols_b.index("first_seen")
+    shifted[0][first] = str(int(shifted[0][first]) + 60)
+    assert digests.resets(before, parse(cols_b, shifted, 1010.0)) == 1
