@@ -305,6 +305,13 @@ class MonitorApp(npyscreen.NPSAppManaged):
             curses.curs_set(0)
         except curses.error:
             pass
+        try:
+            # ncurses stopped to look for a pending key every few lines it sent (a poll() and a
+            # write() each): a frame went out in some thirty small writes. Sent whole, it is one
+            # or two, and the key is read right after anyway.
+            curses.typeahead(-1)
+        except curses.error:
+            pass
         if self.use_color:
             npyscreen.setTheme(ProxytopTheme)
         else:

@@ -397,11 +397,15 @@ class _SourceWorker:
         """Run the due collectors; returns an error line if the connection was lost."""
         engine = self.engine
         news = 0
+        # Every reading of the batch is planned from the batch's start, not its own: a slower
+        # collector (every 2 s) then stays in step with the 1 s ones instead of drifting by the
+        # batch's length into a wake-up (and a redraw) of its own.
+        batch_started = engine._clock()
         try:
             for collector in collectors:
                 if engine._stopping or engine._paused:
                     return None
-                news += self._poll_one(handle, collector)
+                news += self._poll_one(handle, collector, batch_started)
         except _ConnectionLost as lost:
             return lost.message
         finally:
@@ -409,7 +413,7 @@ class _SourceWorker:
                 engine._tell_listeners()  # once per batch: the header's and the screen's readings
         return None
 
-    def _poll_one(self, handle, collector: Collector) -> int:
+    def _poll_one(self, handle, collector: Collector, batch_started: float) -> int:
         """Run one collector if it is due: 1 when it brought news (a snapshot or an error).
         Raises _ConnectionLost when the connection broke."""
         engine, source, name = self.engine, self.source, collector.name
@@ -426,7 +430,7 @@ class _SourceWorker:
                 raise _ConnectionLost(message) from None
             log.info("%s: %s", name, message)
             engine._readings.record_error(name, message, engine._clock())
-            engine._schedule.failed(name, started)
+            engine._schedule.failed(name, batch_started)
             if engine._observers:
                 engine._notify("error", (name, message, engine._clock()))
             return 1
@@ -436,7 +440,7 @@ class _SourceWorker:
         snapshot = Snapshot(collector=name, data=data, taken_at=started, duration=finished - started,
                             wall_time=started_wall)
         engine._readings.record(collector, snapshot)
-        engine._schedule.read(collector, started)
+        engine._schedule.read(collector, batch_started)
         if engine._observers:
             engine._notify("snapshot", snapshot)
         return 1

@@ -184,9 +184,12 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
         return cached[1]
     fitted = table.fit_columns(screen.columns, width, keep=ctl.state.sort_key)
     ctl.visible_keys = [c.key for c, _ in fitted]
+    texts = getattr(ctl, "_cell_texts", None)
+    if texts is None or not texts.fits(fitted):
+        texts = ctl._cell_texts = table.CellTexts(fitted)
     lines: List[Line] = [_join(table.header_cells(fitted, ctl.state))]
     for i in range(top, min(len(rows), top + body)):
-        cells = table.row_cells(rows[i], fitted)
+        cells = table.row_cells(rows[i], fitted, texts)
         line = _join(cells)
         if i == cursor and ctl.mode == "table":
             line = [(text, (style + "+cursor") if style else "cursor") for text, style in line]
@@ -195,13 +198,15 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
     return lines
 
 
+_GAP: Segment = (" ", None)
+
+
 def _join(cells: Sequence[Segment]) -> Line:
     line: Line = []
-    for i, (text, style) in enumerate(cells):
-        if i:
-            line.append((" ", None))
-        line.append((text, style))
-    return line
+    for cell in cells:
+        line.append(_GAP)
+        line.append(cell)
+    return line[1:]
 
 
 def help_lines(ctl, width: int) -> List[Line]:
