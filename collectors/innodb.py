@@ -1,7 +1,7 @@
 """Collectors for the MySQL / MariaDB servers behind ProxySQL: InnoDB flushing.
 
-One :class:`MySQLSource` per server (its own engine thread, so a slow server delays only
-itself) and three collectors on it:
+One :class:`MySQLSource` per server (served by the engine's pool of threads, one thread at a
+time, so a slow server delays only itself) and three collectors on it:
 
 - ``innodb.status.<server>``: SHOW GLOBAL STATUS LIKE 'Innodb%' (no privilege needed);
 - ``innodb.vars.<server>``: a subset of SHOW GLOBAL VARIABLES, slowly (own pace). The data is a
@@ -123,6 +123,10 @@ class MySQLSession:
 class MySQLSource(PyMySQLSource):
     """One MySQL / MariaDB server. ``endpoint`` may be replaced between connections (for
     instance when ProxySQL's monitor password changes); the next connect uses the new one."""
+
+    # A fleet may be hundreds of servers: they share the engine's bounded pool of threads
+    # instead of a thread each (a hung one holds one pool thread until its timeout).
+    pooled = True
 
     def __init__(self, endpoint: Endpoint, description: str = ""):
         self.endpoint = endpoint
