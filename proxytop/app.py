@@ -13,6 +13,7 @@ import curses.ascii
 import os
 import signal
 import sys
+import time
 from typing import Optional
 
 import npyscreen
@@ -21,6 +22,9 @@ from proxytop import view, wakeup
 
 KEYPRESS_TIMEOUT = 2  # tenths of a second between wake-ups of a replay (a live view sleeps until woken)
 ESCAPE_DELAY_MS = 100  # how long after Esc a key still belongs to an escape sequence (ncurses: 1000)
+# New data is drawn at most this often (keys are answered at once): a fleet of 500 servers
+# brings a reading a hundred times a second, and each frame recomputed every server's row.
+DATA_FRAME_GAP = 0.5
 
 # style name -> (theme colour name, extra attributes)
 STYLES = {
@@ -71,6 +75,7 @@ class Canvas(npyscreen.widget.Widget):
         self._attributes = {}
         self._modes_on = None  # the pad whose terminal modes are set
         self._keys_behind = False  # ncurses may hold bytes it read with the last key
+        self._drawn_at = float("-inf")  # monotonic time of the last frame
         self.forget()
         super().__init__(screen, **keywords)
 
@@ -118,8 +123,13 @@ class Canvas(npyscreen.widget.Widget):
                     return None  # the loop displays, then sleeps below
             else:
                 timeout = wakeup.next_redraw_in(self.controller, self.controller.engine.now())
-                if not waker.wait(self.parent.parentApp.terminal_fd, timeout):
-                    return self.try_while_waiting()
+                terminal = self.parent.parentApp.terminal_fd
+                if not waker.wait(terminal, timeout):
+                    # New data: drawn no sooner than DATA_FRAME_GAP after the last frame; what
+                    # else arrives meanwhile is drawn with it. A key ends the wait at once.
+                    gap = self._drawn_at + DATA_FRAME_GAP - time.monotonic()
+                    if gap <= 0 or not waker.wait_for_key(terminal, gap):
+                        return self.try_while_waiting()
                 ch = self._get_ch()
                 if ch == -1:
                     return self.try_while_waiting()
@@ -218,6 +228,7 @@ class Canvas(npyscreen.widget.Widget):
                     pass
                 x += len(text[:room])
         self._painted, self._painted_on, self._painted_size = lines, pad, (height, width)
+        self._drawn_at = time.monotonic()
 
 
 class MonitorForm(npyscreen.FormBaseNew):

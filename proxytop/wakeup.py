@@ -41,6 +41,18 @@ class WakeUp:
             self.drain()
         return terminal_fd in ready
 
+    def wait_for_key(self, terminal_fd: int, timeout: float) -> bool:
+        """Sleep up to ``timeout`` seconds for a key only (True when one came). Wake-ups that
+        arrive meanwhile are consumed: the frame drawn next shows what they announced."""
+        try:
+            ready, _, _ = select.select([terminal_fd], [], [], max(0.0, timeout))
+        except (OSError, ValueError) as exc:
+            if getattr(exc, "errno", None) == errno.EINTR:
+                return False
+            return True
+        self.drain()
+        return terminal_fd in ready
+
     def drain(self) -> None:
         try:
             while os.read(self._read, 4096):
