@@ -1061,8 +1061,8 @@ WHY = {  # what the profiles showed where a target is missed at scale
         "  a fleet that large is read every 5 s (1 s up to 50 servers, then servers/100 s): under a tenth of a core.",
     ),
     "memory": (
-        "InnoDB at 500 servers: a connection, a thread and the last readings per server (about 0.1 MB each);",
-        "  'all seven' includes it. A bounded pool of workers instead of a thread per server would be the fix.",
+        "InnoDB at 500 servers: a connection and the last readings per server (the servers share a pool of",
+        "  eight polling threads); 'all seven' includes it.",
     ),
 }
 
