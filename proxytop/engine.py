@@ -11,6 +11,7 @@ the latest snapshots and the sources' states and never waits on I/O.
 from __future__ import annotations
 
 import heapq
+import itertools
 import logging
 import threading
 import time
@@ -28,6 +29,8 @@ BACKOFF_STEPS = (1.0, 2.0, 4.0, 8.0, 10.0)
 WAKE_AT_ONCE = 8  # more sources than this activated together are woken in turn, not at once
 IDLE_WAIT = 60.0  # seconds a worker sleeps at most without being woken (a safety net, not a poll)
 POOL_THREADS = 8  # threads shared by the pooled sources (a fleet's MySQL servers)
+POOL_GROWTH = 4  # with turns overdue, the pool grows to at most this many times POOL_THREADS
+OVERDUE = 1.0  # seconds a turn may wait for a thread before the pool grows
 
 
 def backoff_delay(failures: int) -> float:
@@ -79,6 +82,10 @@ class Engine:
         self._started = False
         self._observers: List[Callable[[str, object], None]] = []
         self._listeners: List[Callable[[], None]] = []  # told when there is something new to show
+        # A number that changes with every snapshot kept: what the UI computed from the
+        # readings (the newest of a 1,500-collector screen) holds until it changes.
+        self.news = 0
+        self._news_numbers = itertools.count(1)
 
     # ----- set-up ---------------------------------------------------------------------------
     def add_source(self, source: Source) -> None:
@@ -128,6 +135,7 @@ class Engine:
         for name in names:
             if self._readings.forget(name):
                 self._schedule.read_now(name)
+        self.news = next(self._news_numbers)
 
     def add_observer(self, observer: Callable[[str, object], None]) -> None:
         """``observer(kind, value)`` is called on the worker threads with every new
@@ -455,6 +463,7 @@ class _SourceWorker:
         snapshot = Snapshot(collector=name, data=data, taken_at=started, duration=finished - started,
                             wall_time=started_wall)
         engine._readings.record(collector, snapshot)
+        engine.news = next(engine._news_numbers)
         engine._schedule.read(collector, batch_started)
         if engine._observers:
             engine._notify("snapshot", snapshot)
@@ -559,7 +568,9 @@ class _PooledWorker(_SourceWorker):
 class _WorkerPool:
     """A few threads serving many pooled sources in the order their turns come due (a heap of
     (time, source)). A source is only ever on one thread: a hung server's step blocks that
-    thread until the connection's timeout, while the others take the next turns."""
+    thread until the connection's timeout, while the others take the next turns. When every
+    thread is busy and turns are overdue by more than OVERDUE (several servers hang at once),
+    the pool adds threads, up to POOL_GROWTH times its size."""
 
     def __init__(self, engine: Engine, size: int):
         self.engine = engine
@@ -592,8 +603,13 @@ class _WorkerPool:
             return
         self._sequence += 1
         heapq.heappush(self._heap, (at, self._sequence, worker))
-        if self._idle == 0 and len(self._threads) < self.size:
-            self._start_thread()
+        if self._idle == 0:
+            threads = len(self._threads)
+            # Past its size the pool grows only when turns wait: many servers hanging at once
+            # (a rack down) hold one thread each until their timeout.
+            if threads < self.size or (threads < self.size * POOL_GROWTH
+                                       and self._heap[0][0] < self.engine._clock() - OVERDUE):
+                self._start_thread()
         self._cond.notify()
 
     def _start_thread(self) -> None:

@@ -107,12 +107,22 @@ def _backend_alarm(ctl) -> Optional[str]:
 
 
 def _latest_of_screen(ctl):
+    """The newest snapshot of the screen's collectors (the header's "data N s old"). A fleet's
+    screen has 1,500 of them: the answer is kept until the engine keeps a new snapshot."""
+    news = getattr(ctl.engine, "news", None)
+    cached = getattr(ctl, "_newest", None)
+    if news is not None and cached is not None and cached[0] == news and cached[1] is ctl.screen:
+        return cached[2]
     latest = None
     for name in ctl.screen.active_collectors():
         snap = ctl.engine.latest(name)
         if snap is not None and (latest is None or snap.taken_at > latest.taken_at):
             latest = snap
+    ctl._newest = (news, ctl.screen, latest)
     return latest
+
+
+newest_snapshot = _latest_of_screen
 
 
 def tab_line(ctl, width: int) -> Line:

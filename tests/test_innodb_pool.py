@@ -116,3 +116,30 @@ def test_hidden_servers_hold_no_thread_and_stop_closes_their_connections(mariadb
         time.sleep(2.5)  # no reading may come while the screen is hidden (a quiet period to observe)
         assert {n: engine.latest(n).taken_at for n in names} == last, counts
     wait(lambda: fleet_connections() <= baseline, 10, "the fleet's connections closed on stop")
+
+
+def test_more_hung_servers_than_threads_grow_the_pool_within_bounds(mariadb, clean_home, tmp_path, monkeypatch):
+    """Four servers hang and the pool has two threads: once turns wait past OVERDUE, the pool
+    adds threads (at most POOL_GROWTH times two) and the good servers are read again."""
+    monkeypatch.setattr(engine_module, "POOL_THREADS", 2)
+    good = socket_paths(tmp_path, mariadb.socket, 4)
+    with silent_server() as a, silent_server() as b, silent_server() as c, silent_server() as d:
+        hung = [f"127.0.0.1:{port}" for port in (a, b, c, d)]
+        argv = ["-P", str(closed_port()), "--screen", "innodb", "--no-discover", "--connect-timeout", "3",
+                "--mysql-user", mariadb.user, "--mysql-password", mariadb.password]
+        for address in hung:
+            argv += ["--mysql", address]
+        for path in good:
+            argv += ["--mysql-socket", path]
+        with monitor(*argv) as (engine, controller):
+            names = [f"innodb.status.{path}" for path in good]
+            wait(lambda: all(engine.latest(n) is not None for n in names), 20, "a first reading of every good server")
+            firsts = {n: engine.latest(n).taken_at for n in names}
+            wait(lambda: all(engine.latest(n).taken_at - firsts[n] >= 6.0 for n in names), 30,
+                 "six more seconds of readings of every good server while four servers hang")
+            pool = [t for t in proxytop_threads() if t.startswith("pool-")]
+            assert 2 < len(pool) <= 2 * engine_module.POOL_GROWTH, pool
+            text = wait(lambda: (lambda t: t if all(re.search(re.escape(h) + r"\s.*down, retrying in \d+s", t)
+                                                    for h in hung) else None)(screen_text(controller, 200)),
+                        20, "the hung servers marked down")
+            assert "4 of 8 server(s) down" in text
