@@ -216,9 +216,7 @@ class Canvas(npyscreen.widget.Widget):
                 except curses.error:
                     pass
             x = 0
-            for text, style in line:
-                if not text:
-                    continue
+            for text, style in _runs(line):
                 room = width - x - (1 if y == height - 1 else 0)  # never write the last cell
                 if room <= 0:
                     break
@@ -229,6 +227,30 @@ class Canvas(npyscreen.widget.Widget):
                 x += len(text[:room])
         self._painted, self._painted_on, self._painted_size = lines, pad, (height, width)
         self._drawn_at = time.monotonic()
+
+
+def _runs(line):
+    """A line's segments with the neighbours of one style joined: a table row is some forty
+    segments (cells and the gaps between them) but a few runs of one style, and each run is
+    one call into curses instead of one per segment.
+
+    >>> _runs([("a", None), (" ", None), ("b", "dim"), ("", None), ("c", "dim"), (" ", None)])
+    [('a ', None), ('bc', 'dim'), (' ', None)]
+    """
+    runs = []
+    texts = []
+    current = None
+    for text, style in line:
+        if not text:
+            continue
+        if texts and style != current:
+            runs.append(("".join(texts), current))
+            texts = []
+        texts.append(text)
+        current = style
+    if texts:
+        runs.append(("".join(texts), current))
+    return runs
 
 
 class MonitorForm(npyscreen.FormBaseNew):
