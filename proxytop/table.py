@@ -190,7 +190,8 @@ class CellTexts:
     """The clipped text of each fitted column by value, kept from one frame to the next: most
     cells show what they showed a second ago (a host, a status, a count), and formatting them
     was most of what drawing a table cost. A formatter is a function of the value alone, so a
-    value seen before gives the same text. Each column keeps at most LIMIT texts.
+    value seen before gives the same text (a column class that overrides text() is formatted
+    every time). Each column keeps at most LIMIT texts.
 
     >>> texts = CellTexts([(Column("n", "N", 4), 4)])
     >>> [texts.cells({"n": v})[0][0] for v in (1, 1.5, 1, None)]
@@ -201,7 +202,10 @@ class CellTexts:
 
     def __init__(self, fitted: Sequence[Tuple[Column, int]]):
         self.fitted = tuple(fitted)
-        self._plan = [(column.key, column, width, column.style, {}) for column, width in self.fitted]
+        # A column class with its own text() may read the whole row (GloStat's unit per
+        # variable): its cells are formatted every time (None: nothing kept).
+        self._plan = [(column.key, column, width, column.style, {} if type(column).text is Column.text else None)
+                      for column, width in self.fitted]
 
     def fits(self, fitted: Sequence[Tuple[Column, int]]) -> bool:
         """True when ``fitted`` lays out the same columns at the same widths."""
@@ -214,6 +218,10 @@ class CellTexts:
         row_style = row.get("_style")
         get = row.get
         for key, column, width, style_of, texts in self._plan:
+            if texts is None:
+                cells.append((clip(column.text(row), width, column.align),
+                              (style_of(row) if style_of is not None else None) or row_style))
+                continue
             value = get(key)
             memo = (value.__class__, value)  # 1, 1.0 and True are equal keys but format differently
             try:
