@@ -4,9 +4,10 @@ One worker thread per source (the ProxySQL admin connection, the host), so a slo
 server only ever delays its own collectors. The MySQL servers of a fleet (sources marked
 ``pooled``; there may be hundreds) share a bounded pool of threads instead
 (:class:`_WorkerPool`): a source is served by one pool thread at a time, so a hung server
-holds up one thread until its connection's timeout, and the others keep serving the rest. Only *active* collectors poll — the
-visible screen's and the header's — so hidden screens put no load on ProxySQL. The UI reads
-the latest snapshots and the sources' states and never waits on I/O.
+holds up one thread until its connection's timeout, and the others keep serving the rest.
+Only *active* collectors poll — the visible screen's and the header's — so hidden screens put
+no load on ProxySQL. The UI reads the latest snapshots and the sources' states and never waits
+on I/O.
 """
 from __future__ import annotations
 
@@ -183,10 +184,10 @@ class Engine:
     def stop(self, timeout: float = 0.5) -> None:
         """Ask every worker to stop. Workers are daemons: a hung server can't delay exit."""
         self._stopping = True
+        if self._pool is not None:
+            self._pool.stop()  # first: the pooled sources' wake-ups below then plan nothing
         for worker in self._workers.values():
             worker.wake.set()
-        if self._pool is not None:
-            self._pool.stop()
         deadline = self._clock() + timeout
         for worker in list(self._workers.values()):
             worker.join(max(0.0, deadline - self._clock()))
