@@ -1057,7 +1057,7 @@ WHY = {  # what the profiles showed where a target is missed at scale
         "  socket in pure Python (proxytop.textrows walks each packet once; PyMySQL's packet framing is the",
         "  rest), every 2 s (ProcList's minimum: the processlist locks ProxySQL's workers): about 5% of a core.",
         "InnoDB at 500 servers (beyond the issue's sizes: every backend of the 500-backend proxy watched):",
-        "  about 0.8 ms per server per reading (SHOW GLOBAL STATUS, SHOW ENGINE INNODB STATUS, INNODB_METRICS);",
+        "  about 0.7 ms per server per reading (SHOW GLOBAL STATUS, SHOW ENGINE INNODB STATUS, INNODB_METRICS);",
         "  a fleet that large is read every 5 s (1 s up to 50 servers, then servers/100 s): under a tenth of a core.",
     ),
     "memory": (
