@@ -1,9 +1,10 @@
 """Collectors for the MySQL / MariaDB servers behind ProxySQL: InnoDB flushing.
 
-One :class:`MySQLSource` per server (its own engine thread, so a slow server delays only
-itself) and three collectors on it:
+One :class:`MySQLSource` per server (served by the engine's pool of threads, one thread at a
+time, so a slow server delays only itself) and three collectors on it:
 
-- ``innodb.status.<server>``: SHOW GLOBAL STATUS LIKE 'Innodb%' (no privilege needed);
+- ``innodb.status.<server>``: the InnoDB status variables the screen reads, from SHOW GLOBAL
+  STATUS (no privilege needed);
 - ``innodb.vars.<server>``: a subset of SHOW GLOBAL VARIABLES, slowly (own pace). The data is a
   plain mapping that also carries the paths other screens need (datadir,
   innodb_log_group_home_dir, log_bin_basename, tmpdir, ...) and how proxytop reaches the
@@ -103,6 +104,7 @@ class MySQLSession:
     denied_until: Dict[str, float] = field(default_factory=dict)
     reopens: int = 0
     encryption: Optional[str] = None  # 'TLSv1.3' when the connection is encrypted
+    metrics_columns: Optional[str] = None  # INNODB_METRICS' select list, once the first reading showed it
 
     def query(self, sql: str) -> Table:
         self.queries += 1
@@ -123,6 +125,10 @@ class MySQLSession:
 class MySQLSource(PyMySQLSource):
     """One MySQL / MariaDB server. ``endpoint`` may be replaced between connections (for
     instance when ProxySQL's monitor password changes); the next connect uses the new one."""
+
+    # A fleet may be hundreds of servers: they share the engine's bounded pool of threads
+    # instead of a thread each (a hung one holds one pool thread until its timeout).
+    pooled = True
 
     def __init__(self, endpoint: Endpoint, description: str = ""):
         self.endpoint = endpoint
@@ -171,8 +177,22 @@ class ServerCollector(Collector):
         self.source = source_name(endpoint)
 
 
+# The status variables the InnoDB screen reads (proxytop.innodb), of the hundred or so that
+# LIKE 'Innodb%' lists: each row costs decoding, on every reading of every server.
+STATUS_VARIABLES = (
+    "Innodb_buffer_pool_pages_dirty", "Innodb_buffer_pool_pages_flushed", "Innodb_buffer_pool_pages_lru_flushed",
+    "Innodb_buffer_pool_pages_total", "Innodb_buffer_pool_wait_free", "Innodb_checkpoint_age",
+    "Innodb_checkpoint_max_age", "Innodb_data_pending_fsyncs", "Innodb_history_list_length", "Innodb_log_waits",
+    "Innodb_lsn_current", "Innodb_lsn_flushed", "Innodb_lsn_last_checkpoint", "Innodb_os_log_pending_fsyncs",
+    "Innodb_os_log_pending_writes", "Innodb_os_log_written", "Innodb_redo_log_checkpoint_lsn",
+    "Innodb_redo_log_current_lsn", "Innodb_redo_log_flushed_to_disk_lsn",
+)
+STATUS_SQL = "SHOW GLOBAL STATUS WHERE Variable_name IN ({})".format(", ".join(f"'{n}'" for n in STATUS_VARIABLES))
+
+
 class InnoDBStatus(ServerCollector):
-    """SHOW GLOBAL STATUS LIKE 'Innodb%' as {name: text value}. Needs no privilege."""
+    """The InnoDB status variables the screen reads (STATUS_VARIABLES, those the server has) as
+    {name: text value}. Needs no privilege."""
 
     kind = "status"
     default_interval = 1.0
@@ -180,7 +200,7 @@ class InnoDBStatus(ServerCollector):
     history = 2
 
     def collect(self, session: MySQLSession) -> Dict[str, str]:
-        return name_value(session.query("SHOW GLOBAL STATUS LIKE 'Innodb%'"))
+        return name_value(session.query(STATUS_SQL))
 
 
 class InnoDBVariables(ServerCollector):
@@ -257,12 +277,33 @@ class InnoDBEngine(ServerCollector):
             raw = table.rows[0][column] if table.rows else ""
             text = parse_status_text(raw or "")
         names = ", ".join(f"'{name}'" for name in ALL_METRICS)
+        # MySQL says STATUS, MariaDB ENABLED: the first reading asks for every column, later
+        # ones only for the three it used (a reading of each of hundreds of servers).
+        columns = session.metrics_columns or "*"
         table, metrics_denied, metrics_error = self._read(
-            session, "metrics", f"SELECT * FROM information_schema.INNODB_METRICS WHERE NAME IN ({names})")
+            session, "metrics", f"SELECT {columns} FROM information_schema.INNODB_METRICS WHERE NAME IN ({names})")
         if table is not None:
+            if session.metrics_columns is None:
+                session.metrics_columns = metrics_columns(table.columns)
             metrics = metrics_from_rows(table.dicts())
         return EngineReading(text=text, metrics=metrics, text_denied=text_denied, metrics_denied=metrics_denied,
                              text_error=text_error, metrics_error=metrics_error)
+
+
+def metrics_columns(columns: Sequence[str]) -> Optional[str]:
+    """The INNODB_METRICS columns metrics_from_rows() needs, as a select list; None when the
+    table lacks one of them (then every column is read, as the first time).
+
+    >>> metrics_columns(["NAME", "SUBSYSTEM", "COUNT", "MAX_COUNT", "ENABLED"])
+    'NAME, COUNT, ENABLED'
+    >>> metrics_columns(["NAME", "COUNT", "STATUS", "TYPE"]), metrics_columns(["NAME", "COUNT"])
+    ('NAME, COUNT, STATUS', None)
+    """
+    upper = {str(c).upper(): str(c) for c in columns}
+    state = "STATUS" if "STATUS" in upper else "ENABLED" if "ENABLED" in upper else None
+    if state is None or "NAME" not in upper or "COUNT" not in upper:
+        return None
+    return ", ".join(upper[c] for c in ("NAME", "COUNT", state))
 
 
 def server_collectors(endpoint: Endpoint) -> List[ServerCollector]:

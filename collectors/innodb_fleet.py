@@ -77,6 +77,7 @@ class Fleet:
         self.servers: Dict[str, Server] = {}
         self._engine = None
         self._discovery_seen = None
+        self._active: Optional[List[str]] = None  # active_collectors(), until the listed servers change
 
     @classmethod
     def from_options(cls, args, credentials: Credentials, timeout: float) -> "Fleet":
@@ -97,6 +98,7 @@ class Fleet:
         key = server_label(endpoint)
         if key not in self.servers:
             self.servers[key] = Server(key, endpoint, explicit=True)
+            self._active = None
 
     def listed(self) -> List[Server]:
         return [server for server in self.servers.values() if server.listed]
@@ -116,13 +118,19 @@ class Fleet:
 
     # ----- servers found through ProxySQL ------------------------------------------------------
     def active_collectors(self) -> List[str]:
+        """Asked several times per frame: the names (and the fleet's pace) are worked out again
+        only when the listed servers changed."""
         self.sync_discovered()
+        if self._active is not None and self._engine is not None:
+            return list(self._active)  # a copy: callers may add to it
         names = [DISCOVERY] if self.discover else []
         listed = self.listed()
         floor = fleet_min_interval(len(listed))
         for server in listed:
             names += server.names
             self._pace(server, floor)
+        if self._engine is not None:
+            self._active = list(names)
         return names
 
     def _pace(self, server: Server, floor: float) -> None:
@@ -149,6 +157,7 @@ class Fleet:
         if not isinstance(discovery, Discovery) or not discovery.admin:
             return
         use_monitor = not self.credentials.given and discovery.monitor_user is not None
+        self._active = None  # the listed servers may change: names and pace worked out again
         listed = set()
         for found in discovery.servers:
             key = found.label

@@ -13,6 +13,7 @@ import curses.ascii
 import os
 import signal
 import sys
+import time
 from typing import Optional
 
 import npyscreen
@@ -21,6 +22,12 @@ from proxytop import view, wakeup
 
 KEYPRESS_TIMEOUT = 2  # tenths of a second between wake-ups of a replay (a live view sleeps until woken)
 ESCAPE_DELAY_MS = 100  # how long after Esc a key still belongs to an escape sequence (ncurses: 1000)
+# New data is drawn at most this often (keys are answered at once): a fleet of 500 servers
+# brings a reading a hundred times a second, and each frame recomputed every server's row.
+DATA_FRAME_GAP = 0.5
+# ... and a frame that costs more waits longer: drawing new data takes at most about a
+# fiftieth of a core (a 17 ms frame of 500 servers: every 0.85 s).
+FRAME_SHARE = 50
 
 # style name -> (theme colour name, extra attributes)
 STYLES = {
@@ -71,6 +78,8 @@ class Canvas(npyscreen.widget.Widget):
         self._attributes = {}
         self._modes_on = None  # the pad whose terminal modes are set
         self._keys_behind = False  # ncurses may hold bytes it read with the last key
+        self._drawn_at = float("-inf")  # monotonic time of the last frame
+        self._frame_cost = 0.0  # CPU seconds the last frame took
         self.forget()
         super().__init__(screen, **keywords)
 
@@ -118,8 +127,15 @@ class Canvas(npyscreen.widget.Widget):
                     return None  # the loop displays, then sleeps below
             else:
                 timeout = wakeup.next_redraw_in(self.controller, self.controller.engine.now())
-                if not waker.wait(self.parent.parentApp.terminal_fd, timeout):
-                    return self.try_while_waiting()
+                terminal = self.parent.parentApp.terminal_fd
+                if not waker.wait(terminal, timeout):
+                    # New data: drawn no sooner than DATA_FRAME_GAP (or FRAME_SHARE times the
+                    # last frame's cost) after the last frame; what else arrives meanwhile is
+                    # drawn with it. A key ends the wait at once.
+                    spacing = max(DATA_FRAME_GAP, FRAME_SHARE * self._frame_cost)
+                    gap = self._drawn_at + spacing - time.monotonic()
+                    if gap <= 0 or not waker.wait_for_key(terminal, gap):
+                        return self.try_while_waiting()
                 ch = self._get_ch()
                 if ch == -1:
                     return self.try_while_waiting()
@@ -182,6 +198,7 @@ class Canvas(npyscreen.widget.Widget):
     def update(self, clear=True):
         """Render, then paint only the lines that differ from what the pad already shows:
         most refreshes change a line or two (the data age, a few cells)."""
+        started = time.thread_time()
         rows, cols = self.parent._max_physical()
         height, width = rows + 1, cols + 1
         pad = self.parent.curses_pad
@@ -206,9 +223,7 @@ class Canvas(npyscreen.widget.Widget):
                 except curses.error:
                     pass
             x = 0
-            for text, style in line:
-                if not text:
-                    continue
+            for text, style in _runs(line):
                 room = width - x - (1 if y == height - 1 else 0)  # never write the last cell
                 if room <= 0:
                     break
@@ -218,6 +233,32 @@ class Canvas(npyscreen.widget.Widget):
                     pass
                 x += len(text[:room])
         self._painted, self._painted_on, self._painted_size = lines, pad, (height, width)
+        self._drawn_at = time.monotonic()
+        self._frame_cost = time.thread_time() - started
+
+
+def _runs(line):
+    """A line's segments with the neighbours of one style joined: a table row is some forty
+    segments (cells and the gaps between them) but a few runs of one style, and each run is
+    one call into curses instead of one per segment.
+
+    >>> _runs([("a", None), (" ", None), ("b", "dim"), ("", None), ("c", "dim"), (" ", None)])
+    [('a ', None), ('bc', 'dim'), (' ', None)]
+    """
+    runs = []
+    texts = []
+    current = None
+    for text, style in line:
+        if not text:
+            continue
+        if texts and style != current:
+            runs.append(("".join(texts), current))
+            texts = []
+        texts.append(text)
+        current = style
+    if texts:
+        runs.append(("".join(texts), current))
+    return runs
 
 
 class MonitorForm(npyscreen.FormBaseNew):
@@ -303,6 +344,13 @@ class MonitorApp(npyscreen.NPSAppManaged):
             curses.set_escdelay(ESCAPE_DELAY_MS)
         try:
             curses.curs_set(0)
+        except curses.error:
+            pass
+        try:
+            # ncurses stopped to look for a pending key every few lines it sent (a poll() and a
+            # write() each): a frame went out in some thirty small writes. Sent whole, it is one
+            # or two, and the key is read right after anyway.
+            curses.typeahead(-1)
         except curses.error:
             pass
         if self.use_color:

@@ -1,12 +1,18 @@
 """The polling engine: collectors run here, off the UI thread.
 
-One worker thread per source (the ProxySQL admin connection, each MySQL server, the host), so
-a slow or dead server only ever delays its own collectors. Only *active* collectors poll — the
-visible screen's and the header's — so hidden screens put no load on ProxySQL. The UI reads
-the latest snapshots and the sources' states and never waits on I/O.
+One worker thread per source (the ProxySQL admin connection, the host), so a slow or dead
+server only ever delays its own collectors. The MySQL servers of a fleet (sources marked
+``pooled``; there may be hundreds) share a bounded pool of threads instead
+(:class:`_WorkerPool`): a source is served by one pool thread at a time, so a hung server
+holds up one thread until its connection's timeout, and the others keep serving the rest.
+Only *active* collectors poll — the visible screen's and the header's — so hidden screens put
+no load on ProxySQL. The UI reads the latest snapshots and the sources' states and never waits
+on I/O.
 """
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import threading
 import time
@@ -23,6 +29,9 @@ log = logging.getLogger(__name__)
 BACKOFF_STEPS = (1.0, 2.0, 4.0, 8.0, 10.0)
 WAKE_AT_ONCE = 8  # more sources than this activated together are woken in turn, not at once
 IDLE_WAIT = 60.0  # seconds a worker sleeps at most without being woken (a safety net, not a poll)
+POOL_THREADS = 8  # threads shared by the pooled sources (a fleet's MySQL servers)
+POOL_GROWTH = 4  # with turns overdue, the pool grows to at most this many times POOL_THREADS
+OVERDUE = 1.0  # seconds a turn may wait for a thread before the pool grows
 
 
 def backoff_delay(failures: int) -> float:
@@ -68,11 +77,16 @@ class Engine:
         self._readings = Readings()
         self._states: Dict[str, SourceState] = {}
         self._workers: Dict[str, _SourceWorker] = {}
+        self._pool: Optional[_WorkerPool] = None  # made with the first pooled source
         self._paused = False
         self._stopping = False
         self._started = False
         self._observers: List[Callable[[str, object], None]] = []
         self._listeners: List[Callable[[], None]] = []  # told when there is something new to show
+        # A number that changes with every snapshot kept: what the UI computed from the
+        # readings (the newest of a 1,500-collector screen) holds until it changes.
+        self.news = 0
+        self._news_numbers = itertools.count(1)
 
     # ----- set-up ---------------------------------------------------------------------------
     def add_source(self, source: Source) -> None:
@@ -81,7 +95,12 @@ class Engine:
                 return
             self._sources[source.name] = source
             self._states[source.name] = SourceState(source.name, since=self._clock())
-            self._workers[source.name] = _SourceWorker(self, source)
+            if getattr(source, "pooled", False):
+                if self._pool is None:
+                    self._pool = _WorkerPool(self, POOL_THREADS)
+                self._workers[source.name] = _PooledWorker(self, source, self._pool)
+            else:
+                self._workers[source.name] = _SourceWorker(self, source)
         if self._started:
             self._workers[source.name].start()
 
@@ -117,6 +136,7 @@ class Engine:
         for name in names:
             if self._readings.forget(name):
                 self._schedule.read_now(name)
+        self.news = next(self._news_numbers)
 
     def add_observer(self, observer: Callable[[str, object], None]) -> None:
         """``observer(kind, value)`` is called on the worker threads with every new
@@ -164,11 +184,15 @@ class Engine:
     def stop(self, timeout: float = 0.5) -> None:
         """Ask every worker to stop. Workers are daemons: a hung server can't delay exit."""
         self._stopping = True
+        if self._pool is not None:
+            self._pool.stop()  # first: the pooled sources' wake-ups below then plan nothing
         for worker in self._workers.values():
             worker.wake.set()
         deadline = self._clock() + timeout
         for worker in list(self._workers.values()):
             worker.join(max(0.0, deadline - self._clock()))
+        if self._pool is not None:
+            self._pool.join(max(0.0, deadline - self._clock()))
 
     # ----- what the UI changes --------------------------------------------------------------
     def set_active(self, names: Iterable[str]) -> None:
@@ -397,11 +421,15 @@ class _SourceWorker:
         """Run the due collectors; returns an error line if the connection was lost."""
         engine = self.engine
         news = 0
+        # Every reading of the batch is planned from the batch's start, not its own: a slower
+        # collector (every 2 s) then stays in step with the 1 s ones instead of drifting by the
+        # batch's length into a wake-up (and a redraw) of its own.
+        batch_started = engine._clock()
         try:
             for collector in collectors:
                 if engine._stopping or engine._paused:
                     return None
-                news += self._poll_one(handle, collector)
+                news += self._poll_one(handle, collector, batch_started)
         except _ConnectionLost as lost:
             return lost.message
         finally:
@@ -409,7 +437,7 @@ class _SourceWorker:
                 engine._tell_listeners()  # once per batch: the header's and the screen's readings
         return None
 
-    def _poll_one(self, handle, collector: Collector) -> int:
+    def _poll_one(self, handle, collector: Collector, batch_started: float) -> int:
         """Run one collector if it is due: 1 when it brought news (a snapshot or an error).
         Raises _ConnectionLost when the connection broke."""
         engine, source, name = self.engine, self.source, collector.name
@@ -426,7 +454,7 @@ class _SourceWorker:
                 raise _ConnectionLost(message) from None
             log.info("%s: %s", name, message)
             engine._readings.record_error(name, message, engine._clock())
-            engine._schedule.failed(name, started)
+            engine._schedule.failed(name, batch_started)
             if engine._observers:
                 engine._notify("error", (name, message, engine._clock()))
             return 1
@@ -436,7 +464,8 @@ class _SourceWorker:
         snapshot = Snapshot(collector=name, data=data, taken_at=started, duration=finished - started,
                             wall_time=started_wall)
         engine._readings.record(collector, snapshot)
-        engine._schedule.read(collector, started)
+        engine.news = next(engine._news_numbers)
+        engine._schedule.read(collector, batch_started)
         if engine._observers:
             engine._notify("snapshot", snapshot)
         return 1
@@ -448,3 +477,204 @@ class _ConnectionLost(Exception):
     def __init__(self, message: str):
         super().__init__(message)
         self.message = message
+
+
+class _PoolWake:
+    """What a pooled worker has in place of a thread's Event: ``set()`` asks the pool to look
+    at the source again now (activation, resume, a task, stop)."""
+
+    def __init__(self, worker: "_PooledWorker"):
+        self._worker = worker
+
+    def set(self) -> None:
+        self._worker.pool.wake(self._worker)
+
+
+class _PooledWorker(_SourceWorker):
+    """A source served by the engine's pool: the same connect, poll, task and backoff rules
+    as a :class:`_SourceWorker`, taken one step at a time by whichever pool thread is free.
+    Between steps the source holds no thread: a step says when it wants the next one."""
+
+    def __init__(self, engine: Engine, source: Source, pool: "_WorkerPool"):
+        super().__init__(engine, source)
+        self.pool = pool
+        self.wake = _PoolWake(self)
+        self.handle = None
+        self.connected = False
+        self.failures = 0
+        self.retry_at: Optional[float] = None  # no connection attempt before this (backoff)
+        # The pool's bookkeeping (under its lock): when this source is next looked at, whether
+        # a thread is on it now, and whether it was woken meanwhile.
+        self.planned: Optional[float] = None
+        self.running = False
+        self.woken = False
+
+    def start(self) -> None:
+        self.pool.wake(self)
+
+    def join(self, timeout: float) -> None:
+        pass  # the pool's threads are joined by the engine
+
+    def step(self) -> Optional[float]:
+        """One turn: connect when a reading is due, run the tasks and the due collectors.
+        Returns when the source wants its next turn (monotonic), or None to wait until woken."""
+        engine, source = self.engine, self.source
+        if engine._stopping:
+            self._close()
+            return None
+        collectors = engine._active_of(source.name)
+        if (engine._paused or not collectors) and not self._tasks:
+            return None  # idle until woken: a hidden screen's servers hold nothing
+        now = engine._clock()
+        if not self.connected:
+            if self.retry_at is not None and now < self.retry_at:
+                return self.retry_at  # backing off after a failure
+            due = engine._schedule.first_due(collectors) if collectors else now
+            if due is not None and due - now > 0.005 and not self._tasks:
+                return due  # connect when the first reading is due
+            self.connected, self.handle, self.failures = self._connect(self.failures)
+            if not self.connected:
+                return self.retry_at
+        lost = self._run_tasks(self.handle) or self.poll_due(self.handle, engine._active_of(source.name))
+        if lost is not None:
+            self._close()
+            self.failures += 1
+            self._back_off(self.failures, lost, self._retry_delay(self.failures))
+            return self.retry_at
+        return engine._schedule.first_due(engine._active_of(source.name))
+
+    def _back_off(self, failures: int, message: str, delay: float) -> None:
+        """Say why the source is unreachable; the pool looks at it again after ``delay``
+        (no thread sleeps meanwhile)."""
+        engine = self.engine
+        self.retry_at = engine._clock() + delay
+        engine._set_state(self.source.name, connected=False, connecting=False, error=message,
+                          failures=failures, retry_at=self.retry_at)
+
+    def _connect(self, failures: int):
+        made = super()._connect(failures)
+        if made[0]:
+            self.retry_at = None
+        return made
+
+    def _close(self) -> None:
+        if self.handle is not None:
+            try:
+                self.source.close(self.handle)
+            except Exception:
+                log.exception("%s: close failed", self.source.name)
+        self.handle, self.connected = None, False
+
+
+class _WorkerPool:
+    """A few threads serving many pooled sources in the order their turns come due (a heap of
+    (time, source)). A source is only ever on one thread: a hung server's step blocks that
+    thread until the connection's timeout, while the others take the next turns. When every
+    thread is busy and turns are overdue by more than OVERDUE (several servers hang at once),
+    the pool adds threads, up to POOL_GROWTH times its size."""
+
+    def __init__(self, engine: Engine, size: int):
+        self.engine = engine
+        self.size = max(1, size)
+        self._cond = threading.Condition()
+        self._heap: List[Tuple[float, int, _PooledWorker]] = []
+        self._sequence = 0  # ties in the heap are broken by order of arrival
+        self._threads: List[threading.Thread] = []
+        self._stopping = False
+        self._idle = 0  # threads waiting for a turn
+        self._members: Dict[str, _PooledWorker] = {}
+
+    def wake(self, worker: _PooledWorker) -> None:
+        """Look at ``worker``'s source again now (from any thread)."""
+        with self._cond:
+            self._members[worker.source.name] = worker
+            if self._stopping:
+                return
+            if worker.running:
+                worker.woken = True  # the thread on it plans its next turn from now
+                return
+            self._plan(worker, self.engine._clock())
+
+    def _plan(self, worker: _PooledWorker, at: Optional[float]) -> None:
+        """(the lock is held) The source's next turn at ``at``; None: none until woken."""
+        if at is not None and worker.planned is not None and worker.planned <= at:
+            return  # an earlier turn is planned already
+        worker.planned = at
+        if at is None:
+            return
+        self._sequence += 1
+        heapq.heappush(self._heap, (at, self._sequence, worker))
+        if self._idle == 0:
+            threads = len(self._threads)
+            # Past its size the pool grows only when turns wait: many servers hanging at once
+            # (a rack down) hold one thread each until their timeout.
+            if threads < self.size or (threads < self.size * POOL_GROWTH
+                                       and self._heap[0][0] < self.engine._clock() - OVERDUE):
+                self._start_thread()
+        self._cond.notify()
+
+    def _start_thread(self) -> None:
+        thread = threading.Thread(target=self._serve, name=f"pool-{len(self._threads) + 1}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _serve(self) -> None:
+        clock = self.engine._clock
+        while True:
+            with self._cond:
+                worker = None
+                while worker is None:
+                    if self._stopping:
+                        idle = [w for w in self._members.values() if not w.running and w.handle is not None]
+                        for member in idle:
+                            member.running = True  # closed here: no other thread takes it now
+                        break
+                    if not self._heap:
+                        self._wait(IDLE_WAIT)
+                        continue
+                    at, _, candidate = self._heap[0]
+                    if candidate.planned != at or candidate.running:
+                        heapq.heappop(self._heap)  # replaced by an earlier turn, or on a thread now
+                        continue
+                    delay = at - clock()
+                    if delay > 0:
+                        self._wait(min(delay, IDLE_WAIT))
+                        continue
+                    heapq.heappop(self._heap)
+                    worker = candidate
+                if worker is None:  # stopping: close the idle sources' connections, then leave
+                    for member in idle:
+                        member._close()
+                    return
+                worker.planned, worker.running, worker.woken = None, True, False
+            try:
+                at = worker.step()
+            except Exception:  # a bug in one source's step must not take a pool thread with it
+                log.exception("%s: pooled step failed", worker.source.name)
+                at = clock() + BACKOFF_STEPS[-1]
+            with self._cond:
+                worker.running = False
+                if worker.woken:
+                    at = clock() if at is None else min(at, clock())
+                self._plan(worker, at)
+
+    def _wait(self, timeout: float) -> None:
+        self._idle += 1
+        try:
+            self._cond.wait(timeout)
+        finally:
+            self._idle -= 1
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+
+    def join(self, timeout: float) -> None:
+        deadline = self.engine._clock() + timeout
+        for thread in list(self._threads):
+            thread.join(max(0.0, deadline - self.engine._clock()))
+
+    @property
+    def threads(self) -> int:
+        return len(self._threads)

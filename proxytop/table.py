@@ -186,13 +186,69 @@ def header_cells(fitted: Sequence[Tuple[Column, int]], state: TableState) -> Lis
     return cells
 
 
-def row_cells(row: Row, fitted: Sequence[Tuple[Column, int]]) -> List[Tuple[str, Optional[str]]]:
-    """The cells of one row as (text, style name)."""
-    cells = []
-    row_style = row.get("_style") or ("subtotal" if row.get("_kind") == "subtotal" else None)
-    for column, width in fitted:
-        style = column.style(row) if column.style and row.get("_kind") != "subtotal" else None
-        cells.append((clip(column.text(row), width, column.align), style or row_style))
+class CellTexts:
+    """The clipped text of each fitted column by value, kept from one frame to the next: most
+    cells show what they showed a second ago (a host, a status, a count), and formatting them
+    was most of what drawing a table cost. A formatter is a function of the value alone, so a
+    value seen before gives the same text (a column class that overrides text() is formatted
+    every time). Each column keeps at most LIMIT texts.
+
+    >>> texts = CellTexts([(Column("n", "N", 4), 4)])
+    >>> [texts.cells({"n": v})[0][0] for v in (1, 1.5, 1, None)]
+    ['   1', ' 1.5', '   1', '   —']
+    """
+
+    LIMIT = 2048
+
+    def __init__(self, fitted: Sequence[Tuple[Column, int]]):
+        self.fitted = tuple(fitted)
+        # A column class with its own text() may read the whole row (GloStat's unit per
+        # variable): its cells are formatted every time (None: nothing kept).
+        self._plan = [(column.key, column, width, column.style, {} if type(column).text is Column.text else None)
+                      for column, width in self.fitted]
+
+    def fits(self, fitted: Sequence[Tuple[Column, int]]) -> bool:
+        """True when ``fitted`` lays out the same columns at the same widths."""
+        return len(fitted) == len(self.fitted) and all(
+            a[0] is b[0] and a[1] == b[1] for a, b in zip(fitted, self.fitted))
+
+    def cells(self, row: Row) -> List[Tuple[str, Optional[str]]]:
+        """The cells of one (non-subtotal) row, as row_cells() makes them."""
+        cells = []
+        row_style = row.get("_style")
+        get = row.get
+        for key, column, width, style_of, texts in self._plan:
+            if texts is None:
+                cells.append((clip(column.text(row), width, column.align),
+                              (style_of(row) if style_of is not None else None) or row_style))
+                continue
+            value = get(key)
+            memo = (value.__class__, value)  # 1, 1.0 and True are equal keys but format differently
+            try:
+                text = texts[memo]
+            except KeyError:
+                if len(texts) >= self.LIMIT:
+                    texts.clear()
+                text = texts[memo] = clip(column.text(row), width, column.align)
+            except TypeError:  # an unhashable value
+                text = clip(column.text(row), width, column.align)
+            cells.append((text, (style_of(row) if style_of is not None else None) or row_style))
+        return cells
+
+
+def row_cells(row: Row, fitted: Sequence[Tuple[Column, int]],
+              texts: Optional[CellTexts] = None) -> List[Tuple[str, Optional[str]]]:
+    """The cells of one row as (text, style name); ``texts`` (made for ``fitted``) remembers
+    the texts of values seen before."""
+    subtotal = row.get("_kind") == "subtotal"
+    if texts is not None and not subtotal:  # a subtotal's empty cells are not its value's text
+        cells = texts.cells(row)
+    else:
+        cells = []
+        row_style = row.get("_style") or ("subtotal" if subtotal else None)
+        for column, width in fitted:
+            style = column.style(row) if column.style and not subtotal else None
+            cells.append((clip(column.text(row), width, column.align), style or row_style))
     spill = row.get("_spill")
     if spill is not None:
         cells = _spilled(row, fitted, cells, spill)

@@ -110,12 +110,22 @@ def _backend_alarm(ctl) -> Optional[str]:
 
 
 def _latest_of_screen(ctl):
+    """The newest snapshot of the screen's collectors (the header's "data N s old"). A fleet's
+    screen has 1,500 of them: the answer is kept until the engine keeps a new snapshot."""
+    news = getattr(ctl.engine, "news", None)
+    cached = getattr(ctl, "_newest", None)
+    if news is not None and cached is not None and cached[0] == news and cached[1] is ctl.screen:
+        return cached[2]
     latest = None
     for name in ctl.screen.active_collectors():
         snap = ctl.engine.latest(name)
         if snap is not None and (latest is None or snap.taken_at > latest.taken_at):
             latest = snap
+    ctl._newest = (news, ctl.screen, latest)
     return latest
+
+
+newest_snapshot = _latest_of_screen
 
 
 def tab_line(ctl, width: int) -> Line:
@@ -187,9 +197,12 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
         return cached[1]
     fitted = table.fit_columns(screen.columns, width, keep=ctl.state.sort_key)
     ctl.visible_keys = [c.key for c, _ in fitted]
+    texts = getattr(ctl, "_cell_texts", None)
+    if texts is None or not texts.fits(fitted):
+        texts = ctl._cell_texts = table.CellTexts(fitted)
     lines: List[Line] = [_join(table.header_cells(fitted, ctl.state))]
     for i in range(top, min(len(rows), top + body)):
-        cells = table.row_cells(rows[i], fitted)
+        cells = table.row_cells(rows[i], fitted, texts)
         line = _join(cells)
         if i == cursor and ctl.mode == "table":
             line = [(text, (style + "+cursor") if style else "cursor") for text, style in line]
@@ -198,13 +211,15 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
     return lines
 
 
+_GAP: Segment = (" ", None)
+
+
 def _join(cells: Sequence[Segment]) -> Line:
     line: Line = []
-    for i, (text, style) in enumerate(cells):
-        if i:
-            line.append((" ", None))
-        line.append((text, style))
-    return line
+    for cell in cells:
+        line.append(_GAP)
+        line.append(cell)
+    return line[1:]
 
 
 def help_lines(ctl, width: int) -> List[Line]:

@@ -41,6 +41,18 @@ class WakeUp:
             self.drain()
         return terminal_fd in ready
 
+    def wait_for_key(self, terminal_fd: int, timeout: float) -> bool:
+        """Sleep up to ``timeout`` seconds for a key only (True when one came). Wake-ups that
+        arrive meanwhile are consumed: the frame drawn next shows what they announced."""
+        try:
+            ready, _, _ = select.select([terminal_fd], [], [], max(0.0, timeout))
+        except (OSError, ValueError) as exc:
+            if getattr(exc, "errno", None) == errno.EINTR:
+                return False
+            return True
+        self.drain()
+        return terminal_fd in ready
+
     def drain(self) -> None:
         try:
             while os.read(self._read, 4096):
@@ -71,11 +83,10 @@ def next_redraw_in(ctl, now: float) -> Optional[float]:
     if any(state.retry_at is not None and not state.connected for state in engine.states()):
         deadlines.append(1.0)  # "retrying in 3s" counts down
     if not engine.paused:
-        latest = None
-        for name in ctl.screen.active_collectors():
-            snapshot = engine.latest(name)
-            if snapshot is not None and (latest is None or snapshot.taken_at > latest):
-                latest = snapshot.taken_at
+        from proxytop.view import newest_snapshot
+
+        snapshot = newest_snapshot(ctl)
+        latest = snapshot.taken_at if snapshot is not None else None
         if latest is not None:
             overdue_at = latest + max(ctl.interval(), ctl.minimum_interval(ctl.screen)) + 1.0
             deadlines.append(max(overdue_at - now, 0.0) if now < overdue_at else 1.0)

@@ -13,7 +13,10 @@ read at the start and the end of a window of at least 30 s. Figures:
   utime+stime counts 10 ms clock ticks, so the kernel's own run time of every thread
   (/proc/PID/task/*/schedstat, nanoseconds) is printed beside it and judged against the target;
 - ms CPU per refresh on each screen at ``-d 1`` (ProcList: per 2 s reading, its minimum
-  interval), i.e. CPU per second times the interval.
+  interval), i.e. CPU per second times the interval;
+- InnoDB watching 500 servers (one throw-away MariaDB reached through 500 socket paths, read
+  every 5 s as a fleet that large is): ms CPU per server reading (CPU per second times 5 s,
+  divided by 500), the largest resident memory (psutil RSS) and the threads.
 
 The in-process refresh-path figures are tests.benchmark's ``cpu`` table (``python3 -m
 tests.benchmark --only cpu``); this one adds what the process spends around them (the curses
@@ -31,11 +34,14 @@ from typing import Dict, List, Optional, Sequence
 
 import psutil
 
-from tests.benchmark import TITLES, TYPICAL, DoubleProcess, machine
+from tests.benchmark import SCALE, TITLES, TYPICAL, DoubleProcess, MySQLFleet, RSSSampler, machine
 
 TARGET_QUIET_MS_PER_S = 0.2  # paused, or idle between readings
 TARGET_CONNPOOL_MS = 2.0  # per 1 s refresh
 TARGET_OTHER_MS = 4.0
+TARGET_PER_SERVER_MS = 0.3  # InnoDB at 500 servers, per server reading
+TARGET_FLEET_RSS_MB = 80.0
+FLEET_INTERVAL = 5.0  # proxytop.collectors.innodb_fleet.fleet_min_interval(500)
 SCREENS = ("connpool", "queryrules", "glostat", "proclist", "comcount", "iostat")
 READY = {  # text the screen shows once its rows are there
     "connpool": "Q/s", "queryrules": "Hits/s", "glostat": "Per second", "proclist": "sessions",
@@ -65,18 +71,22 @@ def scenarios(port: int) -> List[Scenario]:
     return found
 
 
-def measure(scenario: Scenario, seconds: float) -> Dict[str, float]:
+def measure(scenario: Scenario, seconds: float, settle: float = 3.0, ready=None) -> Dict[str, float]:
     from tests.terminal import Terminal
 
     state = tempfile.mkdtemp(prefix="proxytop-bench-state-")
     term = Terminal(scenario.argv, cols=160, rows=45, env={"XDG_STATE_HOME": state})
+    sampler = None
     try:
-        term.wait_until(lambda s: "data " in s and scenario.ready in s, timeout=30,
+        term.wait_until(ready or (lambda s: "data " in s and scenario.ready in s), timeout=120,
                         what=f"{scenario.name} showing its data")
+        sampler = RSSSampler(term.pid)
+        sampler.phase = scenario.name
+        sampler.start()
         if scenario.keys:
             term.send(scenario.keys)
             term.wait_until(lambda s: scenario.after_keys in s, timeout=10, what=scenario.after_keys)
-        time.sleep(3)  # past the first readings and the first frame
+        time.sleep(settle)  # past the first readings and the first frame
         process = psutil.Process(term.pid)
         before, ran_before = process.cpu_times(), run_time(term.pid)
         started = time.monotonic()
@@ -87,10 +97,29 @@ def measure(scenario: Scenario, seconds: float) -> Dict[str, float]:
         figures = {"ms_per_s": 1000.0 * used / elapsed, "elapsed": elapsed, "threads": float(process.num_threads())}
         if ran_before is not None and ran_after is not None:
             figures["run_ms_per_s"] = (ran_after - ran_before) / 1e6 / elapsed
+        figures["rss_mb"] = max(sampler.peak.values(), default=0.0)
         return figures
     finally:
+        if sampler is not None:
+            sampler.stopping = True
         term.close()
         shutil.rmtree(state, ignore_errors=True)
+
+
+def measure_fleet(port: int, seconds: float, servers: int = SCALE["servers"]) -> Optional[Dict[str, float]]:
+    """The InnoDB screen watching ``servers`` servers: figures, or None without MariaDB."""
+    fleet = MySQLFleet().start()
+    if fleet.server is None:
+        print(f"  InnoDB {servers} servers: skipped ({fleet.problem})", flush=True)
+        return None
+    try:
+        argv = ["-P", str(port), "--screen", "innodb", "-d", "1"] + fleet.args(servers)
+        scenario = Scenario("innodb", argv, FLEET_INTERVAL, ready="")
+        wanted = f"{servers} rows"
+        # Two readings of every server make its rates: measured from then on.
+        return measure(scenario, seconds, settle=2 * FLEET_INTERVAL, ready=lambda s: wanted in s and " OK " in s)
+    finally:
+        fleet.stop()
 
 
 def run_time(pid: int) -> Optional[int]:
@@ -141,6 +170,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             title = TITLES.get(scenario.name, scenario.name)
             print(f"  {title:<14} {figures['ms_per_s']:>10.3f} {per_s:>9.3f} {figure:>26} {target:>14}  "
                   f"{'yes' if ok else 'NO'}  ({int(figures['threads'])} threads)", file=out, flush=True)
+        if not wanted or any("innodb".startswith(w) for w in wanted):
+            figures = measure_fleet(double.port, args.seconds)
+            if figures is not None:
+                servers = SCALE["servers"]
+                per_s = figures.get("run_ms_per_s", figures["ms_per_s"])
+                per_server = per_s * FLEET_INTERVAL / servers
+                ok = per_server <= TARGET_PER_SERVER_MS and figures["rss_mb"] <= TARGET_FLEET_RSS_MB
+                missed |= not ok
+                print(f"  {'InnoDB':<14} {figures['ms_per_s']:>10.3f} {per_s:>9.3f} "
+                      f"{per_server:>7.3f} ms per server reading {'<= %g ms' % TARGET_PER_SERVER_MS:>14}  "
+                      f"{'yes' if per_server <= TARGET_PER_SERVER_MS else 'NO'}  ({servers} servers every "
+                      f"{FLEET_INTERVAL:g} s, {int(figures['threads'])} threads)", file=out, flush=True)
+                print(f"  {'InnoDB':<14} {'':>10} {'':>9} {figures['rss_mb']:>15.1f} MB resident memory "
+                      f"{'<= %g MB' % TARGET_FLEET_RSS_MB:>13}  "
+                      f"{'yes' if figures['rss_mb'] <= TARGET_FLEET_RSS_MB else 'NO'}", file=out, flush=True)
     finally:
         double.stop()
     if missed:
@@ -149,7 +193,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               "  PyMySQL in pure Python on the worker thread, then the rows derived, rendered and the changed\n"
               "  lines painted on the UI thread (tests.benchmark --only cpu breaks that down), plus the\n"
               "  interpreter's thread switches. ConnPool reads two tables per refresh (stats_mysql_global for\n"
-              "  the header, stats_mysql_connection_pool).", file=out)
+              "  the header, stats_mysql_connection_pool). InnoDB at 500 servers: each server's reading (SHOW\n"
+              "  GLOBAL STATUS, SHOW ENGINE INNODB STATUS, INNODB_METRICS) is decoded by PyMySQL on a pool\n"
+              "  thread, and a frame (at most two a second) derives the rows of all 500 servers.", file=out)
     return 1 if missed else 0
 
 

@@ -1,0 +1,23 @@
+"""The worked examples of the drawing path and the InnoDB fleet (cell texts kept by value,
+segments joined into runs, INNODB_METRICS' select list, the fleet's pace) are tests too."""
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "proxytop.table",
+    "proxytop.app",
+    "proxytop.collectors.innodb",
+    "proxytop.collectors.innodb_fleet",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_doctests(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module)
+    assert result.attempted > 0, f"{name} has no examples"
+    assert result.failed == 0
