@@ -47,6 +47,8 @@ class Controller(ScreenSwitching, Pacing, RowCache, CursorMoves, SortAndFilter,
         self.page_rows = 10  # set by the renderer from the terminal height
         self._rows: List[dict] = []
         self.total_rows = 0
+        self._shown_of: Optional[List[dict]] = None  # the rows shown_rows() counted
+        self._shown = 0
         self.visible_keys: List[str] = []  # set by the renderer: the columns that fit
         self._rows_token = None
         self._rows_held: tuple = ()

@@ -39,6 +39,14 @@ class RowCache:
             self._follow_cursor()
         return self._rows
 
+    def shown_rows(self) -> int:
+        """How many of the arranged rows are rows (subtotals not counted), counted once per
+        arrangement rather than on every frame (20,000 digests took 13-23 ms a frame)."""
+        if self._shown_of is not self._rows:
+            self._shown = sum(1 for r in self._rows if r.get("_kind") != "subtotal")
+            self._shown_of = self._rows
+        return self._shown
+
     def _park_rows(self) -> None:
         """The screen is being left: keep its rows for when it comes back."""
         if self._rows_token is not None and self._rows_token[0] == self.screen.key:

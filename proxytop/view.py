@@ -290,7 +290,7 @@ def render(ctl, width: int, height: int) -> List[Line]:
         rows = ctl.rows()
         notes = [fit(list(n), width) for n in ctl.screen.notes(ctl.view)]
         total = ctl.total_rows
-        shown = len([r for r in rows if r.get("_kind") != "subtotal"])
+        shown = ctl.shown_rows()
         lines.append(status_line(ctl, shown, total, width))
         lines += notes[: max(0, room - 3)]
         lines += table_lines(ctl, rows, width, height - len(lines) - 1)
