@@ -46,7 +46,8 @@ def test_top_digests_by_time_per_second_with_units_and_cost(proxytop_term, doubl
     term = start(proxytop_term, double)
     screen = term.wait_until(with_rates, timeout=30, what="COMMIT with rates")
     assert "sort Time/s \u2193" in screen and "83 rows" in screen
-    assert re.search(r"Digest\s+109 rows, 83 digests\s+read at \d\d:\d\d:\d\d in [\d.]+ms\s+every 1s", screen)
+    # the interval in force: 1 s asked for, more when a read took over 1/20 of it (a busy machine)
+    assert re.search(r"Digest\s+109 rows, 83 digests\s+read at \d\d:\d\d:\d\d in [\d.]+ms\s+every \d+s", screen)
     lines = [l for l in screen.splitlines() if re.search(r"\s\d+(\.\d+)?%\s", l)]
     shares = [float(re.search(r"\s(\d+(?:\.\d+)?)%\s", l).group(1)) for l in lines]
     assert shares == sorted(shares, reverse=True)  # sorted by Time/s, so by share too
