@@ -16,7 +16,8 @@ setup(
     python_requires=">=3.9",
     # screens/ and collectors/ live at the top of the repository but install inside the
     # proxytop package, so nothing generic lands in site-packages.
-    packages=["proxytop", "proxytop.screens", "proxytop.collectors"],
+    packages=["proxytop", "proxytop.screens", "proxytop.collectors",
+              "proxytop.metrics", "proxytop.polling", "proxytop.config", "proxytop.ui", "proxytop.recordings"],
     package_dir={
         "proxytop": "proxytop",
         "proxytop.screens": "screens",

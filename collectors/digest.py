@@ -18,10 +18,10 @@ import time
 from dataclasses import dataclass
 from typing import Any, List, Optional, Tuple
 
-from proxytop import digests
 from proxytop.collectors.base import Collector, Table
 from proxytop.collectors.proxysql import PROXYSQL
 from proxytop.collectors.proxysql_stats import MySQLVariables, name_value
+from proxytop.metrics import digests
 
 DEFAULT_FLOOR = 5.0  # seconds between two digest reads, at least
 READ_COST_FACTOR = 20  # ... and at least this many times the last read's duration
@@ -55,7 +55,7 @@ class QueryDigest(Collector):
     """``select * from stats_mysql_query_digest`` as a Table whose rows are kept as parsed
     columns (see :meth:`compact`). A longer history feeds the Time/s sparkline of the
     drill-down; older readings are kept only as per-digest totals
-    (:class:`proxytop.digests.DigestTotals`)."""
+    (:class:`proxytop.metrics.digests.DigestTotals`)."""
 
     name = "proxysql.query_digest"
     source = PROXYSQL
@@ -92,7 +92,7 @@ class QueryDigest(Collector):
         return self.compact_columns(result, wall)
 
     def compact_columns(self, result, wall_time: float) -> Table:
-        """A reading read as columns (proxytop.columns), parsed here against the last one (only
+        """A reading read as columns (proxytop.polling.columns), parsed here against the last one (only
         the rows that changed are converted) and kept as columns as :meth:`compact` does; a
         reading they would not give back exactly is kept as rows, as read."""
         reading = digests.parse_columns(result, wall_time, self.tables.schema_column, self._last)

@@ -20,8 +20,8 @@ from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequ
 import psutil
 
 from proxytop.collectors.base import Collector, CollectorError
-from proxytop.devices import DeviceMapper, map_roles
-from proxytop.iostat import (CPU_FIELDS, DIRECTIONS, Baseline, BaselineLearner, DiskCounters, device_stats,
+from proxytop.polling.devices import DeviceMapper, map_roles
+from proxytop.metrics.iostat import (CPU_FIELDS, DIRECTIONS, Baseline, BaselineLearner, DiskCounters, device_stats,
                              load_state, save_state)
 
 log = logging.getLogger(__name__)

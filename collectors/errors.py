@@ -12,7 +12,7 @@ from typing import Optional
 from proxytop.collectors.base import Table
 from proxytop.collectors.proxysql import TableCollector
 from proxytop.collectors.sides import tables_on_side
-from proxytop.sides import PGSQL
+from proxytop.metrics.sides import PGSQL
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,9 @@ import pymysql
 
 from proxytop import errors
 from proxytop.collectors.base import Collector, Table
-from proxytop.connection import Endpoint, PyMySQLSource, close_quietly, encryption, open_mysql, run_query
-from proxytop.innodb import ALL_METRICS, EngineReading, Flavour, detect_flavour, metrics_from_rows, parse_status_text
+from proxytop.metrics.innodb import (ALL_METRICS, EngineReading, Flavour, detect_flavour, metrics_from_rows,
+                                     parse_status_text)
+from proxytop.polling.connection import Endpoint, PyMySQLSource, close_quietly, encryption, open_mysql, run_query
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +178,7 @@ class ServerCollector(Collector):
         self.source = source_name(endpoint)
 
 
-# The status variables the InnoDB screen reads (proxytop.innodb), of the hundred or so that
+# The status variables the InnoDB screen reads (proxytop.metrics.innodb), of the hundred or so that
 # LIKE 'Innodb%' lists: each row costs decoding, on every reading of every server.
 STATUS_VARIABLES = (
     "Innodb_buffer_pool_pages_dirty", "Innodb_buffer_pool_pages_flushed", "Innodb_buffer_pool_pages_lru_flushed",

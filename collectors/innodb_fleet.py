@@ -9,8 +9,8 @@ from typing import Dict, List, Optional
 
 from proxytop.collectors.innodb import (DISCOVERY, DiscoveredServer, Discovery, MySQLDiscovery, MySQLSource,
                                         server_collectors, server_label, source_name)
-from proxytop.connection import Endpoint
-from proxytop.mysql_options import DEFAULT_PORT, Credentials
+from proxytop.config.mysql_options import DEFAULT_PORT, Credentials
+from proxytop.polling.connection import Endpoint
 
 
 @dataclass

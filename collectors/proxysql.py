@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Dict, Optional
 
 from proxytop.collectors.base import Collector, Table
-from proxytop.rates import RATE_WINDOW
+from proxytop.metrics.rates import RATE_WINDOW
 
 PROXYSQL = "proxysql"
 

@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
 from proxytop.collectors.base import Collector, Table
 from proxytop.collectors.proxysql import PROXYSQL, GlobalStatus, TableCollector
-from proxytop.rates import RATE_WINDOW
+from proxytop.metrics.rates import RATE_WINDOW
 
 __all__ = [
     "GlobalStatus", "RuleHits", "QueryRuleHits", "RuntimeQueryRules", "ConfigQueryRules", "ProcessList",
@@ -124,7 +124,7 @@ class ProcessList(TableCollector):
     min_interval = 2.0
 
     def collect(self, session) -> Optional[Table]:
-        # 10,000 sessions are 160,000 values: read as columns (proxytop.columns), each column
+        # 10,000 sessions are 160,000 values: read as columns (proxytop.polling.columns), each column
         # decoded at once and its repeated values (users, hosts, commands) shared, then zipped
         # into the rows the screen reads
         read_columns = getattr(session, "query_columns", None)

@@ -17,7 +17,7 @@ from typing import Any, Dict
 
 from proxytop.collectors.base import Collector
 from proxytop.errors import NotInThisVersion
-from proxytop.sides import MYSQL, NO_PGSQL, PGSQL, Side, column, has_pgsql_tables
+from proxytop.metrics.sides import MYSQL, NO_PGSQL, PGSQL, Side, column, has_pgsql_tables
 
 PGSQL_PREFIX = "proxysql.pgsql."
 

@@ -36,15 +36,15 @@ def build(config, engine=None):
     may be given instead of a live one (a replay)."""
     from proxytop.collectors.base import HostSource
     from proxytop.collectors.proxysql import GlobalStatus
-    from proxytop.connection import ProxySQLSource
-    from proxytop.controller import Controller
-    from proxytop.engine import Engine
+    from proxytop.polling.connection import ProxySQLSource
+    from proxytop.polling.engine import Engine
     from proxytop.screens import all_screens
+    from proxytop.ui.controller import Controller
 
     live = engine is None
     engine = engine if engine is not None else Engine()
     if live:  # the watched node of one or several ProxySQL nodes
-        from proxytop import nodes
+        from proxytop.polling import nodes
 
         source, node_set = nodes.make_source(config)
         engine.add_source(source)
@@ -67,8 +67,8 @@ def build(config, engine=None):
 
 def open_replay(config):
     """(replay engine, configuration for the screens) for --replay FILE or --demo."""
-    from proxytop import options
-    from proxytop.replay import DEMO_FILE, RecordingIndex, ReplayEngine, replay_config
+    from proxytop.config import options
+    from proxytop.recordings.replay import DEMO_FILE, RecordingIndex, ReplayEngine, replay_config
 
     args = config.args
     path = DEMO_FILE if getattr(args, "demo", False) else args.replay
@@ -82,14 +82,14 @@ def start_recording(config, engine):
     path = getattr(config.args, "record", None)
     if not path:
         return None
-    from proxytop.recording import Recorder, RecordingWriter, recorded_options
+    from proxytop.recordings.recording import Recorder, RecordingWriter, recorded_options
 
     writer = RecordingWriter(path, options=recorded_options(config.args), target=config.endpoint.label)
     return Recorder(engine, writer).attach()
 
 
 def usage_error(message: str) -> int:
-    from proxytop import options
+    from proxytop.config import options
 
     parser = options.build_parser()
     parser.print_usage(sys.stderr)
@@ -98,15 +98,15 @@ def usage_error(message: str) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from proxytop import options
-    from proxytop.recording import RecordingError
+    from proxytop.config import options
+    from proxytop.recordings.recording import RecordingError
 
     try:
         config = options.parse(argv, os.environ)
     except KeyboardInterrupt:
         return 130
     if getattr(config.args, "print_defaults", False):
-        from proxytop.settings_report import report
+        from proxytop.config.settings_report import report
 
         try:
             print(report(config, os.environ))
@@ -149,7 +149,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def run_batch(config, engine, controller) -> int:
-    from proxytop import batch
+    from proxytop.ui import batch
 
     try:
         return batch.main(config, engine, controller)
@@ -169,14 +169,14 @@ def run_batch(config, engine, controller) -> int:
 
 
 def run_interactive(config, engine, controller) -> int:
-    from proxytop.app import MonitorApp, terminal_problem
+    from proxytop.ui.app import MonitorApp, terminal_problem
 
     problem = terminal_problem()
     if problem:
         print(f"proxytop: error: {problem}", file=sys.stderr)
         return 1
     if getattr(engine, "replaying", False):
-        from proxytop.replay import ReplayControls
+        from proxytop.recordings.replay import ReplayControls
 
         controller.overlay = ReplayControls(engine)
     controller.activate()

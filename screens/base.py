@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from proxytop.collectors.base import Collector, Snapshot, Source
-from proxytop.keys import Binding
-from proxytop.table import Column, Row, TableState
+from proxytop.ui.keys import Binding
+from proxytop.ui.table import Column, Row, TableState
 
 
 class DataView:
@@ -132,7 +132,7 @@ class Screen:
         return (self.columns[0].key, f"{group} total")
 
     def arrange(self, rows: Sequence[Row], state: TableState) -> List[Row]:
-        from proxytop.table import arrange
+        from proxytop.ui.table import arrange
 
         return arrange(rows, self.columns, state, self.group_key,
                        self.subtotal_label if self.group_key else None, self.tiebreak)

@@ -14,12 +14,13 @@ from __future__ import annotations
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from proxytop import cluster, nodes, units
 from proxytop.collectors.cluster import ClusterChecksums, ClusterClients, ClusterMetrics, ClusterServers
-from proxytop.keys import Binding
-from proxytop.rates import to_number
+from proxytop.metrics import cluster, units
+from proxytop.metrics.rates import to_number
+from proxytop.polling import nodes
 from proxytop.screens.base import DataView, Screen
-from proxytop.table import Column, Row
+from proxytop.ui.keys import Binding
+from proxytop.ui.table import Column, Row
 
 Segment = Tuple[str, Optional[str]]
 CELL_WIDTH = 17  # "E2185D39 v2 \u2191296": checksum, version, climbing diff_check
@@ -29,7 +30,7 @@ MODULE_WIDTH = 18
 def reach_text(state, reach_ms: Optional[float], now: float) -> Tuple[str, Optional[str]]:
     """Can proxytop reach the node: (text, style) from its connection's state and last ping.
 
-    >>> from proxytop.engine import SourceState
+    >>> from proxytop.polling.engine import SourceState
     >>> reach_text(SourceState("n", connected=True, connecting=False), 1.25, 0)
     ('ok 1.2ms', 'good')
     >>> reach_text(SourceState("n", connected=False, connecting=False, error="Access denied for user 'x'"), None, 0)

@@ -5,21 +5,22 @@ each execution into one of twelve exclusive latency buckets. Rates, shares, the 
 the percentiles are all computed over the last interval (the difference between the two latest
 readings); a counter that went down is a reset and gives no value for that interval.
 ProxySQL adds each worker thread's counts to this table about once a second, so the interval
-runs between readings that first showed new counts, over proxytop.rates.RATE_WINDOW seconds
-at the least (proxytop.rates.update_span): one update more or less can't swing the figures.
+runs between readings that first showed new counts, over proxytop.metrics.rates.RATE_WINDOW seconds
+at the least (proxytop.metrics.rates.update_span): one update more or less can't swing the figures.
 """
 from __future__ import annotations
 
 import math
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from proxytop import allnodes, histogram, units
 from proxytop.collectors.proxysql_stats import CommandCounters
-from proxytop.keys import Binding
-from proxytop.rates import SteadyPair, covers_text, rate, to_number
+from proxytop.metrics import histogram, units
+from proxytop.metrics.rates import SteadyPair, covers_text, rate, to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
-from proxytop.table import Column, Row
+from proxytop.ui import allnodes
+from proxytop.ui.keys import Binding
+from proxytop.ui.table import Column, Row
 
 PERCENTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
 BAR_WIDTH = 30

@@ -14,16 +14,17 @@ from __future__ import annotations
 
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from proxytop import allnodes, health, units
 from proxytop.collectors.errors import BackendErrors, FreeConnections, ReplicationHostgroups
 from proxytop.collectors.monitor import MonitorLogs, MonitorReadings
 from proxytop.collectors.proxysql import ConnectionPool, RuntimeServers
-from proxytop.rates import rate, to_number
-from proxytop.table import Column, Row
+from proxytop.collectors.sides import twin_name
+from proxytop.metrics import health, units
+from proxytop.metrics.rates import rate, to_number
+from proxytop.metrics.sides import MYSQL, PGSQL, Side, pgsql_problem
 from proxytop.screens.base import DataView, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
-from proxytop.sides import MYSQL, PGSQL, Side, pgsql_problem
-from proxytop.collectors.sides import twin_name
+from proxytop.ui import allnodes
+from proxytop.ui.table import Column, Row
 
 STATUS_STYLE = {
     "ONLINE": "good",

@@ -2,7 +2,7 @@
 
 One row per stats_mysql_errors row (hostgroup, server, user, schema, client, errno) with
 errors/s from count_star, the errno's name (on the PostgreSQL side, stats_pgsql_errors: the
-SQLSTATE and its class, proxytop.sqlstates), the last error text and how long ago it was last
+SQLSTATE and its class, proxytop.metrics.sqlstates), the last error text and how long ago it was last
 seen; busiest first. The notes give the refused logins per second (Access_Denied_* in
 stats_mysql_global) and the Users table: stats_mysql_users frontend connections against each
 user's max_connections, highlighted from 90%. Enter on a row: the whole last error, first and
@@ -14,13 +14,13 @@ import operator
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from proxytop import errnames, health, sqlstates, units
 from proxytop.collectors.errors import MYSQL_ERRORS, MYSQL_USERS, PGSQL_ERRORS, BackendErrors, FrontendUsers
-from proxytop.rates import rate, to_number
+from proxytop.metrics import errnames, health, sqlstates, units
+from proxytop.metrics.rates import rate, to_number
+from proxytop.metrics.sides import PGSQL
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen, header_collector
-from proxytop.sides import PGSQL
-from proxytop.table import Column, Row
+from proxytop.ui.table import Column, Row
 
 USERS_SHOWN = 6  # users in the notes (the fullest first)
 USED_WARNING = 90.0  # Used% from which a user is highlighted
@@ -38,7 +38,7 @@ KEY_COLUMNS = key_columns(MYSQL_ERRORS)
 
 
 def error_code(value: Any, e=MYSQL_ERRORS) -> Tuple[Any, Optional[str]]:
-    """An error's code as shown and its name: an errno is a number named by proxytop.errnames,
+    """An error's code as shown and its name: an errno is a number named by proxytop.metrics.errnames,
     a SQLSTATE stays text (``08006``, ``57P01``) and is named by its class.
 
     >>> error_code("1045"), error_code("08006", PGSQL_ERRORS), error_code("57P01", PGSQL_ERRORS)

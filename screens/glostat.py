@@ -16,13 +16,13 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from proxytop import units
 from proxytop.collectors.proxysql_stats import GlobalStatus, MemoryMetrics, MySQLVariables
-from proxytop.rates import RATE_WINDOW, UpdateTracker, covers_text, delta, rate, to_number
+from proxytop.metrics import units
+from proxytop.metrics.rates import RATE_WINDOW, UpdateTracker, covers_text, delta, rate, to_number
+from proxytop.metrics.sides import digest_memory
 from proxytop.screens.base import DataView, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
-from proxytop.sides import digest_memory
-from proxytop.table import Column, Row, TableState, filter_rows, sort_rows
+from proxytop.ui.table import Column, Row, TableState, filter_rows, sort_rows
 
 SECTIONS = ("Connections", "Prepared statements", "Commands", "Query cache", "Monitor", "Traffic",
             "Memory", "Other")
@@ -119,7 +119,7 @@ def global_rows(previous, current, memory=None, history: Sequence = (),
 def steady_bases(history: Sequence, window: float = RATE_WINDOW,
                  tracker: Optional[UpdateTracker] = None) -> Dict[str, Tuple[str, float]]:
     """{counter: (its value at the start of its span, seconds)}: for each counter of the
-    latest reading, where a rate over its whole updates starts (proxytop.rates.update_span).
+    latest reading, where a rate over its whole updates starts (proxytop.metrics.rates.update_span).
 
     Some variables move with every query, others only when a worker thread adds its share
     (about once a second): each one's span is found from its own values. ``tracker`` is an

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from proxytop import health, sparkline, units
+from proxytop.metrics import health, units
+from proxytop.ui import sparkline
 from proxytop.collectors.errors import (MYSQL_ERRORS, MYSQL_FREE, PGSQL_ERRORS, BackendErrors, FreeConnections,
                                         ReplicationHostgroups)
 from proxytop.collectors.monitor import LOGS, Entry, MonitorLogs, MonitorReadings, ServerMonitor
 from proxytop.collectors.proxysql import ConnectionPool, RuntimeServers
-from proxytop.rates import rate, to_number
+from proxytop.metrics.rates import rate, to_number
+from proxytop.metrics.sides import MYSQL, PGSQL, Side
 from proxytop.screens.base import DataView, Detail, seconds_between
-from proxytop.sides import MYSQL, PGSQL, Side
 
 Segment = Tuple[str, Optional[str]]
 Line = Tuple[Segment, ...]

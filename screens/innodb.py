@@ -7,7 +7,7 @@ hostgroups and ProxySQL status). Each server has its own connection and thread: 
 dead server only ever delays its own row, which says "down, retrying in N s".
 
 Credentials and TLS for the MySQL servers are resolved as the mysql client does
-(proxytop.mysql_options); ``--mysql-password`` without a value prompts while the screens are
+(proxytop.config.mysql_options); ``--mysql-password`` without a value prompts while the screens are
 built, before the terminal switches to full screen. With no credentials given, the servers
 discovered through ProxySQL are read with ProxySQL's own monitor credentials
 (mysql-monitor_username / _password), and what that user's privileges hide is shown as
@@ -22,17 +22,17 @@ import getpass
 import os
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from proxytop import units
 from proxytop.collectors.innodb import DISCOVERY, Discovery
 from proxytop.collectors.innodb_fleet import Fleet, Server
-from proxytop.connection import DEFAULT_TIMEOUT
-from proxytop.innodb import (ASYNC, ENABLE_HINT, FLUSH_TYPE_METRICS, NEEDS_PROCESS, OK, SYNC, Assessment, EngineReading,
+from proxytop.metrics import units
+from proxytop.polling.connection import DEFAULT_TIMEOUT
+from proxytop.metrics.innodb import (ASYNC, ENABLE_HINT, FLUSH_TYPE_METRICS, NEEDS_PROCESS, OK, SYNC, Assessment, EngineReading,
                              assess, bar)
 from proxytop.errors import OptionError
-from proxytop.mysql_options import PROMPT, Credentials, add_arguments, login_name, resolve_credentials  # noqa: F401 (add_arguments: this screen's options)
-from proxytop.rates import to_number
+from proxytop.config.mysql_options import PROMPT, Credentials, add_arguments, login_name, resolve_credentials  # noqa: F401 (add_arguments: this screen's options)
+from proxytop.metrics.rates import to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
-from proxytop.table import Column, Row
+from proxytop.ui.table import Column, Row
 
 
 STATE_STYLE = {OK: "good", ASYNC: "warning_bold", SYNC: "danger", "DOWN": "danger"}

@@ -21,7 +21,7 @@ has an ``endpoint`` whose ``socket`` is set or whose ``host`` is 127.0.0.1, loca
 this machine's host name or one of its interface addresses.
 Only local servers' paths are mapped (a remote server's datadir says nothing about this
 host's disks). The mapping itself (stat, sysfs) runs in the disk collector on the host
-thread, see :mod:`proxytop.devices`.
+thread, see :mod:`proxytop.polling.devices`.
 """
 from __future__ import annotations
 
@@ -33,15 +33,15 @@ from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 import psutil
 
-from proxytop import units
 from proxytop.collectors.diskstats import NAME as DISKSTATS, DiskSnapshot, DiskStats
-from proxytop.devices import role_label, server_role_paths
-from proxytop.iostat import (READ, RULES, WRITE, Baseline, UNKNOWN, cpu_stats, device_stats, saturation,
+from proxytop.metrics import units
+from proxytop.polling.devices import role_label, server_role_paths
+from proxytop.metrics.iostat import (READ, RULES, WRITE, Baseline, UNKNOWN, cpu_stats, device_stats, saturation,
                              saturation_level, state_path)
-from proxytop.keys import Binding
-from proxytop.rates import to_number
+from proxytop.metrics.rates import to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
-from proxytop.table import Column, Row
+from proxytop.ui.keys import Binding
+from proxytop.ui.table import Column, Row
 
 ROLE_COLLECTOR_PREFIX = "innodb.vars."
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "")

@@ -17,13 +17,13 @@ from collections import Counter
 from operator import itemgetter
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
-from proxytop import units
 from proxytop.collectors.proxysql_stats import ProcessList
-from proxytop.filters import Filter
-from proxytop.keys import Binding
+from proxytop.metrics import units
 from proxytop.screens.base import Confirm, DataView, Detail, Screen
 from proxytop.screens.sided import SidedScreen
-from proxytop.table import Column, Row, TableState, filter_rows, sort_rows
+from proxytop.ui.filters import Filter
+from proxytop.ui.keys import Binding
+from proxytop.ui.table import Column, Row, TableState, filter_rows, sort_rows
 
 IDLE = "Sleep"
 MIN_INTERVAL = ProcessList.min_interval

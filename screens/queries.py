@@ -5,7 +5,7 @@ One row per digest (``b`` groups by digest + hostgroup, + user or + schema inste
 by Time/s: the milliseconds of query time per second the digest took over the last interval.
 Enter opens a digest: its full text, latency, the split of the last interval by hostgroup,
 user, schema and client, a Time/s sparkline, and its route through the runtime query rules
-(proxytop.route), compared with the hostgroups that actually served it.
+(proxytop.metrics.route), compared with the hostgroups that actually served it.
 
 The digest table is expensive to read: it is read only while this screen (or QueryRules'
 drill-down) is visible, every 5 s at the most and never sooner than 20 times the last read
@@ -20,19 +20,20 @@ from collections.abc import Sequence as SequenceABC
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from proxytop import digests, sparkline, units
+from proxytop.metrics import digests, units
+from proxytop.ui import sparkline
 from proxytop.collectors.digest import (DEFAULT_FLOOR, MYSQL_TABLES, DigestVariables, QueryDigest, RuntimeUsers,
                                         parsed)
 from proxytop.collectors.base import Table
 from proxytop.collectors.proxysql_stats import RuntimeQueryRules
-from proxytop.keys import Binding
-from proxytop.rates import to_number
-from proxytop.route import Query, Route, compile_rules, evaluate, parse_digest
+from proxytop.collectors.sides import twin_name
+from proxytop.metrics.rates import to_number
+from proxytop.metrics.route import Query, Route, compile_rules, evaluate, parse_digest
+from proxytop.metrics.sides import MYSQL, Side, column
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
-from proxytop.collectors.sides import twin_name
-from proxytop.sides import MYSQL, Side, column
-from proxytop.table import Column, Row, filter_rows
+from proxytop.ui.keys import Binding
+from proxytop.ui.table import Column, Row, filter_rows
 
 Segment = Tuple[str, Optional[str]]
 WRAP = 100  # characters per line of the digest text in the drill-down

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from proxytop import sparkline, units
-from proxytop.collectors.proxysql_stats import ConfigQueryRules, QueryRuleHits, RuleHits, RuntimeQueryRules
-from proxytop.rates import COUNTER_REFRESH, SteadyPair, covers_text, rate, to_number
-from proxytop.screens.base import DataView, Detail, Screen, seconds_between
-from proxytop.screens.sided import SidedScreen
 from proxytop.collectors.digest import QueryDigest
+from proxytop.collectors.proxysql_stats import ConfigQueryRules, QueryRuleHits, RuleHits, RuntimeQueryRules
+from proxytop.metrics import units
+from proxytop.metrics.rates import COUNTER_REFRESH, SteadyPair, covers_text, rate, to_number
+from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.queries import caught_section, digest_collector
-from proxytop.table import Column, Row
+from proxytop.screens.sided import SidedScreen
+from proxytop.ui import sparkline
+from proxytop.ui.table import Column, Row
 
 SPARK_WIDTH = 60
 
@@ -234,7 +235,7 @@ def hits_series(history: Sequence, rule_id: Any) -> List[Optional[float]]:
     or a gap). A reading in which no rule's hits moved saw no update from ProxySQL (it adds
     its threads' hits about once a second), not an interval without traffic: the rate of the
     update that follows is spread over it; readings unchanged for longer than
-    proxytop.rates.COUNTER_REFRESH are an interval without traffic.
+    proxytop.metrics.rates.COUNTER_REFRESH are an interval without traffic.
 
     Readings 1 s apart whose hits went 10, 10, 30 (no update at 1 s): 10/s for both intervals.
 
@@ -430,7 +431,7 @@ class QueryRulesScreen(SidedScreen, Screen):
         steady = self.__dict__.setdefault("_steady", {})
         if name not in steady:
             steady[name] = SteadyPair(total_hits)
-        # hits/s spans whole updates of the hits (proxytop.rates.update_span), not one interval
+        # hits/s spans whole updates of the hits (proxytop.metrics.rates.update_span), not one interval
         previous, current, seconds = steady[name](view.history(name))
         self._covers = covers_text(seconds, seconds_between(*view.pair(name)))
         runtime, config = self._definitions(view)

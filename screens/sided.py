@@ -11,7 +11,7 @@ only the current side's poll. What differs is declared, not coded twice:
 - ``pgsql_columns``: extra columns only the PostgreSQL side has, shown when a reading
   has them.
 - raw columns named differently (``database`` for ``schemaname``, ``sqlstate`` for
-  ``errno``): ``proxytop.sides.column(side, "schemaname")`` / ``pick(row, side, ...)``.
+  ``errno``): ``proxytop.metrics.sides.column(side, "schemaname")`` / ``pick(row, side, ...)``.
 - messages: notes, drill-downs and status lines name MySQL-side tables and settings
   (``runtime_mysql_servers``, ``mysql-max_connections``); on the PostgreSQL side they are
   said of its own (``runtime_pgsql_servers``) without each screen repeating them.
@@ -26,9 +26,9 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from proxytop.collectors.base import Collector
 from proxytop.collectors.proxysql import GlobalStatus
 from proxytop.collectors.sides import for_side, twin_name
+from proxytop.metrics.sides import MYSQL, PGSQL, Side, pgsql_problem, side_of
 from proxytop.screens.base import Detail
-from proxytop.sides import MYSQL, PGSQL, Side, pgsql_problem, side_of
-from proxytop.table import Column
+from proxytop.ui.table import Column
 
 HEADER = GlobalStatus.name
 

@@ -23,8 +23,8 @@ import time
 
 import psutil
 
-from proxytop import tls
-from proxytop.connection import Endpoint, open_admin, open_mysql
+from proxytop.polling import tls
+from proxytop.polling.connection import Endpoint, open_admin, open_mysql
 from tests.benchmark import ms
 from tests.certificates import make_certificates
 from tests.login_paths import write_login_file

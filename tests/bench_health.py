@@ -19,13 +19,13 @@ import time
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from proxytop import view
 from proxytop.collectors.base import Snapshot, Table
 from proxytop.collectors.errors import BackendErrors, FrontendUsers
 from proxytop.collectors.monitor import KEEP, MonitorLogs, MonitorReadings, ServerMonitor
 from proxytop.collectors.proxysql import ConnectionPool, RuntimeServers
 from proxytop.screens.base import DataView
-from proxytop.table import TableState
+from proxytop.ui import view
+from proxytop.ui.table import TableState
 from tests.benchmark import machine, ms
 
 TARGET_POOL_MS = {12: 3.0, 500: 15.0}
@@ -108,7 +108,7 @@ def pool_snapshots(backends: int, at: float) -> Dict[str, Tuple[Optional[Snapsho
 
 def refresh(screen, data_view, width=160, height=50) -> int:
     """What the controller does when a reading arrives: rows, arrange, the visible lines."""
-    from proxytop import table
+    from proxytop.ui import table
 
     rows = screen.rows(data_view)
     arranged = screen.arrange(rows, screen.initial_state())
@@ -208,8 +208,8 @@ def bench_monitor_load(seconds: float) -> Tuple[float, float, int]:
     """(monitor queries per 2 s with ConnPool at 0.5 s, CPU ms of one incremental reading of
     500 servers' rows, rows in it), against the double serving the cluster recording."""
     from proxytop.collectors.proxysql import GlobalStatus
-    from proxytop.connection import Endpoint, ProxySQLSource, open_admin
-    from proxytop.engine import Engine
+    from proxytop.polling.connection import Endpoint, ProxySQLSource, open_admin
+    from proxytop.polling.engine import Engine
     from tests.proxysql_double import ProxySQLDouble, Recording
 
     double = ProxySQLDouble(recording=Recording.load("cluster", node="127.0.0.1:6042"), start_frame=20).start()

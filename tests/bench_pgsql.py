@@ -201,7 +201,7 @@ def bench_switch(recording: Recording, rounds: int) -> List[float]:
     timings = []
     try:
         stepper.connect()
-        from proxytop import view
+        from proxytop.ui import view
 
         for _ in range(rounds):
             for _ in range(2):

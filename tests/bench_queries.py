@@ -86,7 +86,7 @@ def bench_cpu(recording: Recording, cycles: int) -> List[dict]:
 
 def drill_down(stepper: Stepper) -> float:
     """ms of CPU to open the top digest's drill-down (route included) and draw it."""
-    from proxytop import view
+    from proxytop.ui import view
 
     start = time.thread_time()
     stepper.controller.handle_key(10)
@@ -130,7 +130,7 @@ def print_cpu(results: List[dict], cycles: int, out) -> bool:
               f"{r['target']:>8g}  {'yes' if ok else 'NO'}", file=out)
         if not ok:
             print(f"  missed: {r['collect']:.0f} ms of the {r['total']:.0f} are the collect, on the worker's thread: "
-                  f"{r['digests']:,} row packets read off the socket into columns (proxytop.columns, one Python step "
+                  f"{r['digests']:,} row packets read off the socket into columns (proxytop.polling.columns, one Python step "
                   f"per row and per key value) and the counters that changed parsed; the rest is the rates, sort and "
                   f"drawing; at the {r['interval']:g} s interval in force that is "
                   f"{r['total'] / 10 / r['interval']:.1f}% of a core", file=out)
@@ -170,8 +170,8 @@ def bench_memory(readings: int, timeout: float) -> dict:
 
 
 def memory_child(readings: int) -> None:
-    from proxytop import view
     from proxytop.collectors.digest import QueryDigest
+    from proxytop.ui import view
 
     server = subprocess.Popen([sys.executable, "-m", "tests.bench_queries", "--serve", "20000"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

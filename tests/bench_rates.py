@@ -8,7 +8,7 @@ and stats_mysql_global (Questions) are taken in order with the time each query w
 at every reading once 20 s of readings are there:
 
 - plain: the difference of the last two readings over their time (what proxytop showed before);
-- steady: proxytop.rates.update_span (whole counter updates over at least RATE_WINDOW s);
+- steady: proxytop.metrics.rates.update_span (whole counter updates over at least RATE_WINDOW s);
 
 each compared with the counter's own mean over the last 10 s (its difference from the reading
 10 s before): the issue's yardstick, "a rate within 5% of the 10 s mean under a steady load".
@@ -37,7 +37,7 @@ import statistics
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from proxytop.rates import RATE_WINDOW, to_number, update_span
+from proxytop.metrics.rates import RATE_WINDOW, to_number, update_span
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 RECORDINGS = ("proxysql-2.7.2.jsonl.gz", "proxysql-2.7.2-cluster.jsonl.gz", "proxysql-3.0.1.jsonl.gz")

@@ -12,7 +12,7 @@ cpu      CPU time per refresh cycle, per screen, at typical sizes and at scale (
          fake /proc/diskstats files for the IOstat screen, a throw-away MariaDB for InnoDB.
          The engine is stepped on this thread (``Engine.poll_now``) with its clock advanced by
          the screen's interval, so a cycle is exactly: the due collectors' queries and parsing
-         ("collect"), then ``proxytop.view.render`` (rows, sort, filter, notes, cells: "derive +
+         ("collect"), then ``proxytop.ui.view.render`` (rows, sort, filter, notes, cells: "derive +
          render"); "redraw" is the render the UI repeats ten times a second without new data.
          Figures are CPU seconds of this thread (time.thread_time), so the double's own work
          (other threads) is not counted; the mean over the cycles includes the slow,
@@ -355,8 +355,9 @@ class Stepper:
     engine is stepped on this thread, its clock advanced by the screen's interval."""
 
     def __init__(self, argv: Sequence[str], disks: Optional[FakeDisks] = None):
-        from proxytop import cli, options
-        from proxytop.engine import Engine
+        from proxytop import cli
+        from proxytop.config import options
+        from proxytop.polling.engine import Engine
 
         self.clock = FakeClock()
         config = options.parse(list(argv), {})
@@ -364,7 +365,7 @@ class Stepper:
         self.disks = disks
         if disks is not None:
             from proxytop.collectors.diskstats import NAME
-            from proxytop.devices import DeviceMapper
+            from proxytop.polling.devices import DeviceMapper
 
             collector = self.engine.collector(NAME)
             collector.proc = disks.proc
@@ -388,7 +389,7 @@ class Stepper:
 
     def cycle(self) -> Tuple[float, float, float, list]:
         """(collect, derive + render, redraw) CPU seconds of one refresh, and the lines."""
-        from proxytop import view
+        from proxytop.ui import view
 
         self.clock.now += self.controller.interval()
         if self.disks is not None:
@@ -429,7 +430,7 @@ def size_label(screen: str, sizes: Dict[str, int], fleet: Optional[MySQLFleet]) 
 
 def table_rows(lines: Sequence) -> int:
     """Rows the status line says the table has."""
-    from proxytop.view import screen_text
+    from proxytop.ui.view import screen_text
 
     match = re.search(r"(?:(\d+)/)?(\d+) rows", screen_text(lines))
     return int(match.group(2)) if match else 0
@@ -709,7 +710,7 @@ def bench_terminal_at_scale(fleet: Optional[MySQLFleet], rounds: int) -> Tuple[D
 
 def bench_in_process_keys(rounds: int) -> Dict[str, List[float]]:
     """The same keys handled in this process: controller.handle_key + view.render, at scale."""
-    from proxytop import view
+    from proxytop.ui import view
 
     measured: Dict[str, List[float]] = {"sort": [], "filter": [], "tab switch": []}
     generated = Generated(SCALE["sessions"], SCALE["rules"], SCALE["backends"])
@@ -1054,7 +1055,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 WHY = {  # what the profiles showed where a target is missed at scale
     "CPU per refresh": (
         "ProcList at 10,000 sessions: 'collect' is reading 10,000 row packets and 160,000 values from the",
-        "  socket in pure Python (proxytop.columns walks each packet once into columns and decodes each column",
+        "  socket in pure Python (proxytop.polling.columns walks each packet once into columns and decodes each column",
         "  at once), every 2 s (ProcList's minimum: the processlist locks ProxySQL's workers): about 4% of a core.",
         "InnoDB at 500 servers (beyond the issue's sizes: every backend of the 500-backend proxy watched):",
         "  about 0.7 ms per server per reading (SHOW GLOBAL STATUS, SHOW ENGINE INNODB STATUS, INNODB_METRICS);",

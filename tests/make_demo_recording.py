@@ -48,9 +48,9 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from proxytop.devices import DeviceMapper
-from proxytop.iostat import DIRECTIONS, RULES, STATE_NAME, percentile
-from proxytop.recording import iter_lines
+from proxytop.metrics.iostat import DIRECTIONS, RULES, STATE_NAME, percentile
+from proxytop.polling.devices import DeviceMapper
+from proxytop.recordings.recording import iter_lines
 from tests.mariadb import MariaDBServer
 from tests.proxysql_double import RECORDINGS, ProxySQLDouble, Recording
 from tests.terminal import proxytop_command

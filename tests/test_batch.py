@@ -13,8 +13,8 @@ from typing import Dict, List
 
 import pytest
 
-from proxytop import batch
 from proxytop.screens import all_screens
+from proxytop.ui import batch
 from tests.mariadb import free_port
 from tests.proxysql_double import ProxySQLDouble
 from tests.terminal import proxytop_command
@@ -267,7 +267,7 @@ def test_record_never_appends_to_a_file_that_is_not_a_recording(tmp_path):
 def test_worked_examples_in_the_docstrings():
     import doctest
 
-    import proxytop.batch as module
+    import proxytop.ui.batch as module
 
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0

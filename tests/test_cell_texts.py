@@ -1,11 +1,11 @@
-"""Cell texts kept by value from frame to frame (proxytop.table.CellTexts) give exactly the
+"""Cell texts kept by value from frame to frame (proxytop.ui.table.CellTexts) give exactly the
 cells that formatting every row again gives."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from proxytop import units
-from proxytop.table import CellTexts, Column, fit_columns, row_cells
+from proxytop.metrics import units
+from proxytop.ui.table import CellTexts, Column, fit_columns, row_cells
 
 
 @dataclass(frozen=True)

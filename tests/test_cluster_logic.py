@@ -7,19 +7,21 @@ import importlib
 
 import pytest
 
-from proxytop import allnodes, cluster, options
 from proxytop.collectors.base import Table
-from proxytop.connection import Endpoint
-from proxytop.nodes import NodeSet
+from proxytop.config import options
+from proxytop.metrics import cluster
+from proxytop.polling.connection import Endpoint
+from proxytop.polling.nodes import NodeSet
 from proxytop.screens.cluster import node_rows
+from proxytop.ui import allnodes
 from tests.cluster_doubles import node_recording
 from tests.proxysql_double import CLUSTER_NODES
 
 NODE1, NODE2, NODE3 = CLUSTER_NODES
 
 
-@pytest.mark.parametrize("name", ["proxytop.cluster", "proxytop.allnodes", "proxytop.endpoints",
-                                  "proxytop.nodes", "proxytop.screens.cluster"])
+@pytest.mark.parametrize("name", ["proxytop.metrics.cluster", "proxytop.ui.allnodes", "proxytop.config.endpoints",
+                                  "proxytop.polling.nodes", "proxytop.screens.cluster"])
 def test_doctests(name):
     result = doctest.testmod(importlib.import_module(name))
     assert result.attempted > 0 and result.failed == 0
@@ -174,8 +176,8 @@ def test_without_discovery_the_cluster_only_names_the_given_nodes():
 # ----- all nodes ----------------------------------------------------------------------------------
 
 def test_all_nodes_pool_adds_each_backends_rates_over_the_nodes():
-    from proxytop.screens.connpool import ConnPoolScreen, pool_rows
     from proxytop.collectors.base import Snapshot
+    from proxytop.screens.connpool import ConnPoolScreen, pool_rows
 
     def pair(node, at):
         series = frames(node, "stats_mysql_connection_pool")

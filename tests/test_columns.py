@@ -1,4 +1,4 @@
-"""Results read as columns (proxytop.columns) give what a row-by-row read gives, value for
+"""Results read as columns (proxytop.polling.columns) give what a row-by-row read gives, value for
 value: the digest and the processlist from the ProxySQL admin double (NULL and malformed
 counters, non-UTF-8 and huge texts, empty texts, NULL keys), typed columns from a real
 MariaDB, and only the changed rows converted again on the next reading."""
@@ -8,11 +8,11 @@ from array import array
 
 import pytest
 
-from proxytop import digests
 from proxytop.collectors.digest import QueryDigest
 from proxytop.collectors.proxysql_stats import ProcessList
-from proxytop.columns import decimals_to_columns, decode_column, query_columns
-from proxytop.connection import Endpoint, open_admin, open_mysql, run_query
+from proxytop.metrics import digests
+from proxytop.polling.columns import decimals_to_columns, decode_column, query_columns
+from proxytop.polling.connection import Endpoint, open_admin, open_mysql, run_query
 from tests.proxysql_double import ProxySQLDouble, Recording
 from tests.scale_digests import DIGEST_COLUMNS
 
@@ -208,8 +208,8 @@ def lenenc(value):
     [[b"q" * (1 << 16), b"1", None]],
 ])
 def test_split_values_reads_every_length_encoding_as_the_row_reader_does(rows):
-    from proxytop.columns import split_values
-    from proxytop.textrows import read_row
+    from proxytop.polling.columns import split_values
+    from proxytop.polling.textrows import read_row
 
     packets = [b"".join(map(lenenc, row)) for row in rows]
     columns = split_values(packets, 3)
@@ -222,7 +222,7 @@ def test_split_values_reads_every_length_encoding_as_the_row_reader_does(rows):
 def test_column_definitions_are_parsed_once_and_read_as_pymysql_reads_them(served):
     import pymysql
 
-    from proxytop import textrows
+    from proxytop.polling import textrows
 
     session, fixed, double = served
     fixed.rows = [digest_row(1)]
@@ -250,7 +250,7 @@ def test_column_definitions_are_parsed_once_and_read_as_pymysql_reads_them(serve
 def test_large_results_read_as_columns_over_tls(tmp_path):
     """Through an encrypted connection (PyMySQL's buffered reader over TLS) the digest and the
     processlist read as columns are the rows, across many TLS records."""
-    from proxytop import tls
+    from proxytop.polling import tls
     from tests.certificates import make_certificates
     from tests.scale_digests import ScaleDigests
 

@@ -8,9 +8,9 @@ import subprocess
 
 import pytest
 
-from proxytop import config_file, options
+from proxytop.config import config_file, options
+from proxytop.config.mysql_options import resolve_credentials
 from proxytop.errors import OptionError
-from proxytop.mysql_options import resolve_credentials
 from tests.login_paths import write_login_file
 from tests.terminal import proxytop_command
 
@@ -228,7 +228,7 @@ def test_at_name_in_the_terminal_with_the_password_from_a_login_path(home, proxy
 
 
 def test_connection_files_are_not_recorded_and_a_replay_does_not_need_them(home):
-    from proxytop.recording import recorded_options
+    from proxytop.recordings.recording import recorded_options
     from proxytop.screens.innodb import InnoDBScreen
 
     write_login_file(str(home / ".mylogin.cnf"), {"mysql-lp": {"user": "lpdba", "password": MYSQL_LOGIN_SECRET}})

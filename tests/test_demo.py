@@ -7,8 +7,8 @@ import os
 import re
 import subprocess
 
-from proxytop.recording import loads, scan
-from proxytop.replay import DEMO_FILE, RecordingIndex
+from proxytop.recordings.recording import loads, scan
+from proxytop.recordings.replay import DEMO_FILE, RecordingIndex
 from proxytop.screens import all_screens, screen_key
 from tests.mariadb import ROOT_PASSWORD
 from tests.terminal import proxytop_command

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from proxytop.devices import (DeviceMapper, map_roles, parse_mountinfo, role_devices, role_label,
+from proxytop.polling.devices import (DeviceMapper, map_roles, parse_mountinfo, role_devices, role_label,
                               server_role_paths)
 
 # name: (major, minor, parent disk or None, slaves, extra files)
@@ -210,8 +210,8 @@ def test_real_host_temporary_directory_is_on_a_listed_device():
 def test_roles_flow_from_a_local_servers_variables_to_the_screen(tmp_path, mapper):
     from proxytop.collectors.base import Collector, Source
     from proxytop.collectors.diskstats import DiskStats
-    from proxytop.connection import Endpoint
-    from proxytop.engine import Engine
+    from proxytop.polling.connection import Endpoint
+    from proxytop.polling.engine import Engine
     from proxytop.screens.iostat import IOstatScreen, device_rows, local_role_paths
 
     class MySQLSource(Source):
@@ -275,8 +275,8 @@ def test_roles_flow_from_a_local_servers_variables_to_the_screen(tmp_path, mappe
 def test_socket_connections_count_as_local_and_explicit_flag_wins():
     import socket
 
+    from proxytop.polling.connection import Endpoint
     from proxytop.screens.iostat import own_addresses, server_is_local
-    from proxytop.connection import Endpoint
 
     class FakeEngine:
         def __init__(self, endpoint):

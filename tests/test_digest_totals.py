@@ -8,7 +8,7 @@ from array import array
 
 import pytest
 
-from proxytop.digests import KEYFRAME_EVERY, DigestTotals, shared_with, time_series
+from proxytop.metrics.digests import KEYFRAME_EVERY, DigestTotals, shared_with, time_series
 
 
 def readings(steps):

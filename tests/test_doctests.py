@@ -7,14 +7,14 @@ import importlib
 import pytest
 
 MODULES = [
-    "proxytop.rates",
-    "proxytop.units",
-    "proxytop.engine",
-    "proxytop.playback",
-    "proxytop.connection",
-    "proxytop.options",
-    "proxytop.textrows",
-    "proxytop.columns",
+    "proxytop.metrics.rates",
+    "proxytop.metrics.units",
+    "proxytop.polling.engine",
+    "proxytop.recordings.playback",
+    "proxytop.polling.connection",
+    "proxytop.config.options",
+    "proxytop.polling.textrows",
+    "proxytop.polling.columns",
     "proxytop.collectors.proxysql_stats",
 ]
 

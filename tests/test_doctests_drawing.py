@@ -8,8 +8,8 @@ import importlib
 import pytest
 
 MODULES = [
-    "proxytop.table",
-    "proxytop.app",
+    "proxytop.ui.table",
+    "proxytop.ui.app",
     "proxytop.collectors.innodb",
     "proxytop.collectors.innodb_fleet",
 ]

@@ -7,8 +7,8 @@ import time
 
 from proxytop.collectors.base import Collector, Source
 from proxytop.collectors.proxysql import ConnectionPool, GlobalStatus, RuntimeServers
-from proxytop.connection import Endpoint, ProxySQLSource
-from proxytop.engine import Engine, backoff_delay
+from proxytop.polling.connection import Endpoint, ProxySQLSource
+from proxytop.polling.engine import Engine, backoff_delay
 
 
 def wait(predicate, timeout=5.0):

@@ -7,7 +7,7 @@ import pymysql
 import pytest
 
 from proxytop import errors
-from proxytop.connection import Endpoint, open_admin
+from proxytop.polling.connection import Endpoint, open_admin
 from tests.proxysql_double import ProxySQLDouble
 
 

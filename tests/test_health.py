@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from proxytop import health
 from proxytop.collectors.base import Snapshot, Table
 from proxytop.collectors.monitor import KEEP, ROWS_PER_READING, MonitorLogs, MonitorReadings, ServerMonitor
-from proxytop.connection import Endpoint, open_admin
+from proxytop.metrics import health
+from proxytop.polling.connection import Endpoint, open_admin
 from screens.connpool import with_health
 from tests.proxysql_double import ProxySQLDouble, Recording
 
@@ -242,7 +242,7 @@ def test_lag_column_values():
     assert rows[1]["lag"] is None and rows[1]["ro"] is None and rows[1]["monitor"] is None
 
 
-@pytest.mark.parametrize("name", ["proxytop.health", "proxytop.errnames", "proxytop.collectors.monitor",
+@pytest.mark.parametrize("name", ["proxytop.metrics.health", "proxytop.metrics.errnames", "proxytop.collectors.monitor",
                                   "proxytop.screens.errors"])
 def test_worked_examples_in_docstrings(name):
     import doctest

@@ -19,11 +19,12 @@ from typing import Iterator, List, Optional
 import pymysql
 import pytest
 
-from proxytop import options, view
 from proxytop.cli import build
 from proxytop.collectors.innodb import InnoDBEngine, InnoDBStatus, MySQLSource
-from proxytop.connection import Endpoint
-from proxytop.innodb import ASYNC, SYNC, parse_status_text
+from proxytop.config import options
+from proxytop.metrics.innodb import ASYNC, SYNC, parse_status_text
+from proxytop.polling.connection import Endpoint
+from proxytop.ui import view
 from tests.mariadb import MariaDBServer, free_port, running_server
 from tests.sockets import silent_server
 

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from proxytop.innodb import StatusText, parse_status_text, split_sections
+from proxytop.metrics.innodb import StatusText, parse_status_text, split_sections
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "innodb")
 

@@ -1,4 +1,4 @@
-"""The InnoDB fleet's servers share a bounded pool of engine threads (proxytop.engine's
+"""The InnoDB fleet's servers share a bounded pool of engine threads (proxytop.polling.engine's
 _WorkerPool) instead of a thread each: against a real MariaDB reached through many socket
 paths, and servers that accept connections and never answer.
 """
@@ -12,8 +12,8 @@ from collections import Counter
 
 import pytest
 
-from proxytop import engine as engine_module
 from proxytop.collectors.innodb import MySQLSource
+from proxytop.polling import engine as engine_module
 from tests.sockets import silent_server
 from tests.test_innodb_live import clean_home, closed_port, monitor, screen_text, wait  # noqa: F401 (a fixture)
 

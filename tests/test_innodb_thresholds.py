@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-from proxytop.innodb import (ASYNC, OK, SYNC, EngineReading, Flavour, Metric, RedoLimits, assess, checkpoint_state,
+from proxytop.metrics.innodb import (ASYNC, OK, SYNC, EngineReading, Flavour, Metric, RedoLimits, assess, checkpoint_state,
                              computed_limits, detect_flavour, limits_from_margin, mariadb_limits, mysql57_limits,
                              mysql80_limits, mysql8030_limits, parse_status_text, redo_capacity, server_limits,
                              time_to_full)
@@ -287,8 +287,8 @@ def test_flavour_detection():
     assert detect_flavour(None, None) is None
 
 
-@pytest.mark.parametrize("module", ["proxytop.innodb", "proxytop.collectors.innodb", "proxytop.screens.innodb",
-                                    "proxytop.mysql_options", "proxytop.collectors.innodb_fleet",
+@pytest.mark.parametrize("module", ["proxytop.metrics.innodb", "proxytop.collectors.innodb", "proxytop.screens.innodb",
+                                    "proxytop.config.mysql_options", "proxytop.collectors.innodb_fleet",
                                     "tests.mariadb"])
 def test_worked_examples_in_docstrings(module):
     result = doctest.testmod(importlib.import_module(module))

@@ -16,9 +16,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from proxytop import iostat
 from proxytop.collectors.diskstats import DiskSnapshot, DiskStats, merge_psutil, parse_diskstats, parse_line
-from proxytop.iostat import (READ, WRITE, Baseline, BaselineLearner, BaselineRules, DeviceStats, DiskCounters,
+from proxytop.metrics import iostat
+from proxytop.metrics.iostat import (READ, WRITE, Baseline, BaselineLearner, BaselineRules, DeviceStats, DiskCounters,
                              cpu_stats, device_stats, load_state, percentile, quiet_await, save_state,
                              saturation, saturation_level, state_path, wrapped_delta)
 
@@ -47,7 +47,7 @@ def stats_between(name: str, device: str) -> DeviceStats:
     return device_stats(data[0.0][device], data[2.0][device], 2.0)
 
 
-@pytest.mark.parametrize("module", ["proxytop.iostat", "proxytop.devices", "proxytop.collectors.diskstats",
+@pytest.mark.parametrize("module", ["proxytop.metrics.iostat", "proxytop.polling.devices", "proxytop.collectors.diskstats",
                                     "proxytop.screens.iostat"])
 def test_worked_examples_in_docstrings(module):
     result = doctest.testmod(importlib.import_module(module))

@@ -29,10 +29,11 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from proxytop import options, table
-from proxytop.devices import DeviceMapper
-from proxytop.rates import to_number
+from proxytop.config import options
+from proxytop.metrics.rates import to_number
+from proxytop.polling.devices import DeviceMapper
 from proxytop.screens.iostat import ALL_COLUMNS, WITHOUT_ROLE, IOstatScreen
+from proxytop.ui import table
 from tests.terminal import ESC, ENTER
 
 IOSTAT = shutil.which("iostat")

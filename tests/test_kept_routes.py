@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from unittest import mock
 
-from proxytop import digests
-from proxytop.route import compile_rules
+from proxytop.metrics import digests
+from proxytop.metrics.route import compile_rules
 from proxytop.screens import queries
 from tests.test_route import rule
 

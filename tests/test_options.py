@@ -1,6 +1,6 @@
 import pytest
 
-from proxytop import options
+from proxytop.config import options
 
 
 def write(tmp_path, text):

@@ -13,13 +13,13 @@ from typing import Dict, Optional, Tuple
 
 import pytest
 
-from proxytop import health
 from proxytop.collectors.base import Snapshot, Table
 from proxytop.collectors.monitor import MonitorLogs, MonitorReadings, ServerMonitor
 from proxytop.collectors.sides import for_side
-from proxytop.connection import Endpoint, open_admin
+from proxytop.metrics import health
+from proxytop.metrics.sides import MYSQL, PGSQL
+from proxytop.polling.connection import Endpoint, open_admin
 from proxytop.screens.connpool import ConnPoolScreen
-from proxytop.sides import MYSQL, PGSQL
 from tests.proxysql_double import ProxySQLDouble, Recording
 from tests.terminal import ENTER, ESC
 
@@ -222,7 +222,7 @@ def test_a_shunned_pgsql_backend_without_monitor_failures_names_the_pgsql_settin
     assert "pgsql-shun_on_failures" in text and "mysql-shun" not in text
 
 
-@pytest.mark.parametrize("name", ["proxytop.screens.connpool", "proxytop.health", "proxytop.collectors.sides"])
+@pytest.mark.parametrize("name", ["proxytop.screens.connpool", "proxytop.metrics.health", "proxytop.collectors.sides"])
 def test_worked_examples_in_docstrings(name):
     result = doctest.testmod(importlib.import_module(name))
     assert result.attempted > 0 and result.failed == 0

@@ -18,10 +18,10 @@ import pytest
 from proxytop.collectors.digest import DigestVariables, QueryDigest, RuntimeUsers
 from proxytop.collectors.errors import PGSQL_ERRORS, BackendErrors, FrontendUsers
 from proxytop.collectors.sides import for_side
-from proxytop.route import compile_rules, evaluate
+from proxytop.metrics import digests
+from proxytop.metrics.route import compile_rules, evaluate
+from proxytop.metrics.sides import PGSQL
 from proxytop.screens.queries import query_of
-from proxytop import digests
-from proxytop.sides import PGSQL
 from screens.errors import error_detail, errors_rows
 from proxytop.collectors.base import Snapshot, Table
 from tests.proxysql_double import RECORDINGS, ProxySQLDouble, Recording
@@ -32,8 +32,8 @@ EPOCH = 1795387757  # the recording's clock at t=0 (README-3.0.md)
 
 # ----- pure parts ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["proxytop.sqlstates", "proxytop.collectors.sides", "screens.errors",
-                                  "proxytop.route"])
+@pytest.mark.parametrize("name", ["proxytop.metrics.sqlstates", "proxytop.collectors.sides", "screens.errors",
+                                  "proxytop.metrics.route"])
 def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name))
     assert result.attempted > 0 and result.failed == 0

@@ -13,12 +13,12 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxytop import filters, table
 from proxytop.collectors.diskstats import parse_diskstats, parse_line
-from proxytop.innodb import StatusText, parse_status_text
-from proxytop.iostat import DiskCounters, device_stats
+from proxytop.metrics.innodb import StatusText, parse_status_text
+from proxytop.metrics.iostat import DiskCounters, device_stats
 from proxytop.screens.connpool import ConnPoolScreen
 from proxytop.screens.proclist import ProcListScreen, filter_sessions
+from proxytop.ui import filters, table
 
 # The same inputs on every run (a CI run never fails on an input no earlier run saw); run with
 # HYPOTHESIS_RANDOM=1 to explore new ones.

@@ -5,9 +5,9 @@ import doctest
 
 import pytest
 
-from proxytop import digests
 from proxytop.collectors.base import Snapshot, Table
-from proxytop.digests import digest_rows, mass_reset, parse, split, time_series, totals
+from proxytop.metrics import digests
+from proxytop.metrics.digests import digest_rows, mass_reset, parse, split, time_series, totals
 from proxytop.screens import queries
 from tests.scale_digests import DIGEST_COLUMNS
 
@@ -192,8 +192,8 @@ def test_twenty_thousand_generated_digests_have_rates_and_group_as_recorded():
 
 
 def test_rows_filled_when_read_sort_and_filter_as_full_rows():
-    from proxytop import filters
-    from proxytop.table import TableState
+    from proxytop.ui import filters
+    from proxytop.ui.table import TableState
     from tests.proxysql_double import Recording
     from tests.scale_digests import ScaleDigests
 
@@ -221,8 +221,8 @@ def test_rows_filled_when_read_sort_and_filter_as_full_rows():
 
 
 def test_a_reading_kept_as_columns_records_and_replays_as_the_rows_read():
-    from proxytop import recording
     from proxytop.collectors.digest import QueryDigest
+    from proxytop.recordings import recording
 
     rows = (row(20, "app", "0xA", "SELECT c FROM t WHERE id=?", 1000, 500_000, sent=1000),
             row(-1, "app", "0xA", "SELECT c FROM t WHERE id=?", 4000, 40_000, sent=4000),

@@ -1,4 +1,4 @@
-from proxytop.rates import delta, rate, row_rates, to_number
+from proxytop.metrics.rates import delta, rate, row_rates, to_number
 
 
 def test_rate_is_delta_over_seconds():

@@ -16,17 +16,18 @@ from typing import Dict, List
 
 import pytest
 
-from proxytop import options, recording
 from proxytop.cli import build
 from proxytop.collectors.base import Snapshot, Table
 from proxytop.collectors.diskstats import DiskSnapshot
 from proxytop.collectors.innodb import DiscoveredServer, Discovery
-from proxytop.connection import Endpoint
-from proxytop.engine import SourceState
-from proxytop.innodb import EngineReading, Metric, StatusText, detect_flavour
-from proxytop.iostat import Baseline, DiskCounters
-from proxytop.recording import Recorder, RecordingError, RecordingWriter, decode, encode, scan
-from proxytop.replay import RecordingIndex, ReplayEngine
+from proxytop.config import options
+from proxytop.metrics.innodb import EngineReading, Metric, StatusText, detect_flavour
+from proxytop.metrics.iostat import Baseline, DiskCounters
+from proxytop.polling.connection import Endpoint
+from proxytop.polling.engine import SourceState
+from proxytop.recordings import recording
+from proxytop.recordings.recording import Recorder, RecordingError, RecordingWriter, decode, encode, scan
+from proxytop.recordings.replay import RecordingIndex, ReplayEngine
 from tests import proxysql_double
 from tests.proxysql_double import ProxySQLDouble, Recording
 
@@ -392,7 +393,7 @@ def test_compression_keeps_a_minute_of_readings_small(tmp_path):
 def test_worked_examples_in_the_docstrings():
     import doctest
 
-    import proxytop.recording as module
+    import proxytop.recordings.recording as module
 
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0

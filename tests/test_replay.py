@@ -9,14 +9,15 @@ from typing import Any
 
 import pytest
 
-from proxytop import options, view
 from proxytop.cli import build
 from proxytop.collectors.base import Snapshot
-from proxytop.controller import Controller
-from proxytop.engine import SourceState
-from proxytop.recording import RecordingWriter, is_secret_name
-from proxytop.replay import RecordingIndex, ReplayEngine, parse_jump, replay_config
+from proxytop.config import options
+from proxytop.polling.engine import SourceState
+from proxytop.recordings.recording import RecordingWriter, is_secret_name
+from proxytop.recordings.replay import RecordingIndex, ReplayEngine, parse_jump, replay_config
 from proxytop.screens.base import Confirm
+from proxytop.ui import view
+from proxytop.ui.controller import Controller
 from tests.terminal import ENTER, ESC
 from tests.test_recording import FakeClock, live_recording  # noqa: F401  (a shared session fixture)
 
@@ -360,7 +361,7 @@ def test_a_recording_killed_mid_run_still_replays(proxytop_term, proxysql_double
 def test_worked_examples_in_the_docstrings():
     import doctest
 
-    import proxytop.replay as module
+    import proxytop.recordings.replay as module
 
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0

@@ -5,8 +5,8 @@ import doctest
 
 import pytest
 
-from proxytop import route
-from proxytop.route import Query, compile_rule, compile_rules, evaluate
+from proxytop.metrics import route
+from proxytop.metrics.route import Query, compile_rule, compile_rules, evaluate
 from tests.proxysql_double import Recording
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from proxytop.collectors.base import Collector
-from proxytop.schedule import ACTIVATION_DELAY, DUE_SLACK, Schedule
+from proxytop.polling.schedule import ACTIVATION_DELAY, DUE_SLACK, Schedule
 
 
 class Clock:

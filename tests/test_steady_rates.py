@@ -15,12 +15,12 @@ import time
 from proxytop.collectors.base import Snapshot
 from proxytop.collectors.proxysql import GlobalStatus
 from proxytop.collectors.proxysql_stats import CommandCounters, QueryRuleHits
-from proxytop.connection import Endpoint, ProxySQLSource
-from proxytop.engine import Engine
+from proxytop.polling.connection import Endpoint, ProxySQLSource
+from proxytop.polling.engine import Engine
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxytop.rates import RATE_WINDOW, SteadyPair, UpdateTracker, rate, update_span
+from proxytop.metrics.rates import RATE_WINDOW, SteadyPair, UpdateTracker, rate, update_span
 from proxytop.screens.base import DataView, seconds_between
 from proxytop.screens.comcount import ComCountScreen, total_executions
 from proxytop.screens.glostat import GloStatScreen, steady_bases

@@ -1,7 +1,8 @@
 import pytest
 
-from proxytop import filters, units
-from proxytop.table import Column, TableState, arrange, clip, fit_columns, row_cells, sort_rows
+from proxytop.metrics import units
+from proxytop.ui import filters
+from proxytop.ui.table import Column, TableState, arrange, clip, fit_columns, row_cells, sort_rows
 
 COLUMNS = (
     Column("hostgroup", "HG", 4, priority=0),

@@ -1,7 +1,7 @@
-"""Rows read by proxytop.textrows: every length encoding, NULLs, converters, shared values."""
+"""Rows read by proxytop.polling.textrows: every length encoding, NULLs, converters, shared values."""
 from __future__ import annotations
 
-from proxytop.textrows import SHARED_UP_TO, read_row, text
+from proxytop.polling.textrows import SHARED_UP_TO, read_row, text
 
 
 def lenenc(value: bytes) -> bytes:

@@ -10,9 +10,11 @@ import subprocess
 
 import pytest
 
-from proxytop import errors, options, tls
+from proxytop import errors
 from proxytop.collectors.innodb import MySQLSource
-from proxytop.connection import Endpoint, ProxySQLSource, open_admin
+from proxytop.config import options
+from proxytop.polling import tls
+from proxytop.polling.connection import Endpoint, ProxySQLSource, open_admin
 from tests.certificates import make_certificates
 from tests.mariadb import running_server
 from tests.proxysql_double import ProxySQLDouble
@@ -155,7 +157,7 @@ def test_tls_settings_from_option_files(certs, tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     (tmp_path / ".my.cnf").write_text(f"[client]\nssl-ca = {certs.ca}\nssl-cert = {certs.client_cert}\n"
                                       f"ssl-key = {certs.client_key}\n")
-    from proxytop.mysql_options import resolve_credentials
+    from proxytop.config.mysql_options import resolve_credentials
 
     credentials = resolve_credentials(options.parse([], {}).args, {})
     assert credentials.tls == tls.TLSSettings("VERIFY_CA", certs.ca, certs.client_cert, certs.client_key)

@@ -13,7 +13,7 @@ import subprocess
 import threading
 import time
 
-from proxytop import wakeup
+from proxytop.ui import wakeup
 from tests.terminal import proxytop_command
 
 

@@ -1,0 +1,1 @@
+"""Pure derived metrics and what proxytop knows of ProxySQL and MySQL: functions of snapshots, with no I/O and no curses (rates, units, percentiles, digests and routes, backend health, InnoDB and iostat arithmetic, cluster drift, error names, sides)."""

@@ -1,0 +1,1 @@
+"""Reading the servers off the UI thread: the engine and its schedule, each collector's readings, connections to ProxySQL and MySQL and their TLS, the ProxySQL nodes being watched, and the host's block devices."""

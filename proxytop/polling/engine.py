@@ -1,0 +1,680 @@
+"""The polling engine: collectors run here, off the UI thread.
+
+One worker thread per source (the ProxySQL admin connection, the host), so a slow or dead
+server only ever delays its own collectors. The MySQL servers of a fleet (sources marked
+``pooled``; there may be hundreds) share a bounded pool of threads instead
+(:class:`_WorkerPool`): a source is served by one pool thread at a time, so a hung server
+holds up one thread until its connection's timeout, and the others keep serving the rest.
+Only *active* collectors poll — the visible screen's and the header's — so hidden screens put
+no load on ProxySQL. The UI reads the latest snapshots and the sources' states and never waits
+on I/O.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable, Deque, Dict, Iterable, List, Optional, Tuple
+
+from proxytop.collectors.base import Collector, Snapshot, Source
+from proxytop.polling.readings import Readings
+from proxytop.polling.schedule import Schedule
+
+log = logging.getLogger(__name__)
+
+BACKOFF_STEPS = (1.0, 2.0, 4.0, 8.0, 10.0)
+WAKE_AT_ONCE = 8  # more sources than this activated together are woken in turn, not at once
+IDLE_WAIT = 60.0  # seconds a worker sleeps at most without being woken (a safety net, not a poll)
+POOL_THREADS = 8  # threads shared by the pooled sources (a fleet's MySQL servers)
+POOL_GROWTH = 4  # with turns overdue, the pool grows to at most this many times POOL_THREADS
+OVERDUE = 1.0  # seconds a turn may wait for a thread before the pool grows
+
+
+def backoff_delay(failures: int) -> float:
+    """Seconds to wait after the n-th consecutive failure (1, 2, 4, 8, then 10 s at most).
+
+    >>> [backoff_delay(n) for n in (1, 2, 3, 4, 5, 9)]
+    [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
+    """
+    index = min(max(failures, 1), len(BACKOFF_STEPS)) - 1
+    return BACKOFF_STEPS[index]
+
+
+@dataclass(frozen=True)
+class SourceState:
+    """What the UI says about a source: connected, or why not and when it retries."""
+
+    name: str
+    connected: bool = False
+    connecting: bool = True
+    error: Optional[str] = None
+    retry_at: Optional[float] = None  # monotonic time of the next attempt
+    failures: int = 0
+    since: float = 0.0
+
+    def retry_in(self, now: float) -> Optional[float]:
+        if self.retry_at is None:
+            return None
+        return max(0.0, self.retry_at - now)
+
+
+class Engine:
+    """Sources, their collectors and one worker thread per source; what the UI reads and
+    changes. When each collector reads is the :class:`Schedule`'s business, what it read the
+    :class:`Readings`', and the polling loop each :class:`_SourceWorker`'s."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._sources: Dict[str, Source] = {}
+        self._collectors: Dict[str, Collector] = {}
+        self._by_source: Dict[str, List[Collector]] = {}  # each source's collectors
+        self._schedule = Schedule(clock)
+        self._readings = Readings()
+        self._states: Dict[str, SourceState] = {}
+        self._workers: Dict[str, _SourceWorker] = {}
+        self._pool: Optional[_WorkerPool] = None  # made with the first pooled source
+        self._paused = False
+        self._stopping = False
+        self._started = False
+        self._observers: List[Callable[[str, object], None]] = []
+        self._listeners: List[Callable[[], None]] = []  # told when there is something new to show
+        # A number that changes with every snapshot kept: what the UI computed from the
+        # readings (the newest of a 1,500-collector screen) holds until it changes.
+        self.news = 0
+        self._news_numbers = itertools.count(1)
+
+    # ----- set-up ---------------------------------------------------------------------------
+    def add_source(self, source: Source) -> None:
+        with self._lock:
+            if source.name in self._sources:
+                return
+            self._sources[source.name] = source
+            self._states[source.name] = SourceState(source.name, since=self._clock())
+            if getattr(source, "pooled", False):
+                if self._pool is None:
+                    self._pool = _WorkerPool(self, POOL_THREADS)
+                self._workers[source.name] = _PooledWorker(self, source, self._pool)
+            else:
+                self._workers[source.name] = _SourceWorker(self, source)
+        if self._started:
+            self._workers[source.name].start()
+
+    def add_collector(self, collector: Collector) -> None:
+        with self._lock:
+            if collector.name in self._collectors:
+                return
+            self._collectors[collector.name] = collector
+            self._by_source.setdefault(collector.source, []).append(collector)
+            self._readings.add(collector)
+            self._schedule.add(collector)
+
+    def collector(self, name: str) -> Optional[Collector]:
+        return self._collectors.get(name)
+
+    def collector_names(self, prefix: str = "") -> List[str]:
+        """Names of the registered collectors (those starting with ``prefix``)."""
+        with self._lock:
+            return [name for name in self._collectors if name.startswith(prefix)]
+
+    def source(self, name: str) -> Optional[Source]:
+        return self._sources.get(name)
+
+    def collector_names_of(self, source_name: str) -> List[str]:
+        """Names of the collectors that read from one source."""
+        with self._lock:
+            return [c.name for c in self._by_source.get(source_name, ())]
+
+    def forget(self, names: Iterable[str]) -> None:
+        """Drop these collectors' readings and errors, and read them again at once: the
+        source now reads another server (the watched ProxySQL node changed), and a rate
+        across two servers would be meaningless."""
+        for name in names:
+            if self._readings.forget(name):
+                self._schedule.read_now(name)
+        self.news = next(self._news_numbers)
+
+    def add_observer(self, observer: Callable[[str, object], None]) -> None:
+        """``observer(kind, value)`` is called on the worker threads with every new
+        ("snapshot", Snapshot), ("state", SourceState) and ("error", (collector, message, time))
+        — what a recording needs. It must be quick and never raise."""
+        self._observers.append(observer)
+
+    def remove_observer(self, observer: Callable[[str, object], None]) -> None:
+        if observer in self._observers:
+            self._observers.remove(observer)
+
+    # A live engine tells its listeners when something new can be shown (the UI then sleeps
+    # until told, instead of looking for new data several times a second).
+    notifies_changes = True
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """``listener()`` is called on a worker thread once after each batch of new snapshots
+        of a source, and after a source's state, a collector's error or a task's result
+        changed. It must be quick and never raise (the UI's wake-up pipe)."""
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Callable[[], None]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def _tell_listeners(self) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener()
+            except Exception:
+                log.exception("listener failed")
+
+    def _notify(self, kind: str, value: object) -> None:
+        for observer in list(self._observers):
+            try:
+                observer(kind, value)
+            except Exception:
+                log.exception("observer failed on %s", kind)
+
+    def start(self) -> None:
+        self._started = True
+        for name in list(self._sources):
+            self._workers[name].start()
+
+    def stop(self, timeout: float = 0.5) -> None:
+        """Ask every worker to stop. Workers are daemons: a hung server can't delay exit."""
+        self._stopping = True
+        if self._pool is not None:
+            self._pool.stop()  # first: the pooled sources' wake-ups below then plan nothing
+        for worker in self._workers.values():
+            worker.wake.set()
+        deadline = self._clock() + timeout
+        for worker in list(self._workers.values()):
+            worker.join(max(0.0, deadline - self._clock()))
+        if self._pool is not None:
+            self._pool.join(max(0.0, deadline - self._clock()))
+
+    # ----- what the UI changes --------------------------------------------------------------
+    def set_active(self, names: Iterable[str]) -> None:
+        """Only these collectors poll from now on; newly active ones poll at once."""
+        newly, plan = self._schedule.activate(frozenset(n for n in names if n in self._collectors))
+        if len(plan) <= WAKE_AT_ONCE:
+            self._wake_sources_of(newly)
+        else:  # hundreds of workers woken at once would hold up the UI's first frame
+            threading.Thread(target=self._wake_in_turn, args=(plan,), name="wake-sources", daemon=True).start()
+
+    def _wake_in_turn(self, plan: List[Tuple[float, str]]) -> None:
+        """Wake each source's worker when its first reading is due, one after the other."""
+        for due, source in plan:
+            delay = due - self._clock()
+            if delay > 0:
+                time.sleep(delay)
+            if self._stopping:
+                return
+            worker = self._workers.get(source)
+            if worker is not None:
+                worker.wake.set()
+
+    def _wake_sources_of(self, names: Iterable[str]) -> None:
+        for name in names:
+            collector = self._collectors.get(name)
+            if collector is not None and collector.source in self._workers:
+                self._workers[collector.source].wake.set()
+
+    @property
+    def active(self) -> frozenset:
+        return self._schedule.active
+
+    def set_interval(self, name: str, seconds: float) -> float:
+        """Set a collector's interval, clamped to its minimum; returns the interval in effect."""
+        effective, old = self._schedule.set_interval(self._collectors[name], seconds,
+                                                     self._readings.last_taken_at(name))
+        if effective < old:
+            self._wake_sources_of([name])
+        return effective
+
+    def interval(self, name: str) -> float:
+        return self._schedule.interval(name)
+
+    def pause(self) -> None:
+        self._paused = True
+
+    def resume(self) -> None:
+        self._paused = False
+        for worker in self._workers.values():
+            worker.wake.set()
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    def submit(self, source_name: str, task: Callable, done: Callable[[Optional[str]], None]) -> None:
+        """Run ``task(handle)`` on the source's worker (the UI thread never does I/O);
+        ``done(error_line_or_None)`` is called there afterwards."""
+        self._workers[source_name].submit(task, done)
+
+    # ----- what the UI reads ----------------------------------------------------------------
+    def latest(self, name: str) -> Optional[Snapshot]:
+        return self._readings.latest(name)
+
+    def history(self, name: str) -> Tuple[Snapshot, ...]:
+        return self._readings.history(name)
+
+    def last_two(self, name: str) -> Tuple[Optional[Snapshot], Optional[Snapshot]]:
+        """(previous, current): what rates are computed from."""
+        return self._readings.last_two(name)
+
+    def error(self, name: str) -> Optional[str]:
+        return self._readings.error(name)
+
+    def state(self, source_name: str) -> Optional[SourceState]:
+        return self._states.get(source_name)
+
+    def states(self) -> List[SourceState]:
+        return list(self._states.values())
+
+    def now(self) -> float:
+        return self._clock()
+
+    def poll_now(self, handles: Dict[str, object]) -> Dict[str, Optional[str]]:
+        """Run the due active collectors of each source in ``handles`` ({source name: the
+        handle its ``connect()`` returned}) on the calling thread, exactly as a worker does,
+        for tools that step the engine themselves (benchmarks) without starting its threads.
+        Returns {source name: the error line of a lost connection, or None}."""
+        return {name: self._workers[name].poll_due(handle, self._active_of(name))
+                for name, handle in handles.items()}
+
+    # ----- what the workers share ---------------------------------------------------------------
+    def _set_state(self, name: str, **changes) -> None:
+        with self._lock:
+            old = self._states[name]
+            values = {**old.__dict__, **changes}
+            state = self._states[name] = SourceState(**values)
+        if self._observers:
+            self._notify("state", state)
+        self._tell_listeners()
+
+    def _active_of(self, source_name: str) -> List[Collector]:
+        active = self._schedule.active
+        return [c for c in self._by_source.get(source_name, ()) if c.name in active]
+
+
+class _SourceWorker:
+    """One source's thread: connects when a reading is due, runs the UI's tasks and the due
+    collectors on that connection, and after a failure says why and retries with backoff."""
+
+    def __init__(self, engine: Engine, source: Source):
+        self.engine = engine
+        self.source = source
+        self.wake = threading.Event()
+        self._tasks: Deque[Tuple[Callable, Callable]] = deque()
+        self._thread: Optional[threading.Thread] = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name=f"poll-{self.source.name}", daemon=True)
+            self._thread.start()
+
+    def join(self, timeout: float) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def submit(self, task: Callable, done: Callable[[Optional[str]], None]) -> None:
+        with self.engine._lock:
+            self._tasks.append((task, done))
+        self.wake.set()
+
+    def _run(self) -> None:
+        engine, source = self.engine, self.source
+        handle = None
+        connected = False
+        failures = 0
+        while not engine._stopping:
+            collectors = engine._active_of(source.name)
+            if engine._paused or not collectors:
+                # Idle until woken (activation, resume, a task, stop): hundreds of servers'
+                # threads may be waiting here while their screen is hidden.
+                self._wait(IDLE_WAIT)
+                continue
+            if not connected:
+                due = engine._schedule.first_due(collectors) - engine._clock()
+                if due > 0.005 and not self._tasks:
+                    self._wait(min(0.5, due))  # a staggered start: connect when the first reading is due
+                    continue
+                connected, handle, failures = self._connect(failures)
+                if not connected:
+                    continue
+            lost = self._run_tasks(handle) or self.poll_due(handle, collectors)
+            if lost is not None:
+                source.close(handle)
+                handle, connected = None, False
+                failures += 1
+                self._back_off(failures, lost, self._retry_delay(failures))
+                continue
+            next_due = engine._schedule.first_due(engine._active_of(source.name))
+            # Sleep until the next reading is due: whatever changes the plan sooner (a shorter
+            # interval, a screen shown, a task, resume, stop) sets ``wake``.
+            self._wait(IDLE_WAIT if next_due is None else max(0.005, min(IDLE_WAIT, next_due - engine._clock())))
+        if handle is not None:
+            source.close(handle)
+
+    def _wait(self, timeout: float) -> None:
+        self.wake.wait(timeout)
+        self.wake.clear()
+
+    def _connect(self, failures: int):
+        """(True, handle, 0) once connected; (False, None, failures + 1) after a failure and
+        its backoff."""
+        engine, name = self.engine, self.source.name
+        engine._set_state(name, connecting=True)
+        try:
+            handle = self.source.connect()
+        except Exception as exc:  # any failure is reported in one line and retried
+            failures += 1
+            delay = self._retry_delay(failures)
+            message = self.source.describe_error(exc)
+            log.info("%s: %s (retry in %.0fs)", name, message, delay)
+            self._back_off(failures, message, delay)
+            return False, None, failures
+        engine._set_state(name, connected=True, connecting=False, error=None,
+                          failures=0, retry_at=None, since=engine._clock())
+        return True, handle, 0
+
+    def _retry_delay(self, failures: int) -> float:
+        return self.engine._schedule.retry_delay(backoff_delay(failures), self.engine._active_of(self.source.name))
+
+    def _back_off(self, failures: int, message: str, delay: float) -> None:
+        """Say why the source is unreachable and sleep until it is tried again."""
+        engine = self.engine
+        engine._set_state(self.source.name, connected=False, connecting=False, error=message,
+                          failures=failures, retry_at=engine._clock() + delay)
+        self._sleep_until(engine._clock() + delay)
+
+    def _sleep_until(self, deadline: float) -> None:
+        """Wait for a retry deadline; a wake-up (e.g. on quit) only ends it early when stopping."""
+        engine = self.engine
+        while not engine._stopping:
+            remaining = deadline - engine._clock()
+            if remaining <= 0:
+                return
+            self._wait(remaining)
+
+    def _run_tasks(self, handle) -> Optional[str]:
+        engine, source = self.engine, self.source
+        while self._tasks:
+            with engine._lock:
+                task, done = self._tasks.popleft()
+            try:
+                task(handle)
+            except Exception as exc:
+                message = source.describe_error(exc)
+                done(message)
+                engine._tell_listeners()
+                if source.is_connection_error(exc):
+                    return message
+                continue
+            done(None)
+            engine._tell_listeners()
+        return None
+
+    def poll_due(self, handle, collectors: List[Collector]) -> Optional[str]:
+        """Run the due collectors; returns an error line if the connection was lost."""
+        engine = self.engine
+        news = 0
+        # Every reading of the batch is planned from the batch's start, not its own: a slower
+        # collector (every 2 s) then stays in step with the 1 s ones instead of drifting by the
+        # batch's length into a wake-up (and a redraw) of its own.
+        batch_started = engine._clock()
+        try:
+            for collector in collectors:
+                if engine._stopping or engine._paused:
+                    return None
+                news += self._poll_one(handle, collector, batch_started)
+        except _ConnectionLost as lost:
+            return lost.message
+        finally:
+            if news:
+                engine._tell_listeners()  # once per batch: the header's and the screen's readings
+        return None
+
+    def _poll_one(self, handle, collector: Collector, batch_started: float) -> int:
+        """Run one collector if it is due: 1 when it brought news (a snapshot or an error).
+        Raises _ConnectionLost when the connection broke."""
+        engine, source, name = self.engine, self.source, collector.name
+        if not engine._schedule.is_due(name):
+            return 0
+        started = engine._clock()
+        started_wall = time.time()
+        try:
+            data = collector.collect(handle)
+        except Exception as exc:
+            message = source.describe_error(exc)
+            if source.is_connection_error(exc):
+                log.info("%s: connection lost in %s: %s", source.name, name, message)
+                raise _ConnectionLost(message) from None
+            log.info("%s: %s", name, message)
+            engine._readings.record_error(name, message, engine._clock())
+            engine._schedule.failed(name, batch_started)
+            if engine._observers:
+                engine._notify("error", (name, message, engine._clock()))
+            return 1
+        finished = engine._clock()
+        # Stamped when the query started: ProxySQL takes its figures as it begins to answer,
+        # and under load an answer took up to 150 ms (rates were off by up to 16%).
+        snapshot = Snapshot(collector=name, data=data, taken_at=started, duration=finished - started,
+                            wall_time=started_wall)
+        engine._readings.record(collector, snapshot)
+        engine.news = next(engine._news_numbers)
+        engine._schedule.read(collector, batch_started)
+        if engine._observers:
+            engine._notify("snapshot", snapshot)
+        return 1
+
+
+class _ConnectionLost(Exception):
+    """A collector found the connection broken (its one-line description in ``message``)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class _PoolWake:
+    """What a pooled worker has in place of a thread's Event: ``set()`` asks the pool to look
+    at the source again now (activation, resume, a task, stop)."""
+
+    def __init__(self, worker: "_PooledWorker"):
+        self._worker = worker
+
+    def set(self) -> None:
+        self._worker.pool.wake(self._worker)
+
+
+class _PooledWorker(_SourceWorker):
+    """A source served by the engine's pool: the same connect, poll, task and backoff rules
+    as a :class:`_SourceWorker`, taken one step at a time by whichever pool thread is free.
+    Between steps the source holds no thread: a step says when it wants the next one."""
+
+    def __init__(self, engine: Engine, source: Source, pool: "_WorkerPool"):
+        super().__init__(engine, source)
+        self.pool = pool
+        self.wake = _PoolWake(self)
+        self.handle = None
+        self.connected = False
+        self.failures = 0
+        self.retry_at: Optional[float] = None  # no connection attempt before this (backoff)
+        # The pool's bookkeeping (under its lock): when this source is next looked at, whether
+        # a thread is on it now, and whether it was woken meanwhile.
+        self.planned: Optional[float] = None
+        self.running = False
+        self.woken = False
+
+    def start(self) -> None:
+        self.pool.wake(self)
+
+    def join(self, timeout: float) -> None:
+        pass  # the pool's threads are joined by the engine
+
+    def step(self) -> Optional[float]:
+        """One turn: connect when a reading is due, run the tasks and the due collectors.
+        Returns when the source wants its next turn (monotonic), or None to wait until woken."""
+        engine, source = self.engine, self.source
+        if engine._stopping:
+            self._close()
+            return None
+        collectors = engine._active_of(source.name)
+        if (engine._paused or not collectors) and not self._tasks:
+            return None  # idle until woken: a hidden screen's servers hold nothing
+        now = engine._clock()
+        if not self.connected:
+            if self.retry_at is not None and now < self.retry_at:
+                return self.retry_at  # backing off after a failure
+            due = engine._schedule.first_due(collectors) if collectors else now
+            if due is not None and due - now > 0.005 and not self._tasks:
+                return due  # connect when the first reading is due
+            self.connected, self.handle, self.failures = self._connect(self.failures)
+            if not self.connected:
+                return self.retry_at
+        lost = self._run_tasks(self.handle) or self.poll_due(self.handle, engine._active_of(source.name))
+        if lost is not None:
+            self._close()
+            self.failures += 1
+            self._back_off(self.failures, lost, self._retry_delay(self.failures))
+            return self.retry_at
+        return engine._schedule.first_due(engine._active_of(source.name))
+
+    def _back_off(self, failures: int, message: str, delay: float) -> None:
+        """Say why the source is unreachable; the pool looks at it again after ``delay``
+        (no thread sleeps meanwhile)."""
+        engine = self.engine
+        self.retry_at = engine._clock() + delay
+        engine._set_state(self.source.name, connected=False, connecting=False, error=message,
+                          failures=failures, retry_at=self.retry_at)
+
+    def _connect(self, failures: int):
+        made = super()._connect(failures)
+        if made[0]:
+            self.retry_at = None
+        return made
+
+    def _close(self) -> None:
+        if self.handle is not None:
+            try:
+                self.source.close(self.handle)
+            except Exception:
+                log.exception("%s: close failed", self.source.name)
+        self.handle, self.connected = None, False
+
+
+class _WorkerPool:
+    """A few threads serving many pooled sources in the order their turns come due (a heap of
+    (time, source)). A source is only ever on one thread: a hung server's step blocks that
+    thread until the connection's timeout, while the others take the next turns. When every
+    thread is busy and turns are overdue by more than OVERDUE (several servers hang at once),
+    the pool adds threads, up to POOL_GROWTH times its size."""
+
+    def __init__(self, engine: Engine, size: int):
+        self.engine = engine
+        self.size = max(1, size)
+        self._cond = threading.Condition()
+        self._heap: List[Tuple[float, int, _PooledWorker]] = []
+        self._sequence = 0  # ties in the heap are broken by order of arrival
+        self._threads: List[threading.Thread] = []
+        self._stopping = False
+        self._idle = 0  # threads waiting for a turn
+        self._members: Dict[str, _PooledWorker] = {}
+
+    def wake(self, worker: _PooledWorker) -> None:
+        """Look at ``worker``'s source again now (from any thread)."""
+        with self._cond:
+            self._members[worker.source.name] = worker
+            if self._stopping:
+                return
+            if worker.running:
+                worker.woken = True  # the thread on it plans its next turn from now
+                return
+            self._plan(worker, self.engine._clock())
+
+    def _plan(self, worker: _PooledWorker, at: Optional[float]) -> None:
+        """(the lock is held) The source's next turn at ``at``; None: none until woken."""
+        if at is not None and worker.planned is not None and worker.planned <= at:
+            return  # an earlier turn is planned already
+        worker.planned = at
+        if at is None:
+            return
+        self._sequence += 1
+        heapq.heappush(self._heap, (at, self._sequence, worker))
+        if self._idle == 0:
+            threads = len(self._threads)
+            # Past its size the pool grows only when turns wait: many servers hanging at once
+            # (a rack down) hold one thread each until their timeout.
+            if threads < self.size or (threads < self.size * POOL_GROWTH
+                                       and self._heap[0][0] < self.engine._clock() - OVERDUE):
+                self._start_thread()
+        self._cond.notify()
+
+    def _start_thread(self) -> None:
+        thread = threading.Thread(target=self._serve, name=f"pool-{len(self._threads) + 1}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _serve(self) -> None:
+        clock = self.engine._clock
+        while True:
+            with self._cond:
+                worker = None
+                while worker is None:
+                    if self._stopping:
+                        idle = [w for w in self._members.values() if not w.running and w.handle is not None]
+                        for member in idle:
+                            member.running = True  # closed here: no other thread takes it now
+                        break
+                    if not self._heap:
+                        self._wait(IDLE_WAIT)
+                        continue
+                    at, _, candidate = self._heap[0]
+                    if candidate.planned != at or candidate.running:
+                        heapq.heappop(self._heap)  # replaced by an earlier turn, or on a thread now
+                        continue
+                    delay = at - clock()
+                    if delay > 0:
+                        self._wait(min(delay, IDLE_WAIT))
+                        continue
+                    heapq.heappop(self._heap)
+                    worker = candidate
+                if worker is None:  # stopping: close the idle sources' connections, then leave
+                    for member in idle:
+                        member._close()
+                    return
+                worker.planned, worker.running, worker.woken = None, True, False
+            try:
+                at = worker.step()
+            except Exception:  # a bug in one source's step must not take a pool thread with it
+                log.exception("%s: pooled step failed", worker.source.name)
+                at = clock() + BACKOFF_STEPS[-1]
+            with self._cond:
+                worker.running = False
+                if worker.woken:
+                    at = clock() if at is None else min(at, clock())
+                self._plan(worker, at)
+
+    def _wait(self, timeout: float) -> None:
+        self._idle += 1
+        try:
+            self._cond.wait(timeout)
+        finally:
+            self._idle -= 1
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+
+    def join(self, timeout: float) -> None:
+        deadline = self.engine._clock() + timeout
+        for thread in list(self._threads):
+            thread.join(max(0.0, deadline - self.engine._clock()))
+
+    @property
+    def threads(self) -> int:
+        return len(self._threads)

@@ -1,0 +1,1 @@
+"""Recordings of what the engine read, and their replay with a playback clock."""

@@ -1,0 +1,601 @@
+"""Recordings: every snapshot the engine takes, appended to a compressed file for replay.
+
+The file is gzip (deflate, flushed after every record) holding one record per line. A line is
+a small JSON envelope, and for snapshots a tab and the snapshot's data as JSON::
+
+    {"k":"h","format":"proxytop-recording","version":1,...}         header (one per run)
+    {"k":"src","t":...,"name":"proxysql"}<TAB>{...}                 a source and its session
+    {"k":"col","name":...,"source":...,"history":2,...}             a collector's settings
+    {"k":"st","name":...,"t":...}<TAB>{...}                         a source's state changed
+    {"k":"s","c":"proxysql.global","t":...,"w":...,"d":...}<TAB>{...}  a snapshot
+    {"k":"err","c":...,"t":...,"m":"..."}                           a collector's error
+
+Times ``t`` are the recording process's monotonic clock; the header gives the wall-clock time
+that matched, so a reader can place every record in real time. Because each record is flushed
+through the compressor at once, a recording cut short (a crash, a full disk, ``kill -9``) still
+reads up to its last complete record. Recording again into an existing file appends a new run
+(a new gzip member; a file left unfinished is repaired first).
+
+Snapshot data are plain values, tuples, dicts, sets and dataclasses. Dataclasses are written
+with their type name and, when read back, rebuilt only if the type belongs to the proxytop
+package; nothing is ever unpickled. Passwords are never written: the value under a dict key,
+dataclass field or table column named like a secret ("password", "passwd", "credentials",
+"secret" — but not counters such as Access_Denied_Wrong_Password) is blanked, as is the
+value of a (name, value) pair named like one, and quoted literals after ``IDENTIFIED BY`` or
+``PASSWORD`` in statement texts.
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import enum
+import importlib
+import json
+import logging
+import math
+import os
+import re
+import threading
+import time
+import zlib
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+from proxytop import __version__
+from proxytop.collectors.base import Snapshot, Table
+from proxytop.recordings.moved import MOVED_MODULES
+
+log = logging.getLogger(__name__)
+
+FORMAT = "proxytop-recording"
+VERSION = 1
+ALLOWED_MODULES = ("proxytop.",)  # dataclasses and enums are rebuilt only from these modules
+SCRUBBED = ""
+_GZIP = 31  # zlib wbits for the gzip container
+_MAGIC = b"\x1f\x8b"
+
+_SECRET_NAME = re.compile(r"passw(or)?d|credentials|secret", re.IGNORECASE)
+# Names that mention a password but hold a count or a setting, never one (ProxySQL's
+# Access_Denied_Wrong_Password counter, MySQL's password_history, ...).
+_NOT_SECRET_NAME = re.compile(r"wrong|denied|fail|error|count|expire|lifetime|history|reuse|require|policy"
+                              r"|validat|length|plugin|hash|check|_time|lock|rsa|public", re.IGNORECASE)
+_NAME_LIKE = re.compile(r"^[\w.:-]+$")
+_MAY_HOLD_SECRET = re.compile(r"password|identified", re.IGNORECASE)
+_QUOTED = r"""('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")"""
+_SECRET_LITERALS = (
+    re.compile(r"(identified\s+(?:with\s+\S+\s+)?(?:by|as)\s+(?:password\s*)?)" + _QUOTED, re.IGNORECASE),
+    re.compile(r"(password\s*(?:\(\s*|=\s*(?:password\s*\(\s*)?|for\s+\S+\s*=\s*(?:password\s*\(\s*)?))"
+               + _QUOTED, re.IGNORECASE),
+)
+
+
+class RecordingError(Exception):
+    """A recording that can't be written or read; the message is one plain line."""
+
+
+class _Unrecordable(Exception):
+    pass
+
+
+# ----- scrubbing ------------------------------------------------------------------------------
+
+def is_secret_name(name: Any) -> bool:
+    """Whether a key, field or column of that name holds a secret.
+
+    >>> [is_secret_name(n) for n in ("mysql-monitor_password", "Password", "admin-admin_credentials")]
+    [True, True, True]
+    >>> [is_secret_name(n) for n in ("user", "Access_Denied_Wrong_Password", "password_history")]
+    [False, False, False]
+    """
+    return (isinstance(name, str) and _SECRET_NAME.search(name) is not None
+            and _NOT_SECRET_NAME.search(name) is None)
+
+
+def scrub_text(text: str) -> str:
+    """Blank the quoted secrets of a statement text.
+
+    >>> scrub_text("ALTER USER 'app'@'%' IDENTIFIED BY 's3cret'")
+    "ALTER USER 'app'@'%' IDENTIFIED BY '***'"
+    >>> scrub_text("SET PASSWORD FOR bob = PASSWORD('x'), y = 1")
+    "SET PASSWORD FOR bob = PASSWORD('***'), y = 1"
+    >>> scrub_text("CHANGE MASTER TO MASTER_PASSWORD = \\"repl\\"")
+    "CHANGE MASTER TO MASTER_PASSWORD = '***'"
+    >>> scrub_text("select 1")
+    'select 1'
+    """
+    if not _MAY_HOLD_SECRET.search(text):
+        return text
+    for pattern in _SECRET_LITERALS:
+        text = pattern.sub(lambda m: m.group(1) + "'***'", text)
+    return text
+
+
+def _blank(value: Any) -> Any:
+    return SCRUBBED if isinstance(value, (str, bytes)) else None
+
+
+def _scrub_pair(items: List[Any]) -> List[Any]:
+    """A (name, value) pair named like a password keeps its name only."""
+    if len(items) == 2 and isinstance(items[0], str) and _NAME_LIKE.match(items[0]) and is_secret_name(items[0]):
+        return [items[0], _blank(items[1])]
+    return items
+
+
+# ----- the codec ------------------------------------------------------------------------------
+
+def _type_name(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _allowed_module(module: str) -> bool:
+    return any(module.startswith(prefix) for prefix in ALLOWED_MODULES)
+
+
+def encode(value: Any, lenient: bool = False) -> Any:
+    """Plain JSON-able structure for a snapshot value, passwords blanked.
+
+    With ``lenient``, values that can't be recorded (a live connection, a lock) become None
+    instead of failing.
+
+    >>> encode({"a": (1, 2.5, None), "password": "x"})
+    {'a': {'__t': [1, 2.5, None]}, 'password': ''}
+    """
+    try:
+        return _encode(value, lenient)
+    except RecursionError:
+        raise RecordingError("a value nested too deeply to record") from None
+
+
+def _encode(value: Any, lenient: bool) -> Any:
+    if value is None or isinstance(value, (bool, int)) and not isinstance(value, enum.Enum):
+        return value
+    if isinstance(value, str):
+        return scrub_text(value)
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return {"__f": "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")}
+    if isinstance(value, enum.Enum):
+        cls = type(value)
+        if not _allowed_module(cls.__module__):
+            return _unrecordable(value, lenient)
+        return {"__e": _type_name(cls), "v": _encode(value.value, lenient)}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _encode_dataclass(value, lenient)
+    if isinstance(value, dict):
+        if all(isinstance(k, str) and not k.startswith("__") for k in value):
+            return {k: (_blank(v) if is_secret_name(k) else _encode(v, lenient)) for k, v in value.items()}
+        return {"__m": [[_encode(k, lenient), _blank(v) if is_secret_name(k) else _encode(v, lenient)]
+                        for k, v in value.items()]}
+    if isinstance(value, tuple):
+        if hasattr(value, "_fields") and _allowed_module(type(value).__module__):
+            return {"__nt": _type_name(type(value)),
+                    "v": [_encode(v, lenient) for v in _scrub_pair(list(value))]}
+        return {"__t": [_encode(v, lenient) for v in _scrub_pair(list(value))]}
+    if isinstance(value, list):
+        return [_encode(v, lenient) for v in _scrub_pair(value)]
+    if isinstance(value, (frozenset, set)):
+        items = sorted((_encode(v, lenient) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
+        return {"__fs" if isinstance(value, frozenset) else "__s": items}
+    if isinstance(value, (bytes, bytearray)):
+        return {"__b": base64.b64encode(bytes(value)).decode("ascii")}
+    if hasattr(value, "items") and hasattr(value, "keys"):  # other mappings (MappingProxyType, ...)
+        return _encode(dict(value.items()), lenient)
+    return _unrecordable(value, lenient)
+
+
+def _unrecordable(value: Any, lenient: bool) -> Any:
+    if lenient:
+        return None
+    raise _Unrecordable(type(value).__name__)
+
+
+def _encode_dataclass(value: Any, lenient: bool) -> Any:
+    cls = type(value)
+    if not _allowed_module(cls.__module__):
+        return _unrecordable(value, lenient)
+    fields: Dict[str, Any] = {}
+    if isinstance(value, Table):
+        secret = {i for i, c in enumerate(value.columns) if is_secret_name(c)}
+        fields["columns"] = _encode(value.columns, lenient)
+        rows = []
+        for row in value.rows:
+            cells = [(_blank(v) if i in secret else v) for i, v in enumerate(row)]
+            rows.append({"__t": [_encode(v, lenient) for v in _scrub_pair(cells)]})
+        fields["rows"] = {"__t": rows}
+        return {"__dc": _type_name(cls), "f": fields}
+    for field in dataclasses.fields(value):
+        item = getattr(value, field.name, None)
+        if is_secret_name(field.name):
+            fields[field.name] = _blank(item)
+            continue
+        try:
+            fields[field.name] = _encode(item, lenient)
+        except _Unrecordable:
+            if not lenient:
+                raise
+            fields[field.name] = None
+    return {"__dc": _type_name(cls), "f": fields}
+
+
+def _resolve(name: str) -> Any:
+    module_name, _, qualname = name.partition(":")
+    module_name = MOVED_MODULES.get(module_name, module_name)  # recorded before the move
+    if not _allowed_module(module_name) or not qualname:
+        raise RecordingError(f"type {name!r} is not a proxytop type")
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError):
+        raise RecordingError(f"type {name!r} is not known to this version of proxytop") from None
+    return target
+
+
+def decode(value: Any) -> Any:
+    """The inverse of :func:`encode`.
+
+    >>> decode(encode({"t": (1, frozenset({"a"})), 2: b"x"}))
+    {'t': (1, frozenset({'a'})), 2: b'x'}
+    """
+    if isinstance(value, list):
+        return [decode(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "__t" in value:
+        return tuple(decode(v) for v in value["__t"])
+    if "__dc" in value:
+        return _decode_dataclass(value["__dc"], value.get("f") or {})
+    if "__m" in value:
+        return {_hashable(decode(k)): decode(v) for k, v in value["__m"]}
+    if "__fs" in value:
+        return frozenset(_hashable(decode(v)) for v in value["__fs"])
+    if "__s" in value:
+        return set(_hashable(decode(v)) for v in value["__s"])
+    if "__b" in value:
+        return base64.b64decode(value["__b"])
+    if "__f" in value:
+        return float(value["__f"])
+    if "__e" in value:
+        cls = _resolve(value["__e"])
+        if not (isinstance(cls, type) and issubclass(cls, enum.Enum)):
+            raise RecordingError(f"{value['__e']!r} is not an enumeration")
+        return cls(decode(value["v"]))
+    if "__nt" in value:
+        cls = _resolve(value["__nt"])
+        if not (isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")):
+            raise RecordingError(f"{value['__nt']!r} is not a named tuple")
+        return cls(*[decode(v) for v in value["v"]])
+    return {k: decode(v) for k, v in value.items()}
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _decode_dataclass(name: str, fields: Dict[str, Any]) -> Any:
+    cls = _resolve(name)
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        raise RecordingError(f"{name!r} is not a dataclass")
+    # Rebuilt field by field, without running __init__: a frozen dataclass is set the way its
+    # own __init__ does it. A field added since the recording was made takes its default.
+    obj = cls.__new__(cls)
+    for field in dataclasses.fields(cls):
+        if field.name in fields:
+            item = decode(fields[field.name])
+        elif field.default is not dataclasses.MISSING:
+            item = field.default
+        elif field.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+            item = field.default_factory()  # type: ignore[misc]
+        else:
+            item = None
+        object.__setattr__(obj, field.name, item)
+    return obj
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(encode(value), separators=(",", ":"), allow_nan=False)
+
+
+def loads(text: str) -> Any:
+    return decode(json.loads(text))
+
+
+# ----- what gets recorded ---------------------------------------------------------------------
+
+# Options that say how to show or where to write, not what was watched: not replayed.
+NOT_RECORDED_OPTIONS = frozenset({
+    "record", "replay", "demo", "batch", "count", "format", "sort", "filter", "speed", "loop",
+    "log_file", "screen", "no_color", "delay", "defaults_file", "mysql_defaults_file",
+    # how to connect: files of this machine that a replay neither needs nor may find
+    "config", "print_defaults", "target", "login_path", "mysql_login_path", "ssl_mode", "ssl_ca", "ssl_cert",
+    "ssl_key", "mysql_ssl_mode", "mysql_ssl_ca", "mysql_ssl_cert", "mysql_ssl_key",
+})
+
+
+def recorded_options(args: Any) -> Dict[str, Any]:
+    """The command-line options worth replaying (which servers were watched, ...), as plain
+    values; never a password.
+
+    >>> import argparse
+    >>> recorded_options(argparse.Namespace(mysql=[("db", 3306)], mysql_password="x", record="f", port=6032))
+    {'mysql': [['db', 3306]], 'port': 6032}
+    """
+    options: Dict[str, Any] = {}
+    for key, value in sorted(vars(args).items() if args is not None else ()):
+        if key in NOT_RECORDED_OPTIONS or is_secret_name(key) or key.startswith("_"):
+            continue
+        plain = _plain(value)
+        if plain is not _NOT_PLAIN:
+            options[key] = plain
+    return options
+
+
+_NOT_PLAIN = object()
+
+
+def _plain(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        items = [_plain(v) for v in value]
+        return _NOT_PLAIN if any(i is _NOT_PLAIN for i in items) else items
+    return _NOT_PLAIN
+
+
+def source_info(source: Any) -> Dict[str, Any]:
+    """What a replay needs to know of a source: its public attributes (endpoint without the
+    password, the session's version and tables), live connections left out."""
+    info: Dict[str, Any] = {"class": _type_name(type(source))}
+    for key, value in sorted(vars(source).items()):
+        if key.startswith("_") or callable(value) or is_secret_name(key):
+            continue
+        info[key] = value
+    return info
+
+
+# ----- writing --------------------------------------------------------------------------------
+
+def _line(envelope: Dict[str, Any], data: Any = None, has_data: bool = False, lenient: bool = False) -> bytes:
+    text = json.dumps(envelope, separators=(",", ":"), allow_nan=False)
+    if has_data:
+        payload = json.dumps(encode(data, lenient), separators=(",", ":"), allow_nan=False)
+        text += "\t" + payload
+    return (text + "\n").encode("utf-8")
+
+
+class RecordingWriter:
+    """Appends records to a recording; thread-safe (engine workers call it concurrently)."""
+
+    def __init__(self, path: str, options: Optional[Dict[str, Any]] = None, target: str = "",
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time):
+        self.path = path
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.snapshots = 0
+        self.skipped = 0
+        self.bytes_written = 0
+        prepare_for_append(path)
+        try:
+            self._file = open(path, "ab")
+        except OSError as exc:
+            raise RecordingError(f"cannot write the recording {path}: {exc.strerror or exc}") from None
+        self._compressor = zlib.compressobj(6, zlib.DEFLATED, _GZIP)
+        self._closed = False
+        self._write(_line({"k": "h", "format": FORMAT, "version": VERSION, "proxytop": __version__,
+                           "wall": wall(), "mono": clock(), "target": target,
+                           "options": options or {}}))
+
+    def _write(self, line: bytes) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            chunk = self._compressor.compress(line) + self._compressor.flush(zlib.Z_SYNC_FLUSH)
+            self._file.write(chunk)
+            self._file.flush()
+            self.bytes_written += len(chunk)
+
+    def snapshot(self, snapshot: Snapshot) -> bool:
+        envelope = {"k": "s", "c": snapshot.collector, "t": snapshot.taken_at, "w": snapshot.wall_time,
+                    "d": snapshot.duration}
+        if snapshot.error is not None:
+            envelope["e"] = snapshot.error
+        try:
+            line = _line(envelope, snapshot.data, has_data=True)
+        except (_Unrecordable, RecordingError, TypeError, ValueError) as exc:
+            self.skipped += 1
+            log.warning("%s: snapshot not recorded (%s)", snapshot.collector, exc)
+            return False
+        self._write(line)
+        self.snapshots += 1
+        return True
+
+    def source(self, name: str, source: Any, at: float) -> None:
+        self._write(_line({"k": "src", "name": name, "t": at}, source_info(source), has_data=True, lenient=True))
+
+    def collector(self, collector: Any) -> None:
+        self._write(_line({"k": "col", "name": collector.name, "source": collector.source,
+                           "history": collector.history, "default": collector.default_interval,
+                           "min": collector.min_interval, "own_pace": bool(collector.own_pace)}))
+
+    def state(self, state: Any) -> None:
+        self._write(_line({"k": "st", "name": state.name, "t": self._clock()}, state, has_data=True, lenient=True))
+
+    def error(self, collector: str, message: str, at: float) -> None:
+        self._write(_line({"k": "err", "c": collector, "t": at, "m": message}))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                self._file.write(self._compressor.flush(zlib.Z_FINISH))
+                self._file.close()
+            except OSError as exc:
+                log.warning("closing the recording %s: %s", self.path, exc)
+
+
+class Recorder:
+    """Connects an engine to a :class:`RecordingWriter`: every snapshot, source state and
+    collector error goes into the recording as it happens (on the engine's threads)."""
+
+    def __init__(self, engine, writer: RecordingWriter):
+        self.engine = engine
+        self.writer = writer
+        self._lock = threading.Lock()
+        self._collectors_seen: set = set()
+        self._sessions_seen: Dict[str, Any] = {}
+
+    def attach(self) -> "Recorder":
+        for state in self.engine.states():
+            self._source(state.name)
+        self.engine.add_observer(self.observe)
+        return self
+
+    def _source(self, name: str) -> None:
+        source = self.engine.source(name)
+        if source is None:
+            return
+        session = getattr(source, "session", None)
+        with self._lock:
+            if name in self._sessions_seen and self._sessions_seen[name] is session:
+                return
+            self._sessions_seen[name] = session
+        self.writer.source(name, source, self.engine.now())
+
+    def observe(self, kind: str, value: Any) -> None:
+        if kind == "snapshot":
+            name = value.collector
+            with self._lock:
+                new = name not in self._collectors_seen
+                self._collectors_seen.add(name)
+            collector = self.engine.collector(name)
+            if new and collector is not None:
+                self.writer.collector(collector)
+            self.writer.snapshot(value)
+        elif kind == "state":
+            self._source(value.name)
+            self.writer.state(value)
+        elif kind == "error":
+            name, message, at = value
+            self.writer.error(name, message, at)
+
+    def close(self) -> None:
+        self.engine.remove_observer(self.observe)
+        self.writer.close()
+
+
+# ----- reading --------------------------------------------------------------------------------
+
+Record = Tuple[Dict[str, Any], Optional[str]]  # (envelope, the data's JSON text or None)
+
+
+class Scan:
+    """The records of a recording file, and whether it ended cleanly."""
+
+    def __init__(self) -> None:
+        self.records: List[Record] = []
+        self.complete = True  # every gzip member finished (False after a crash)
+        self.damaged_lines = 0
+
+
+def iter_lines(path: str, scan: Optional[Scan] = None, chunk_size: int = 1 << 16) -> Iterator[bytes]:
+    """Complete lines of every gzip member, stopping quietly where the file was cut short."""
+    try:
+        handle = open(path, "rb")
+    except OSError as exc:
+        raise RecordingError(f"cannot read the recording {path}: {exc.strerror or exc}") from None
+    with handle:
+        head = handle.read(2)
+        if head and head != _MAGIC:
+            raise RecordingError(f"{path} is not a proxytop recording")
+        handle.seek(0)
+        decompressor = zlib.decompressobj(_GZIP)
+        pending = b""
+        finished_member = True
+        while True:
+            chunk = handle.read(chunk_size)
+            if not chunk:
+                break
+            while chunk:
+                finished_member = False
+                try:
+                    out = decompressor.decompress(chunk)
+                except zlib.error:
+                    if scan is not None:
+                        scan.complete = False
+                    log.warning("%s: damaged near byte %d; reading stops there", path, handle.tell())
+                    for line in pending.split(b"\n")[:-1]:
+                        yield line
+                    return
+                pending += out
+                if b"\n" in pending:
+                    lines = pending.split(b"\n")
+                    pending = lines[-1]
+                    for line in lines[:-1]:
+                        yield line
+                if decompressor.eof:
+                    finished_member = True
+                    chunk = decompressor.unused_data
+                    decompressor = zlib.decompressobj(_GZIP)
+                    if pending:
+                        pending = b""  # a member always ends with a newline; anything else is noise
+                else:
+                    chunk = b""
+        if not finished_member and scan is not None:
+            scan.complete = False
+        # ``pending`` is a line cut short by a crash: dropped.
+
+
+def scan(path: str) -> Scan:
+    """Read every complete record; a truncated last record is dropped, a damaged one skipped."""
+    result = Scan()
+    first = True
+    for raw in iter_lines(path, result):
+        text = raw.decode("utf-8", "replace")
+        head, sep, data = text.partition("\t")
+        try:
+            envelope = json.loads(head)
+        except ValueError:
+            result.damaged_lines += 1
+            continue
+        if not isinstance(envelope, dict) or "k" not in envelope:
+            result.damaged_lines += 1
+            continue
+        if first:
+            if envelope.get("k") != "h" or envelope.get("format") != FORMAT:
+                raise RecordingError(f"{path} is not a proxytop recording")
+            first = False
+        if envelope.get("k") == "h" and int(envelope.get("version", 0)) > VERSION:
+            raise RecordingError(f"{path} was written by a newer proxytop (format {envelope.get('version')}, "
+                                 f"this one reads up to {VERSION})")
+        result.records.append((envelope, data if sep else None))
+    if first:
+        raise RecordingError(f"{path} is empty: nothing was recorded")
+    return result
+
+
+def prepare_for_append(path: str) -> None:
+    """Make ``path`` ready to take a new run: absent, empty, or a recording whose runs all
+    ended cleanly. A recording cut short by a crash is rewritten with what it holds (its
+    unfinished gzip member would swallow anything appended after it)."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return
+    if size == 0:
+        return
+    found = scan(path)  # raises RecordingError for a file that is not a recording
+    if found.complete:
+        return
+    temporary = f"{path}.repair"
+    compressor = zlib.compressobj(6, zlib.DEFLATED, _GZIP)
+    with open(temporary, "wb") as out:
+        for envelope, data in found.records:
+            text = json.dumps(envelope, separators=(",", ":"))
+            if data is not None:
+                text += "\t" + data
+            out.write(compressor.compress((text + "\n").encode("utf-8")))
+        out.write(compressor.flush(zlib.Z_FINISH))
+    os.replace(temporary, path)
+    log.info("%s: finished the run cut short (%d records kept)", path, len(found.records))

@@ -1,0 +1,741 @@
+"""Replay: the engine's read API served from a recording, with a playback clock.
+
+:class:`ReplayEngine` answers exactly what the controller, the view and the screens ask of
+:class:`proxytop.polling.engine.Engine` (latest, last_two, history, error, state, source, collector,
+now, ...), from the snapshots recorded at or before the playback position. Nothing polls and
+nothing is written: ``submit`` refuses. Every screen, sort, filter and drill-down works as
+live because they only ever read through this API.
+
+Recorded times are placed on one timeline: the monotonic clock of the first run, unchanged (so
+rates come out exactly as live), later runs appended to the file shifted by what their headers
+say about the wall clock. ``base`` turns a position into wall-clock time, for the header and
+for jumping to a time of day. The position moves with the real clock times
+the playback speed, stops at the end (or loops, for the demo), and can be paused, stepped one
+reading at a time, moved by ten seconds or sent to a given time.
+"""
+from __future__ import annotations
+
+import bisect
+import datetime
+import logging
+import os
+import re
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from proxytop.collectors.base import Collector, Snapshot, Source
+from proxytop.metrics import units
+from proxytop.polling.engine import SourceState
+from proxytop.recordings.playback import PlaybackClock
+from proxytop.recordings.recording import RecordingError, loads, scan
+from proxytop.ui.keys import Binding
+
+log = logging.getLogger(__name__)
+
+NOT_IN_REPLAY = "not available in replay"
+SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+CLUSTER_GAP = 0.25  # readings closer than this belong to the same poll (one step)
+JUMP_SECONDS = 10.0
+CACHE_SIZE = 4096
+DEMO_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "demo.rec.gz")
+
+
+# ----- the recording, indexed ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Segment:
+    """One run of proxytop within a recording (a file can hold several, appended)."""
+
+    start: float  # timeline seconds of its header
+    offset: float  # add to the run's monotonic stamps to get timeline seconds
+    header: Dict[str, Any]
+
+
+class Series:
+    """Time-ordered entries of one collector (or source), with their times for bisecting."""
+
+    def __init__(self) -> None:
+        self.times: List[float] = []
+        self.entries: List[Tuple[float, int, Dict[str, Any], Optional[str]]] = []
+
+    def add(self, at: float, segment: int, envelope: Dict[str, Any], data: Optional[str]) -> None:
+        self.times.append(at)
+        self.entries.append((at, segment, envelope, data))
+
+    def finish(self) -> None:
+        if any(b < a for a, b in zip(self.times, self.times[1:])):
+            order = sorted(range(len(self.times)), key=lambda i: self.times[i])
+            self.entries = [self.entries[i] for i in order]
+            self.times = [self.times[i] for i in order]
+
+    def index_at(self, at: float) -> int:
+        """Index of the last entry at or before ``at`` (-1 when none)."""
+        return bisect.bisect_right(self.times, at + 1e-9) - 1
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+
+class RecordingIndex:
+    """Everything in a recording file, indexed by collector / source and time. Snapshot data
+    stay as text until a screen asks for them."""
+
+    def __init__(self, path: str):
+        self.path = path
+        found = scan(path)
+        self.complete = found.complete
+        self.segments: List[Segment] = []
+        self.base = 0.0  # timeline + base = wall-clock time
+        self.snapshots: Dict[str, Series] = {}
+        self.states: Dict[str, Series] = {}
+        self.sources: Dict[str, Series] = {}
+        self.errors: Dict[str, Series] = {}
+        self.collectors: Dict[str, Dict[str, Any]] = {}
+        for envelope, data in found.records:
+            kind = envelope.get("k")
+            if kind == "h":
+                wall, mono = float(envelope.get("wall", 0.0)), float(envelope.get("mono", 0.0))
+                if not self.segments:
+                    self.base = wall - mono
+                offset = (wall - mono) - self.base
+                self.segments.append(Segment(start=mono + offset, offset=offset, header=envelope))
+                continue
+            if not self.segments:
+                continue
+            segment = len(self.segments) - 1
+            offset = self.segments[-1].offset
+            try:
+                at = float(envelope.get("t", 0.0)) + offset
+            except (TypeError, ValueError):
+                continue
+            if kind == "s" and "c" in envelope:
+                self.snapshots.setdefault(envelope["c"], Series()).add(at, segment, envelope, data)
+            elif kind == "st" and "name" in envelope:
+                self.states.setdefault(envelope["name"], Series()).add(at, segment, envelope, data)
+            elif kind == "src" and "name" in envelope:
+                self.sources.setdefault(envelope["name"], Series()).add(at, segment, envelope, data)
+            elif kind == "err" and "c" in envelope:
+                self.errors.setdefault(envelope["c"], Series()).add(at, segment, envelope, None)
+            elif kind == "col" and "name" in envelope:
+                self.collectors[envelope["name"]] = envelope
+        for group in (self.snapshots, self.states, self.sources, self.errors):
+            for series in group.values():
+                series.finish()
+        timed = list(self.snapshots.values()) + list(self.states.values()) + list(self.errors.values())
+        times = [s.times[0] for s in timed if s.times]
+        ends = [s.times[-1] for s in timed if s.times]
+        if not times:
+            raise RecordingError(f"{path} holds no readings")
+        self.start = min(times)
+        self.end = max(ends)
+        self.segment_starts = [s.start for s in self.segments]
+
+    @property
+    def options(self) -> Dict[str, Any]:
+        """The recorded command-line options of the first run."""
+        return dict(self.segments[0].header.get("options") or {}) if self.segments else {}
+
+    @property
+    def snapshot_count(self) -> int:
+        return sum(len(s) for s in self.snapshots.values())
+
+    def segment_at(self, at: float) -> int:
+        return max(0, bisect.bisect_right(self.segment_starts, at + 1e-9) - 1)
+
+
+class ReplaySource(Source):
+    """A source as it was recorded: its endpoint (without password), its session's version and
+    tables. Never connects."""
+
+    def __init__(self, name: str, info: Dict[str, Any]):
+        for key, value in info.items():
+            if key != "class":
+                setattr(self, key, value)
+        self.name = name
+        self.recorded_class = info.get("class", "")
+        self.description = info.get("description") or name
+
+    def connect(self) -> Any:
+        raise RecordingError(NOT_IN_REPLAY)
+
+
+class RecordedCollector(Collector):
+    """A collector known only from the recording (its screen did not register it)."""
+
+    def __init__(self, info: Dict[str, Any]):
+        self.name = info["name"]
+        self.source = info.get("source", "host")
+        self.history = int(info.get("history", 2))
+        self.default_interval = float(info.get("default", 1.0))
+        self.min_interval = float(info.get("min", 0.5))
+        self.own_pace = bool(info.get("own_pace", False))
+
+    def collect(self, handle: Any) -> Any:
+        raise RecordingError(NOT_IN_REPLAY)
+
+
+# ----- the readings at a position ---------------------------------------------------------------
+
+class RecordedReadings:
+    """Snapshots, errors, source states and sources as they stood at a position on the
+    timeline. Decoded on first use and cached: a screen asks for the same few readings every
+    frame. Only readings of the position's own run count (a rate never spans two runs)."""
+
+    def __init__(self, index: RecordingIndex):
+        self.index = index
+        self._cache: "OrderedDict[Tuple[str, int], Snapshot]" = OrderedDict()
+        self._source_cache: Dict[Tuple[str, int], Source] = {}
+        self._state_cache: Dict[Tuple[str, int], SourceState] = {}
+
+    def _entry_at(self, series: Series, at: float) -> int:
+        """Index of the series' last entry at or before ``at`` in the same run (-1 when none)."""
+        i = series.index_at(at)
+        if i < 0 or series.entries[i][1] != self.index.segment_at(at):
+            return -1
+        return i
+
+    def _index(self, name: str, at: float) -> Tuple[Optional[Series], int]:
+        series = self.index.snapshots.get(name)
+        if series is None:
+            return None, -1
+        return series, self._entry_at(series, at)
+
+    def _snapshot(self, name: str, series: Series, i: int) -> Snapshot:
+        key = (name, i)
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            return cached
+        at, _segment, envelope, raw = series.entries[i]
+        error = envelope.get("e")
+        try:
+            data = loads(raw) if raw is not None else None
+        except (RecordingError, ValueError, TypeError) as exc:
+            log.warning("%s at %.3f: %s", name, at, exc)
+            data, error = None, f"cannot replay this reading: {exc}"
+        snapshot = Snapshot(collector=name, data=data, taken_at=at, duration=float(envelope.get("d") or 0.0),
+                            wall_time=float(envelope.get("w") or at), error=error)
+        self._cache[key] = snapshot
+        if len(self._cache) > CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return snapshot
+
+    def latest(self, name: str, at: float) -> Optional[Snapshot]:
+        series, i = self._index(name, at)
+        return self._snapshot(name, series, i) if i >= 0 else None
+
+    def history(self, name: str, at: float, keep: int) -> Tuple[Snapshot, ...]:
+        """Up to ``keep`` readings, the last one at or before ``at``."""
+        series, i = self._index(name, at)
+        if i < 0:
+            return ()
+        segment = series.entries[i][1]
+        first = i
+        while first > 0 and i - first + 1 < keep and series.entries[first - 1][1] == segment:
+            first -= 1
+        return tuple(self._snapshot(name, series, j) for j in range(first, i + 1))
+
+    def last_two(self, name: str, at: float) -> Tuple[Optional[Snapshot], Optional[Snapshot]]:
+        series, i = self._index(name, at)
+        if i < 0:
+            return None, None
+        current = self._snapshot(name, series, i)
+        if i > 0 and series.entries[i - 1][1] == series.entries[i][1]:
+            return self._snapshot(name, series, i - 1), current
+        return None, current
+
+    def error(self, name: str, at: float) -> Optional[str]:
+        errors = self.index.errors.get(name)
+        i = self._entry_at(errors, at) if errors is not None else -1
+        if i < 0:
+            return None
+        failed_at = errors.entries[i][0]
+        series, j = self._index(name, at)
+        if j >= 0 and series.times[j] >= failed_at:
+            return None  # a reading succeeded since
+        return errors.entries[i][2].get("m")
+
+    def state(self, source_name: str, at: float) -> Optional[SourceState]:
+        series = self.index.states.get(source_name)
+        i = self._entry_at(series, at) if series is not None else -1
+        if i < 0:
+            return None
+        key = (source_name, i)
+        state = self._state_cache.get(key)
+        if state is None:
+            state = self._decode_state(series, i)
+            if state is None:
+                return None
+            self._state_cache[key] = state
+        return state
+
+    def _decode_state(self, series: Series, i: int) -> Optional[SourceState]:
+        """The recorded state, its monotonic times moved onto the timeline."""
+        _at, segment, _envelope, raw = series.entries[i]
+        offset = self.index.segments[segment].offset
+        try:
+            decoded = loads(raw) if raw is not None else None
+        except (RecordingError, ValueError, TypeError):
+            decoded = None
+        if not isinstance(decoded, SourceState):
+            return None
+        return replace(decoded, retry_at=decoded.retry_at + offset if decoded.retry_at is not None else None,
+                       since=decoded.since + offset)
+
+    def source(self, name: str, at: float) -> Optional[Source]:
+        """The source as recorded at ``at``; None when the recording has no usable record."""
+        series = self.index.sources.get(name)
+        if series is None or not len(series):
+            return None
+        i = max(0, series.index_at(at))
+        key = (name, i)
+        source = self._source_cache.get(key)
+        if source is None:
+            raw = series.entries[i][3]
+            try:
+                info = loads(raw) if raw is not None else {}
+            except (RecordingError, ValueError, TypeError) as exc:
+                log.warning("source %s: %s", name, exc)
+                return None
+            source = self._source_cache[key] = ReplaySource(name, info if isinstance(info, dict) else {})
+        return source
+
+
+# ----- the engine -------------------------------------------------------------------------------
+
+class ReplayEngine:
+    """The engine API over a recording. ``clock`` is the real monotonic clock (injected in
+    tests); ``now()`` is the playback position on the recording's timeline."""
+
+    replaying = True
+    refuses_writes = NOT_IN_REPLAY
+
+    def __init__(self, index: RecordingIndex, clock: Callable[[], float] = time.monotonic,
+                 speed: float = 1.0, loop: bool = False, start: Optional[float] = None):
+        self.index = index
+        self._sources: Dict[str, Source] = {}
+        self._collectors: Dict[str, Collector] = {}
+        self._intervals: Dict[str, float] = {}
+        self._active: frozenset = frozenset()
+        self._readings = RecordedReadings(index)
+        self._playback = PlaybackClock(index.start, index.end, clock, speed=speed, loop=loop, at=start)
+
+    @classmethod
+    def open(cls, path: str, **kwargs) -> "ReplayEngine":
+        return cls(RecordingIndex(path), **kwargs)
+
+    # ----- set-up (what cli.build does with a live engine) ----------------------------------
+    def add_source(self, source: Source) -> None:
+        self._sources.setdefault(source.name, source)
+
+    def add_collector(self, collector: Collector) -> None:
+        if collector.name not in self._collectors:
+            self._collectors[collector.name] = collector
+            self._intervals[collector.name] = max(collector.default_interval, collector.min_interval)
+
+    def add_observer(self, observer) -> None:
+        """Nothing new happens in a replay: observers are never called."""
+
+    def remove_observer(self, observer) -> None:
+        pass
+
+    def collector(self, name: str) -> Optional[Collector]:
+        found = self._collectors.get(name)
+        if found is None and name in self.index.collectors:
+            found = self._collectors[name] = RecordedCollector(self.index.collectors[name])
+        return found
+
+    def collector_names(self, prefix: str = "") -> List[str]:
+        names = dict.fromkeys(list(self._collectors) + list(self.index.snapshots))
+        return [n for n in names if n.startswith(prefix)]
+
+    def start(self) -> None:
+        self.resume()
+
+    def stop(self, timeout: float = 0.5) -> None:
+        self.pause()
+
+    # ----- what the UI changes --------------------------------------------------------------
+    def set_active(self, names: Iterable[str]) -> None:
+        self._active = frozenset(names)
+
+    @property
+    def active(self) -> frozenset:
+        return self._active
+
+    def set_interval(self, name: str, seconds: float) -> float:
+        collector = self.collector(name)
+        minimum = collector.min_interval if collector is not None else 0.0
+        self._intervals[name] = max(float(seconds), minimum)
+        return self._intervals[name]
+
+    def interval(self, name: str) -> float:
+        return self._intervals.get(name, 1.0)
+
+    def submit(self, source_name: str, task: Callable, done: Callable[[Optional[str]], None]) -> None:
+        done(NOT_IN_REPLAY)
+
+    # ----- the playback clock ---------------------------------------------------------------
+    @property
+    def speed(self) -> float:
+        return self._playback.speed
+
+    @property
+    def loop(self) -> bool:
+        return self._playback.loop
+
+    def now(self) -> float:
+        return self._playback.now()
+
+    def pause(self) -> None:
+        self._playback.pause()
+
+    def resume(self) -> None:
+        self._playback.resume()
+
+    @property
+    def paused(self) -> bool:
+        return self._playback.paused
+
+    @property
+    def at_end(self) -> bool:
+        return self._playback.at_end
+
+    def seek(self, at: float) -> float:
+        return self._playback.seek(at)
+
+    def set_speed(self, speed: float) -> None:
+        self._playback.set_speed(speed)
+
+    def reading_times(self, names: Optional[Iterable[str]] = None) -> List[float]:
+        """Sorted times of the readings of ``names`` (every collector when None)."""
+        wanted = list(names) if names is not None else list(self.index.snapshots)
+        times: List[float] = []
+        for name in wanted:
+            series = self.index.snapshots.get(name)
+            if series is not None:
+                times.extend(series.times)
+        times.sort()
+        return times
+
+    def poll_ends(self, names: Optional[Iterable[str]] = None) -> List[float]:
+        """The time of the last reading of each poll (readings closer than CLUSTER_GAP are one
+        poll): the positions a step moves between."""
+        return cluster_ends(self.reading_times(names))
+
+    def step(self, direction: int, names: Optional[Iterable[str]] = None) -> bool:
+        """Pause and move one poll forward or back; False at either end."""
+        position = self.now()
+        self.pause()
+        ends = self.poll_ends(names)
+        if direction > 0:
+            i = bisect.bisect_right(ends, position + 1e-6)
+            if i >= len(ends):
+                return False
+            self.seek(ends[i])
+        else:
+            i = bisect.bisect_left(ends, position - 1e-6) - 1
+            if i < 0:
+                return False
+            self.seek(ends[i])
+        return True
+
+    def wall_now(self) -> float:
+        """The recorded wall-clock time of the position."""
+        return self.now() + self.index.base
+
+    # ----- what the UI reads (as it stood at the position) ----------------------------------
+    def latest(self, name: str) -> Optional[Snapshot]:
+        return self._readings.latest(name, self.now())
+
+    def history(self, name: str) -> Tuple[Snapshot, ...]:
+        collector = self.collector(name)
+        keep = max(2, collector.history if collector is not None else 2)
+        return self._readings.history(name, self.now(), keep)
+
+    def last_two(self, name: str) -> Tuple[Optional[Snapshot], Optional[Snapshot]]:
+        return self._readings.last_two(name, self.now())
+
+    def error(self, name: str) -> Optional[str]:
+        return self._readings.error(name, self.now())
+
+    def state(self, source_name: str) -> Optional[SourceState]:
+        return self._readings.state(source_name, self.now())
+
+    def states(self) -> List[SourceState]:
+        found = [self.state(name) for name in self.index.states]
+        return [s for s in found if s is not None]
+
+    def source(self, name: str) -> Optional[Source]:
+        recorded = self._readings.source(name, self.now())
+        return recorded if recorded is not None else self._sources.get(name)
+
+    # ----- what the header says -------------------------------------------------------------
+    def replay_status(self, ctl) -> List[Tuple[str, Optional[str]]]:
+        """Segments of the header's second line in a replay."""
+        position = self.now()
+        line: List[Tuple[str, Optional[str]]] = [("recorded ", "label"),
+                                                 (format_time(position + self.index.base), "header")]
+        if self.at_end:
+            line.append(("  end of recording", "warning_bold"))
+        elif self.paused:
+            line.append(("  paused", "warning_bold"))
+        else:
+            line.append((f"  playing {speed_text(self.speed)}", "good"))
+        elapsed = position - self.index.start
+        line.append((f"  {clock_text(elapsed)} / {clock_text(self.index.end - self.index.start)}", "label"))
+        screen = getattr(ctl, "screen", None)
+        if screen is not None and screen.built:
+            names = list(screen.active_collectors())
+            if names and all(self.latest(n) is None for n in names):
+                line.append(("  no readings of this screen here", "warning"))
+        return line
+
+
+def cluster_ends(times: Sequence[float], gap: float = CLUSTER_GAP) -> List[float]:
+    """The last time of each poll: times within ``gap`` of the poll's first reading. Polls of
+    different servers run on their own threads, so a chain of close readings is cut every
+    ``gap`` seconds rather than merged.
+
+    >>> cluster_ends([1.0, 1.01, 1.02, 2.0, 2.1, 3.5])
+    [1.02, 2.1, 3.5]
+    >>> cluster_ends([0.0, 0.2, 0.4, 0.6])
+    [0.2, 0.6]
+    """
+    ends: List[float] = []
+    first: Optional[float] = None
+    for i, at in enumerate(times):
+        if first is None:
+            first = at
+        if i + 1 == len(times) or times[i + 1] - first >= gap:
+            ends.append(at)
+            first = None
+    return ends
+
+
+def speed_text(speed: float) -> str:
+    """
+    >>> speed_text(1.0), speed_text(0.25), speed_text(16)
+    ('1x', '1/4x', '16x')
+    """
+    if speed < 1:
+        return f"1/{round(1 / speed):d}x"
+    return f"{speed:g}x"
+
+
+def clock_text(seconds: float) -> str:
+    """
+    >>> clock_text(0), clock_text(75.4), clock_text(3725)
+    ('0:00', '1:15', '1:02:05')
+    """
+    seconds = max(0, int(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def format_time(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+
+
+def step_speed(current: float, direction: int) -> float:
+    """
+    >>> step_speed(1.0, +1), step_speed(1.0, -1), step_speed(64, +1), step_speed(0.25, -1)
+    (2.0, 0.5, 64.0, 0.25)
+    """
+    faster = [s for s in SPEEDS if s > current + 1e-9]
+    slower = [s for s in SPEEDS if s < current - 1e-9]
+    if direction > 0:
+        return faster[0] if faster else SPEEDS[-1]
+    return slower[-1] if slower else SPEEDS[0]
+
+
+_OFFSET = re.compile(r"^([+-])\s*(\d+(?:\.\d+)?)\s*([smhd]?)$")
+_CLOCK = re.compile(r"^(?:(\d{4})-(\d{2})-(\d{2})[ T])?(\d{1,2}):(\d{2})(?::(\d{2}))?$")
+_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_jump(text: str, position: float, start: float, end: float,
+               zone: Callable[[float], time.struct_time] = time.localtime) -> float:
+    """Where ``t`` sends the replay: 'start', 'end', '+30s', '-2m', '50%', '12:03:45' (local
+    time, on a day the recording covers) or '2024-05-01 12:03'. ValueError with a plain
+    message otherwise.
+
+    >>> parse_jump("+30s", 100.0, 0.0, 1000.0), parse_jump("-2m", 500.0, 0.0, 1000.0)
+    (130.0, 380.0)
+    >>> parse_jump("50%", 0.0, 100.0, 300.0), parse_jump("end", 0.0, 100.0, 300.0)
+    (200.0, 300.0)
+    >>> parse_jump("00:01:40", 0.0, 0.0, 1000.0, zone=time.gmtime)
+    100.0
+    """
+    words = text.strip().lower()
+    if not words:
+        raise ValueError("type a time: 12:03:45, +30s, -2m, 50%, start or end")
+    if words in ("start", "begin", "beginning"):
+        return start
+    if words == "end":
+        return end
+    offset = _OFFSET.match(words)
+    if offset:
+        sign, number, unit = offset.groups()
+        delta = float(number) * _UNIT[unit]
+        return position + delta if sign == "+" else position - delta
+    if words.endswith("%"):
+        try:
+            share = float(words[:-1])
+        except ValueError:
+            raise ValueError(f"'{text}' is not a percentage") from None
+        return start + (end - start) * min(max(share, 0.0), 100.0) / 100.0
+    clock = _CLOCK.match(words)
+    if not clock:
+        raise ValueError(f"'{text}' is not a time (12:03:45, 2024-05-01 12:03, +30s, -2m, 50%, start, end)")
+    year, month, day, hour, minute, second = clock.groups()
+    hour_i, minute_i, second_i = int(hour), int(minute), int(second or 0)
+    if hour_i > 23 or minute_i > 59 or second_i > 59:
+        raise ValueError(f"'{text}' is not a time of day")
+    offset_seconds = _zone_offset(zone, position)
+    if year:
+        try:
+            day_start = datetime.datetime(int(year), int(month), int(day), tzinfo=datetime.timezone.utc).timestamp()
+        except ValueError:
+            raise ValueError(f"'{text}' is not a date") from None
+        return day_start - offset_seconds + hour_i * 3600 + minute_i * 60 + second_i
+    # A time of day: on the day of the position, or another day the recording covers.
+    within = hour_i * 3600 + minute_i * 60 + second_i
+    candidates = []
+    for anchor in (position, start, end):
+        local = anchor + offset_seconds
+        day_start = local - (local % 86400) - offset_seconds
+        candidates.append(day_start + within)
+    inside = [c for c in candidates if start - 1 <= c <= end + 1]
+    return inside[0] if inside else candidates[0]
+
+
+def _zone_offset(zone: Callable[[float], time.struct_time], at: float) -> float:
+    local = zone(at)
+    return float(getattr(local, "tm_gmtoff", 0) or 0)
+
+
+# ----- the keys of a replay -------------------------------------------------------------------
+
+class ReplayControls:
+    """Key bindings added to the controller in a replay; actions follow the screens'
+    convention (``action_<name>(controller)``)."""
+
+    title = "replay"
+    bindings: Sequence[Binding] = (
+        Binding(("p", " "), "pause", "pause / resume playback", "p pause"),
+        Binding((",",), "step_back", "step back one reading (pauses)", ",/. step"),
+        Binding((".",), "step_forward", "step forward one reading (pauses)"),
+        Binding(("KEY_LEFT",), "back", f"{JUMP_SECONDS:g} seconds back", "\u2190\u2192 10s"),
+        Binding(("KEY_RIGHT",), "forward", f"{JUMP_SECONDS:g} seconds forward"),
+        Binding(("[", "-"), "slower", "slower playback (down to 1/4x)", "[/] speed"),
+        Binding(("]", "+", "="), "faster", "faster playback (up to 64x)"),
+        Binding(("t",), "jump", "jump to a time: 12:03:45, 2024-05-01 12:03, +30s, -2m, 50%, start, end",
+                "t time"),
+    )
+
+    def __init__(self, engine: ReplayEngine):
+        self.engine = engine
+
+    def _names(self, controller) -> List[str]:
+        return list(controller.screen.active_collectors())
+
+    def _say_position(self, controller, prefix: str = "") -> None:
+        controller.say(f"{prefix}{format_time(self.engine.wall_now())}")
+
+    def _step(self, controller, direction: int) -> None:
+        names = self._names(controller)
+        if not self.engine.reading_times(names):
+            controller.say("this screen has no readings in the recording")
+        elif self.engine.step(direction, names):
+            self._say_position(controller, "paused at ")
+        else:
+            controller.say("start of the recording" if direction < 0 else "end of the recording")
+
+    def action_pause(self, controller) -> None:
+        controller.do_pause()  # the replay engine stands in for the polling engine
+
+    def action_step_back(self, controller) -> None:
+        self._step(controller, -1)
+
+    def action_step_forward(self, controller) -> None:
+        self._step(controller, +1)
+
+    def action_back(self, controller) -> None:
+        self.engine.seek(self.engine.now() - JUMP_SECONDS)
+        self._say_position(controller)
+
+    def action_forward(self, controller) -> None:
+        self.engine.seek(self.engine.now() + JUMP_SECONDS)
+        self._say_position(controller)
+
+    def action_slower(self, controller) -> None:
+        self.engine.set_speed(step_speed(self.engine.speed, -1))
+        controller.say(f"playback {speed_text(self.engine.speed)}")
+
+    def action_faster(self, controller) -> None:
+        self.engine.set_speed(step_speed(self.engine.speed, +1))
+        controller.say(f"playback {speed_text(self.engine.speed)}")
+
+    def action_jump(self, controller) -> None:
+        engine = self.engine
+
+        def go(text: str) -> Optional[str]:
+            index = engine.index
+            try:
+                target = parse_jump(text, engine.wall_now(), index.start + index.base, index.end + index.base)
+            except ValueError as exc:
+                return str(exc)
+            engine.seek(target - index.base)
+            self._say_position(controller)
+            return None
+
+        controller.prompt("jump to: ", go, "12:03:45  2024-05-01 12:03  +30s  -2m  50%  start  end")
+
+
+# ----- configuration for a replay -------------------------------------------------------------
+
+def replay_config(index: RecordingIndex, config, defaults) -> Any:
+    """The configuration the screens are built with in a replay: the recorded options (which
+    servers were watched, ...) under whatever the command line sets explicitly now."""
+    import argparse
+
+    from proxytop.polling.connection import Endpoint
+
+    current = vars(config.args) if config is not None and config.args is not None else {}
+    default_values = vars(defaults)
+    merged = dict(default_values)
+    for key, value in index.options.items():
+        if key in default_values:
+            merged[key] = _as_option(value)
+    for key, value in current.items():
+        if key not in index.options or value != default_values.get(key):
+            merged[key] = value
+    args = argparse.Namespace(**merged)
+    endpoint = None
+    proxysql = index.sources.get("proxysql")
+    if proxysql is not None and len(proxysql):
+        try:
+            endpoint = loads(proxysql.entries[0][3]).get("endpoint")
+        except (RecordingError, ValueError, TypeError, AttributeError):
+            endpoint = None
+    if not isinstance(endpoint, Endpoint):
+        endpoint = Endpoint(host=str(merged.get("host") or "127.0.0.1"), port=int(merged.get("port") or 6032),
+                            user=str(merged.get("user") or "admin"), password="", socket=merged.get("socket"))
+    return replace(config, endpoint=replace(endpoint, password=""), args=args)
+
+
+def _as_option(value: Any) -> Any:
+    """Recorded option values come back as lists; argparse gave tuples for pairs like --mysql."""
+    if isinstance(value, list):
+        return [tuple(v) if isinstance(v, list) else v for v in value]
+    return value
+
+
+def describe(index: RecordingIndex) -> str:
+    """One line about a recording (for messages)."""
+    span = units.duration(index.end - index.start)
+    return f"{index.snapshot_count} readings over {span} from {format_time(index.start + index.base)}"

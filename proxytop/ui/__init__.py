@@ -1,0 +1,1 @@
+"""What the user sees and does: the controller (state and keys) and its parts, key bindings, the table model and filters, the all-nodes view, pure rendering, the curses shell and its wake-ups, sparklines, and --batch (the same screens as text)."""

@@ -1,0 +1,365 @@
+"""The curses shell, built on npyscreen: one form, one canvas widget that paints the lines
+rendered by proxytop.ui.view, and every key handed to the controller.
+
+The loop sleeps until there is something to do (proxytop.ui.wakeup): a key on the terminal, or a
+wake-up from the engine when a snapshot or a source's state is new, or from SIGWINCH. Only a
+replay, which has no engine threads to say so, is woken by npyscreen's keypress timeout. The
+UI thread only reads snapshots, so keys answer at once even while a server hangs.
+"""
+from __future__ import annotations
+
+import curses
+import curses.ascii
+import os
+import signal
+import sys
+import time
+from typing import Optional
+
+import npyscreen
+
+from proxytop.ui import view, wakeup
+
+KEYPRESS_TIMEOUT = 2  # tenths of a second between wake-ups of a replay (a live view sleeps until woken)
+ESCAPE_DELAY_MS = 100  # how long after Esc a key still belongs to an escape sequence (ncurses: 1000)
+# New data is drawn at most this often (keys are answered at once): a fleet of 500 servers
+# brings a reading a hundred times a second, and each frame recomputed every server's row.
+DATA_FRAME_GAP = 0.5
+# ... and a frame that costs more waits longer: drawing new data takes at most about a
+# fiftieth of a core (a 17 ms frame of 500 servers: every 0.85 s).
+FRAME_SHARE = 50
+
+# style name -> (theme colour name, extra attributes)
+STYLES = {
+    "header_title": ("STANDOUT", curses.A_BOLD),
+    "header": (None, curses.A_BOLD),
+    "label": (None, 0),
+    "title": ("STANDOUT", curses.A_BOLD),
+    "sorted": ("CONTROL", curses.A_BOLD | curses.A_UNDERLINE),
+    "good": ("GOOD", 0),
+    "danger": ("DANGER", curses.A_BOLD),
+    "warning": ("WARNING", 0),
+    "warning_bold": ("WARNING", curses.A_BOLD),
+    "dim": (None, curses.A_DIM),
+    "subtotal": (None, curses.A_BOLD),
+    "tab": (None, 0),
+    "tab_dim": (None, curses.A_DIM),
+    "tab_active": (None, curses.A_REVERSE | curses.A_BOLD),
+    "cursor": (None, curses.A_REVERSE),
+    "footer": (None, curses.A_DIM),
+    "input": (None, curses.A_BOLD),
+    "message": ("STANDOUT", 0),
+    "error": ("DANGER", curses.A_BOLD),
+}
+
+
+def terminal_problem() -> Optional[str]:
+    """Why this terminal can't show the live view (one line), or None. Checked before curses
+    starts: an unknown TERM made curses fail with "setupterm: could not find terminal", and a
+    terminal that can't move the cursor (TERM=dumb: an editor's shell) showed garbage."""
+    term = os.environ.get("TERM", "")
+    try:
+        curses.setupterm(term or None, sys.stdout.fileno())
+    except (curses.error, OSError, ValueError):
+        return (f"the terminal type {term!r} is not known here: set TERM (e.g. TERM=xterm-256color), "
+                "or use --batch for plain text")
+    if not curses.tigetstr("cup"):
+        return (f"the terminal type {term!r} cannot move the cursor: run proxytop in a full-screen terminal "
+                "(xterm, screen, tmux), or use --batch for plain text")
+    return None
+
+
+class Canvas(npyscreen.widget.Widget):
+    """Paints pre-rendered lines; hands every key but resize to the controller."""
+
+    def __init__(self, screen, controller=None, color=True, **keywords):
+        self.controller = controller
+        self.use_color = color
+        self._attributes = {}
+        self._modes_on = None  # the pad whose terminal modes are set
+        self._keys_behind = False  # ncurses may hold bytes it read with the last key
+        self._drawn_at = float("-inf")  # monotonic time of the last frame
+        self._frame_cost = 0.0  # CPU seconds the last frame took
+        self.forget()
+        super().__init__(screen, **keywords)
+
+    def forget(self) -> None:
+        """Paint every line next time (the pad was erased or replaced)."""
+        self._painted, self._painted_on, self._painted_size = None, None, None
+
+    def set_up_handlers(self):
+        super().set_up_handlers()
+        self.handlers = {}
+        self.complex_handlers = [(lambda ch: ch != curses.KEY_RESIZE, self.on_key)]
+
+    def on_key(self, ch):
+        self.controller.handle_key(ch)
+        if self.controller.quit_requested:
+            self.editing = False
+            self.parent.editing = False
+            self.parent.parentApp.setNextForm(None)
+
+    def calculate_area_needed(self):
+        return 0, 0
+
+    def get_and_use_key_press(self):
+        """npyscreen's, minus two costs of an idle screen: it set raw, cbreak, meta, keypad and
+        halfdelay again before every key or timeout (ioctls, and bytes sent to the terminal ten
+        times a second), and it asked the locale for its encoding every time."""
+        pad = self.parent.curses_pad
+        if self._modes_on is not pad:
+            curses.raw()
+            curses.cbreak()
+            curses.meta(1)
+            pad.keypad(1)
+            curses.halfdelay(self.parent.keypress_timeout or KEYPRESS_TIMEOUT)
+            self._modes_on = pad
+        waker = getattr(self.parent.parentApp, "wakeup", None)
+        if waker is not None:
+            if self._keys_behind:
+                # Keys that arrived together (a paste, an escape sequence cut short) may sit in
+                # ncurses' own buffer, where select() can't see them: take them first.
+                pad.timeout(0)
+                self._modes_on = None
+                ch = self._get_ch()
+                if ch == -1:
+                    self._keys_behind = False
+                    return None  # the loop displays, then sleeps below
+            else:
+                timeout = wakeup.next_redraw_in(self.controller, self.controller.engine.now())
+                terminal = self.parent.parentApp.terminal_fd
+                if not waker.wait(terminal, timeout):
+                    # New data: drawn no sooner than DATA_FRAME_GAP (or FRAME_SHARE times the
+                    # last frame's cost) after the last frame; what else arrives meanwhile is
+                    # drawn with it. A key ends the wait at once.
+                    spacing = max(DATA_FRAME_GAP, FRAME_SHARE * self._frame_cost)
+                    gap = self._drawn_at + spacing - time.monotonic()
+                    if gap <= 0 or not waker.wait_for_key(terminal, gap):
+                        return self.try_while_waiting()
+                ch = self._get_ch()
+                if ch == -1:
+                    return self.try_while_waiting()
+            self._keys_behind = True
+        else:
+            ch = self._get_ch()
+        if ch == -1:
+            return self.try_while_waiting()
+        if ch == curses.ascii.ESC:  # Esc with another key right behind it is Alt-key, as in npyscreen
+            pad.nodelay(1)
+            ch2 = pad.getch()
+            if ch2 != -1:
+                ch = curses.ascii.alt(ch2)
+            pad.timeout(-1)
+            self._modes_on = None  # set the modes again before the next key
+        self.handle_input(ch)
+        self.try_adjust_widgets()
+
+    def _get_ch(self):
+        """A curses key code, or a one-character str for a UTF-8 character. A byte that does
+        not start or continue a UTF-8 character (a terminal in Latin-1) is given as its code,
+        which no key is bound to: never an error."""
+        pad = self.parent.curses_pad
+        ch = pad.getch()
+        if ch < 194 or ch > 244:
+            return ch
+        data = bytearray([ch])
+        for _ in range(1 if ch <= 223 else 2 if ch <= 239 else 3):
+            more = pad.getch()
+            if not 128 <= more <= 191:
+                return ch
+            data.append(more)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return ch
+
+    def attribute(self, style):
+        attr = self._attributes.get(style)
+        if attr is None:
+            attr = self._attributes[style] = self._attribute(style)
+        return attr
+
+    def _attribute(self, style):
+        if not style:
+            return curses.A_NORMAL
+        cursor = style.endswith("+cursor")
+        name, extra = STYLES.get(style.replace("+cursor", ""), (None, 0))
+        attr = extra
+        if self.use_color and name:
+            colour = self.parent.theme_manager.findPair(self, name)
+            if colour:
+                attr |= colour
+        elif not self.use_color and name in ("DANGER", "WARNING"):
+            attr |= curses.A_BOLD
+        if cursor:
+            attr |= curses.A_REVERSE
+        return attr
+
+    def update(self, clear=True):
+        """Render, then paint only the lines that differ from what the pad already shows:
+        most refreshes change a line or two (the data age, a few cells)."""
+        started = time.thread_time()
+        rows, cols = self.parent._max_physical()
+        height, width = rows + 1, cols + 1
+        pad = self.parent.curses_pad
+        lines = view.render(self.controller, width, height)
+        if getattr(self.controller, "repaint", False):  # ^L: the terminal may show something else
+            self.controller.repaint = False
+            self.forget()
+            try:
+                pad.redrawwin()  # every cell is sent again on the next refresh
+            except curses.error:
+                pass
+        painted = self._painted if (self._painted_on is pad and self._painted_size == (height, width)) else None
+        if painted is None:
+            pad.erase()
+        for y, line in enumerate(lines):
+            if painted is not None:
+                if y < len(painted) and painted[y] == line:
+                    continue
+                try:
+                    pad.move(y, 0)
+                    pad.clrtoeol()
+                except curses.error:
+                    pass
+            x = 0
+            for text, style in _runs(line):
+                room = width - x - (1 if y == height - 1 else 0)  # never write the last cell
+                if room <= 0:
+                    break
+                try:
+                    pad.addstr(y, x, text[:room], self.attribute(style))
+                except curses.error:
+                    pass
+                x += len(text[:room])
+        self._painted, self._painted_on, self._painted_size = lines, pad, (height, width)
+        self._drawn_at = time.monotonic()
+        self._frame_cost = time.thread_time() - started
+
+
+def _runs(line):
+    """A line's segments with the neighbours of one style joined: a table row is some forty
+    segments (cells and the gaps between them) but a few runs of one style, and each run is
+    one call into curses instead of one per segment.
+
+    >>> _runs([("a", None), (" ", None), ("b", "dim"), ("", None), ("c", "dim"), (" ", None)])
+    [('a ', None), ('bc', 'dim'), (' ', None)]
+    """
+    runs = []
+    texts = []
+    current = None
+    for text, style in line:
+        if not text:
+            continue
+        if texts and style != current:
+            runs.append(("".join(texts), current))
+            texts = []
+        texts.append(text)
+        current = style
+    if texts:
+        runs.append(("".join(texts), current))
+    return runs
+
+
+class MonitorForm(npyscreen.FormBaseNew):
+    FRAMED = False
+    BLANK_LINES_BASE = 0
+    BLANK_COLUMNS_RIGHT = 0
+    DEFAULT_X_OFFSET = 0
+    DEFAULT_NEXTRELY = 0
+    FIX_MINIMUM_SIZE_WHEN_CREATED = False
+
+    def create(self):
+        app = self.parentApp
+        self.keypress_timeout = KEYPRESS_TIMEOUT
+        self.canvas = self.add(Canvas, controller=app.controller, color=app.use_color, rely=0, relx=0)
+
+    def follow_terminal_size(self):
+        """Recreate the pad when the terminal changed size, even if no KEY_RESIZE arrived
+        (it can be lost while the size changes twice in quick succession)."""
+        rows, cols = self._max_physical()
+        size = (rows + 1, cols + 1)
+        # Ask ncurses itself: its own SIGWINCH handling may have resized its screen behind
+        # Python's back (curses.LINES / curses.COLS are only updated by Python's wrappers).
+        if size != (curses.LINES, curses.COLS) or curses.is_term_resized(*size):
+            try:
+                curses.resizeterm(*size)  # also updates curses.LINES / curses.COLS
+            except curses.error:
+                pass
+        if size != tuple(self.curses_pad.getmaxyx()):
+            self._create_screen()
+
+    def while_waiting(self):
+        # Only follow the size here: the widget's edit loop displays it (renders and
+        # refreshes) right after, on a timeout as after a key. Rendering here too drew
+        # every frame twice.
+        self.follow_terminal_size()
+
+    def display(self, clear=False):
+        self.follow_terminal_size()
+        self.canvas.update()
+        self.refresh()  # ScreenArea.refresh ignores the curses errors of a terminal mid-resize
+
+    def DISPLAY(self):
+        self.canvas.forget()  # DISPLAY erases the pad
+        super().DISPLAY()
+
+    def h_display(self, *args):
+        self.DISPLAY()
+
+
+class ProxytopTheme(npyscreen.ThemeManager):
+    default_colors = dict(npyscreen.ThemeManager.default_colors, STANDOUT="CYAN_BLACK", CONTROL="YELLOW_BLACK")
+
+
+class MonitorApp(npyscreen.NPSAppManaged):
+    def __init__(self, controller, use_color=True):
+        self.controller = controller
+        self.use_color = use_color
+        self.wakeup: Optional[wakeup.WakeUp] = None
+        self.terminal_fd = sys.stdin.fileno()
+        super().__init__()
+
+    def run(self, *args, **keywords):
+        engine = self.controller.engine
+        if getattr(engine, "notifies_changes", False):
+            self.wakeup = wakeup.WakeUp()
+            engine.add_listener(self.wakeup.wake)
+        try:
+            return super().run(*args, **keywords)
+        finally:
+            if self.wakeup is not None:
+                engine.remove_listener(self.wakeup.wake)
+                try:
+                    signal.signal(signal.SIGWINCH, signal.SIG_DFL)
+                except (ValueError, OSError):
+                    pass
+                self.wakeup.close()
+
+    def onStart(self):
+        curses.mousemask(0)  # leave the mouse to the terminal: copy and paste keep working
+        if "ESCDELAY" not in os.environ and hasattr(curses, "set_escdelay"):
+            # ncurses waits a whole second after Esc for the rest of an escape sequence: a key
+            # pressed within it (Esc to close the help, then 2) was taken as Alt-2 and lost.
+            curses.set_escdelay(ESCAPE_DELAY_MS)
+        try:
+            curses.curs_set(0)
+        except curses.error:
+            pass
+        try:
+            # ncurses stopped to look for a pending key every few lines it sent (a poll() and a
+            # write() each): a frame went out in some thirty small writes. Sent whole, it is one
+            # or two, and the key is read right after anyway.
+            curses.typeahead(-1)
+        except curses.error:
+            pass
+        if self.use_color:
+            npyscreen.setTheme(ProxytopTheme)
+        else:
+            npyscreen.disableColor()
+        self.keypress_timeout_default = KEYPRESS_TIMEOUT
+        if self.wakeup is not None:
+            # A resize wakes the loop, which asks the terminal its size (follow_terminal_size)
+            # instead of waiting for ncurses' KEY_RESIZE on the next key.
+            signal.signal(signal.SIGWINCH, self.wakeup.wake)
+        self.addForm("MAIN", MonitorForm, name="proxytop", minimum_lines=5, minimum_columns=20)

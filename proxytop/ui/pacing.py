@@ -1,0 +1,87 @@
+"""What the engine polls for the visible screen, and how often: the screen's collectors at
+its interval, the header's and the backend alarm's beside them, and the keys that change the
+pace or pause polling.
+
+A part of :class:`proxytop.ui.controller.Controller` (it reads ``engine``, ``screen``, ``mode``,
+``detail_row`` and ``intervals`` there)."""
+from __future__ import annotations
+
+from typing import Tuple
+
+from proxytop.config.options import step_interval
+from proxytop.screens.base import Screen
+
+from proxytop.screens.connpool import alarm_collectors
+from proxytop.screens.sided import header_collector
+
+
+class Pacing:
+    def minimum_interval(self, screen: Screen) -> float:
+        collectors = [self.engine.collector(n) for n in screen.active_collectors()]
+        minimums = [c.min_interval for c in collectors if c is not None and not c.own_pace]
+        return max(minimums, default=0.5)
+
+    def screen_uses_proxysql(self) -> bool:
+        sources = {getattr(self.engine.collector(n), "source", None) for n in self.screen.active_collectors()}
+        return "proxysql" in sources or not self.screen.built
+
+    def interval(self) -> float:
+        return self.intervals[self.screen.key]
+
+    def activate(self) -> None:
+        """Poll only what the visible screen needs, plus the header's cheap collector."""
+        screen = self.screen
+        names = list(screen.active_collectors())
+        if self.mode == "detail" and self.detail_row is not None:
+            # an open drill-down may need more (QueryRules' "queries this rule catches"); back
+            # on the table, rows() sees the set differ and stops them
+            names += [n for n in screen.detail_collectors(self.detail_row) if n not in names]
+        self._activated = tuple(names)
+        # A screen's minimum may have grown (e.g. a large fleet found at runtime).
+        self.intervals[screen.key] = max(self.intervals[screen.key], self.minimum_interval(screen))
+        interval = self.interval()
+        for name in names:
+            collector = self.engine.collector(name)
+            if collector is None:
+                continue
+            self.engine.set_interval(name, max(collector.default_interval, interval) if collector.own_pace else interval)
+        header = header_collector(screen)
+        if self.engine.collector(header) is not None:
+            self.engine.set_interval(header, interval)
+            names.append(header)
+        self._alarm_plan = self.alarm_plan()
+        for name, pace in self._alarm_plan:
+            if self.engine.collector(name) is not None and name not in names:
+                # the header's backend alarm, on every screen: each side's pool at a slower pace
+                self.engine.set_interval(name, max(interval, pace))
+                names.append(name)
+        self.engine.set_active(names)
+        self._rows_token = None
+
+    def alarm_plan(self) -> Tuple[Tuple[str, float], ...]:
+        """The pool readings the header's backend alarm takes on every screen (screens.connpool)."""
+        return alarm_collectors(getattr(self.view.source("proxysql"), "session", None), self.engine.latest)
+
+    def do_faster(self):
+        self._step_interval(-1)
+
+    def do_slower(self):
+        self._step_interval(+1)
+
+    def _step_interval(self, direction: int) -> None:
+        minimum = self.minimum_interval(self.screen)
+        new = step_interval(self.interval(), direction, minimum)
+        self.intervals[self.screen.key] = new
+        self.activate()
+        if direction < 0 and new == minimum and minimum > 0.5:
+            self.say(f"interval {new:g}s: the minimum for this screen")
+        else:
+            self.say(f"interval {new:g}s")
+
+    def do_pause(self):
+        if self.engine.paused:
+            self.engine.resume()
+            self.say("resumed")
+        else:
+            self.engine.pause()
+            self.say("paused: data frozen, press p to resume")

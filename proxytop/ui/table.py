@@ -1,0 +1,285 @@
+"""One table model for every screen: declared columns, sorting, filtering, layout.
+
+The same column declarations drive the curses screen and the non-interactive output. All
+functions here are pure: rows in, rows (or text) out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from proxytop.metrics import units
+from proxytop.metrics.rates import to_number
+from proxytop.ui import filters
+
+Row = Dict[str, Any]
+# Special row keys: "_id" identifies a row across refreshes (the cursor follows it),
+# "_kind" is "row" or "subtotal", "_group" groups rows for subtotals, "_style" styles the row,
+# "_spill" names a column whose text may run left over the empty cells before it (a down
+# server's reason where its numbers would be).
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    title: str
+    width: int
+    align: str = ">"  # ">" right, "<" left
+    fmt: Callable[[Any], str] = units.plain
+    style: Optional[Callable[[Mapping], Optional[str]]] = None  # a style name for the cell
+    priority: int = 5  # when the terminal is narrow, higher numbers give way first
+    numeric: bool = True
+    summable: bool = False  # added up in subtotal rows
+    flexible: bool = False  # takes the width left over (e.g. a query text)
+    help: str = ""
+
+    def text(self, row: Mapping) -> str:
+        value = row.get(self.key)
+        if value is None and row.get("_kind") == "subtotal" and not self.summable:
+            return ""
+        try:
+            return self.fmt(value)
+        except (TypeError, ValueError, ArithmeticError):  # e.g. an infinite number: shown as it is
+            return str(value)
+
+
+@dataclass(frozen=True)
+class TableState:
+    """The user's view of one table: sort and filter. Immutable; handlers return new ones."""
+
+    sort_key: str
+    descending: bool = False
+    filter: filters.Filter = filters.EMPTY
+
+    def with_sort(self, key: str, descending: Optional[bool] = None) -> "TableState":
+        return replace(self, sort_key=key, descending=self.descending if descending is None else descending)
+
+
+def sort_value(value: Any) -> Tuple[int, Any]:
+    """A None-safe sort key: numbers by value, text case-insensitively, missing values last."""
+    if value is None:
+        return (2, 0)
+    number = to_number(value)
+    if number is not None:
+        return (0, number)
+    return (1, str(value).lower())
+
+
+def sort_rows(rows: Sequence[Row], key: str, descending: bool = False, tiebreak: Sequence[str] = ()) -> List[Row]:
+    """Sort by one column, missing values always last whichever the direction."""
+    rows = list(rows)
+    for extra in reversed(tuple(tiebreak)):
+        rows.sort(key=lambda r: sort_value(r.get(extra)))
+    present = [r for r in rows if r.get(key) is not None]
+    missing = [r for r in rows if r.get(key) is None]
+    present.sort(key=lambda r: sort_value(r.get(key)), reverse=descending)
+    return present + missing
+
+
+def cell_text(columns_by_key: Mapping[str, Column]) -> Callable[[Mapping, str], str]:
+    def text(row: Mapping, key: str) -> str:
+        column = columns_by_key.get(key)
+        return column.text(row) if column else ("" if row.get(key) is None else str(row.get(key)))
+
+    return text
+
+
+def filter_rows(rows: Sequence[Row], columns: Sequence[Column], flt: filters.Filter) -> List[Row]:
+    if flt.empty:
+        return list(rows)
+    by_key = {c.key: c for c in columns}
+    text = cell_text(by_key)
+    keys = [c.key for c in columns]
+    return [r for r in rows if filters.matches(flt, r, text, keys)]
+
+
+def subtotal(group: Any, rows: Sequence[Row], columns: Sequence[Column], label_key: str, label: str) -> Row:
+    total: Row = {"_kind": "subtotal", "_group": group, "_id": ("subtotal", group), label_key: label}
+    for column in columns:
+        if column.summable:
+            values = [to_number(r.get(column.key)) for r in rows]
+            values = [v for v in values if v is not None]
+            total[column.key] = sum(values) if values else None
+    return total
+
+
+def arrange(
+    rows: Sequence[Row],
+    columns: Sequence[Column],
+    state: TableState,
+    group_key: Optional[str] = None,
+    subtotal_label: Optional[Callable[[Any], Tuple[str, str]]] = None,
+    tiebreak: Sequence[str] = (),
+) -> List[Row]:
+    """Filter, then sort; with ``group_key`` rows stay in groups (sorted by the same column)
+    and a group of two or more visible rows is followed by its subtotal row."""
+    visible = filter_rows(rows, columns, state.filter)
+    if group_key is None:
+        return sort_rows(visible, state.sort_key, state.descending, tiebreak)
+    groups: Dict[Any, List[Row]] = {}
+    for row in visible:
+        groups.setdefault(row.get(group_key), []).append(row)
+    blocks = []
+    for group, members in groups.items():
+        ordered = sort_rows(members, state.sort_key, state.descending, tiebreak)
+        total = None
+        if len(members) > 1 and subtotal_label is not None:
+            label_key, label = subtotal_label(group)
+            total = subtotal(group, members, columns, label_key, label)
+        head = total if total is not None else ordered[0]
+        blocks.append((head, group, ordered, total))
+    # Groups follow the sort column too (by their subtotal, or their single row).
+    present = [b for b in blocks if b[0].get(state.sort_key) is not None]
+    missing = [b for b in blocks if b[0].get(state.sort_key) is None]
+    present.sort(key=lambda b: (sort_value(b[0].get(state.sort_key)), sort_value(b[1])), reverse=state.descending)
+    missing.sort(key=lambda b: sort_value(b[1]))
+    arranged: List[Row] = []
+    for _head, _group, ordered, total in present + missing:
+        arranged.extend(ordered)
+        if total is not None:
+            arranged.append(total)
+    return arranged
+
+
+def fit_columns(columns: Sequence[Column], width: int, gap: int = 1, keep: Optional[str] = None) -> List[Tuple[Column, int]]:
+    """Which columns fit in ``width``, in declared order, with their widths.
+
+    Columns give way by priority (highest number first) instead of wrapping; the column
+    ``keep`` (the sort column) stays; a flexible column takes what is left over.
+    """
+    chosen = list(columns)
+    position = {id(c): i for i, c in enumerate(columns)}  # by identity: Column equality compares every field
+
+    def needed(cols):
+        return sum(c.width for c in cols) + gap * max(0, len(cols) - 1)
+
+    while len(chosen) > 1 and needed(chosen) > width:
+        candidates = [c for c in chosen if c.key != keep] or chosen
+        victim = max(candidates, key=lambda c: (c.priority, position[id(c)]))
+        chosen = [c for c in chosen if c is not victim]
+    spare = max(0, width - needed(chosen))
+    result = []
+    for column in chosen:
+        extra = spare if column.flexible else 0
+        if column.flexible:
+            spare = 0
+        result.append((column, min(column.width + extra, max(1, width))))
+    return result
+
+
+def clip(text: str, width: int, align: str = "<") -> str:
+    """Fit text in a cell: cut with '…' when too long, pad by alignment."""
+    if width <= 0:
+        return ""
+    if len(text) > width:
+        text = text[: max(0, width - 1)] + "\u2026" if width > 1 else text[:1]
+    return text.rjust(width) if align == ">" else text.ljust(width)
+
+
+def header_cells(fitted: Sequence[Tuple[Column, int]], state: TableState) -> List[Tuple[str, str]]:
+    """Column titles, the sort column marked with an arrow."""
+    cells = []
+    for column, width in fitted:
+        title = column.title
+        if column.key == state.sort_key:
+            title = title[: max(1, width - 1)] + ("\u2193" if state.descending else "\u2191")
+        cells.append((clip(title, width, column.align), "sorted" if column.key == state.sort_key else "title"))
+    return cells
+
+
+class CellTexts:
+    """The clipped text of each fitted column by value, kept from one frame to the next: most
+    cells show what they showed a second ago (a host, a status, a count), and formatting them
+    was most of what drawing a table cost. A formatter is a function of the value alone, so a
+    value seen before gives the same text (a column class that overrides text() is formatted
+    every time). Each column keeps at most LIMIT texts.
+
+    >>> texts = CellTexts([(Column("n", "N", 4), 4)])
+    >>> [texts.cells({"n": v})[0][0] for v in (1, 1.5, 1, None)]
+    ['   1', ' 1.5', '   1', '   —']
+    """
+
+    LIMIT = 2048
+
+    def __init__(self, fitted: Sequence[Tuple[Column, int]]):
+        self.fitted = tuple(fitted)
+        # A column class with its own text() may read the whole row (GloStat's unit per
+        # variable): its cells are formatted every time (None: nothing kept).
+        self._plan = [(column.key, column, width, column.style, {} if type(column).text is Column.text else None)
+                      for column, width in self.fitted]
+
+    def fits(self, fitted: Sequence[Tuple[Column, int]]) -> bool:
+        """True when ``fitted`` lays out the same columns at the same widths."""
+        return len(fitted) == len(self.fitted) and all(
+            a[0] is b[0] and a[1] == b[1] for a, b in zip(fitted, self.fitted))
+
+    def cells(self, row: Row) -> List[Tuple[str, Optional[str]]]:
+        """The cells of one (non-subtotal) row, as row_cells() makes them."""
+        cells = []
+        row_style = row.get("_style")
+        get = row.get
+        for key, column, width, style_of, texts in self._plan:
+            if texts is None:
+                cells.append((clip(column.text(row), width, column.align),
+                              (style_of(row) if style_of is not None else None) or row_style))
+                continue
+            value = get(key)
+            memo = (value.__class__, value)  # 1, 1.0 and True are equal keys but format differently
+            try:
+                text = texts[memo]
+            except KeyError:
+                if len(texts) >= self.LIMIT:
+                    texts.clear()
+                text = texts[memo] = clip(column.text(row), width, column.align)
+            except TypeError:  # an unhashable value
+                text = clip(column.text(row), width, column.align)
+            cells.append((text, (style_of(row) if style_of is not None else None) or row_style))
+        return cells
+
+
+def row_cells(row: Row, fitted: Sequence[Tuple[Column, int]],
+              texts: Optional[CellTexts] = None) -> List[Tuple[str, Optional[str]]]:
+    """The cells of one row as (text, style name); ``texts`` (made for ``fitted``) remembers
+    the texts of values seen before."""
+    subtotal = row.get("_kind") == "subtotal"
+    if texts is not None and not subtotal:  # a subtotal's empty cells are not its value's text
+        cells = texts.cells(row)
+    else:
+        cells = []
+        row_style = row.get("_style") or ("subtotal" if subtotal else None)
+        for column, width in fitted:
+            style = column.style(row) if column.style and not subtotal else None
+            cells.append((clip(column.text(row), width, column.align), style or row_style))
+    spill = row.get("_spill")
+    if spill is not None:
+        cells = _spilled(row, fitted, cells, spill)
+    return cells
+
+
+def _spilled(row: Row, fitted, cells, key: str, gap: int = 1):
+    """Merge the cell of column ``key`` with the run of empty (None) cells just before it.
+
+    >>> cols = [(Column("a", "A", 3), 3), (Column("b", "B", 4), 4), (Column("n", "N", 5, "<"), 5)]
+    >>> [text for text, _ in row_cells({"a": 1, "n": "timeout, retrying", "_spill": "n"}, cols)]
+    ['  1', 'timeout, …']
+    """
+    keys = [column.key for column, _ in fitted]
+    if key not in keys:
+        return cells
+    end = keys.index(key)
+    start = end
+    while start > 0 and row.get(keys[start - 1]) is None:
+        start -= 1
+    if start == end:
+        return cells
+    column = fitted[end][0]
+    width = sum(w for _, w in fitted[start:end + 1]) + gap * (end - start)
+    merged = (clip(column.text(row), width, column.align), cells[end][1])
+    return cells[:start] + [merged] + cells[end + 1:]
+
+
+def next_sort_key(columns: Sequence[Column], current: str, step: int = 1) -> str:
+    keys = [c.key for c in columns]
+    if current not in keys:
+        return keys[0]
+    return keys[(keys.index(current) + step) % len(keys)]

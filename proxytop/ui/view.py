@@ -1,0 +1,307 @@
+"""Pure rendering: controller state + snapshots -> lines of (text, style) segments.
+
+The curses layer only paints these lines; tests and the benchmark can call render() directly.
+"""
+from __future__ import annotations
+
+from typing import List, Optional, Sequence, Tuple
+
+from proxytop.collectors.proxysql import ConnectionPool
+from proxytop.collectors.sides import twin_name
+from proxytop.metrics import units
+from proxytop.metrics.sides import MYSQL, PGSQL
+from proxytop.screens.connpool import header_queries
+from proxytop.screens.sided import header_collector, header_label
+from proxytop.ui import keys, table
+
+Segment = Tuple[str, Optional[str]]
+Line = List[Segment]
+
+HEADER_COLLECTOR = "proxysql.global"
+
+
+def fit(line: Line, width: int) -> Line:
+    """Cut a line of segments to width characters."""
+    out: Line = []
+    used = 0
+    for text, style in line:
+        if used >= width:
+            break
+        piece = text[: width - used]
+        out.append((piece, style))
+        used += len(piece)
+    return out
+
+
+def header_lines(ctl, width: int) -> List[Line]:
+    engine = ctl.engine
+    now = engine.now()
+    source = engine.source("proxysql")
+    state = engine.state("proxysql")
+    previous, current = engine.last_two(header_collector(ctl.screen))
+    target = source.endpoint.label if source is not None else "no ProxySQL"
+    if hasattr(source, "watched_title"):  # several ProxySQL nodes: "node 2/3 10.0.0.2:6032 node-2"
+        target = source.watched_title()
+    session = getattr(source, "session", None)
+    replay = getattr(engine, "replay_status", None)  # a ReplayEngine says where it is
+    first: Line = [("proxytop ", "header_title")]
+    if replay is not None:
+        first.append(("REPLAY ", "warning_bold"))
+    first.append((target, "header"))
+    if session is not None and session.version_text:
+        first.append((f"  ProxySQL {session.version_text.split('-')[0]}", "header"))
+        if not session.is_admin:
+            first.append(("  (stats user)", "dim"))
+        if getattr(session, "encryption", None):
+            first.append(("  TLS", "good"))  # the admin connection is encrypted
+    side = header_label(ctl.screen, session)
+    if side is not None:
+        first.append((f"  {side}", "warning_bold" if side == "PgSQL" else "header"))
+    if current is not None and current.data:
+        stats = current.data
+        uptime = stats.get("ProxySQL_Uptime")
+        # Questions; on the PostgreSQL side of 3.0 (no Questions) the queries sent to backends
+        qps, counted = header_queries(getattr(ctl.screen, "side", MYSQL), (previous, current),
+                                      engine.last_two(twin_name(ConnectionPool.name, PGSQL)))
+        first += [
+            ("  up ", "label"), (units.duration(uptime), "header"),
+        ]
+        first += [("  Q/s ", "label"), (units.number(qps) if qps is not None else units.MISSING, "header")]
+        if counted:
+            first.append((f" {counted}", "dim"))
+        first += [
+            ("  conn ", "label"), (units.number(stats.get("Client_Connections_connected")), "header"),
+            ("  trx ", "label"), (units.number(stats.get("Active_Transactions")), "header"),
+        ]
+    if replay is not None:
+        second: Line = list(replay(ctl))
+    else:
+        second = [("every ", "label"), (units.interval(ctl.interval()), "header")]
+        minimum = ctl.minimum_interval(ctl.screen)
+        if minimum > 0.5:
+            second.append((f" (min {minimum:g}s)", "dim"))
+    latest = _latest_of_screen(ctl)
+    if latest is not None:
+        second += [("  data ", "label"), (f"{units.duration(max(0.0, now - latest.taken_at))} old", "header")]
+    if engine.paused and replay is None:
+        second.append(("  PAUSED", "warning_bold"))
+    if state is not None and ctl.screen_uses_proxysql():
+        if state.connected:
+            second.append(("  connected", "good"))
+        elif state.error:
+            retry = state.retry_in(now)
+            when = f"retrying in {retry:.0f}s" if retry is not None else "retrying"
+            second.append((f"  disconnected, {when}: {state.error}", "danger"))
+        else:
+            second.append(("  connecting\u2026", "warning"))
+    lines = [fit(first, width), fit(second, width)]
+    alarm = _backend_alarm(ctl)
+    if alarm:
+        lines.append(fit([("! ", "danger"), (alarm, "danger")], width))
+    return lines
+
+
+def _backend_alarm(ctl) -> Optional[str]:
+    """One line while any backend is not ONLINE or lags past its threshold (screens.connpool)."""
+    for screen in ctl.screens:
+        alarm = getattr(screen, "alarm", None)
+        if alarm is not None:
+            return alarm(ctl.view)
+    return None
+
+
+def _latest_of_screen(ctl):
+    """The newest snapshot of the screen's collectors (the header's "data N s old"). A fleet's
+    screen has 1,500 of them: the answer is kept until the engine keeps a new snapshot."""
+    news = getattr(ctl.engine, "news", None)
+    cached = getattr(ctl, "_newest", None)
+    if news is not None and cached is not None and cached[0] == news and cached[1] is ctl.screen:
+        return cached[2]
+    latest = None
+    for name in ctl.screen.active_collectors():
+        snap = ctl.engine.latest(name)
+        if snap is not None and (latest is None or snap.taken_at > latest.taken_at):
+            latest = snap
+    ctl._newest = (news, ctl.screen, latest)
+    return latest
+
+
+newest_snapshot = _latest_of_screen
+
+
+def tab_line(ctl, width: int) -> Line:
+    line: Line = []
+    for i, screen in enumerate(ctl.screens):
+        style = "tab_active" if i == ctl.index else ("tab" if screen.built else "tab_dim")
+        line.append((f"{(i + 1) % 10}:{screen.title}", style))
+        line.append((" ", None))
+    return fit(line, width)
+
+
+def status_line(ctl, shown: int, total: int, width: int) -> Line:
+    state = ctl.state
+    line: Line = [("sort ", "label"), (ctl._title(state.sort_key) + (" \u2193" if state.descending else " \u2191"), "header")]
+    if not state.filter.empty:
+        line += [("  filter ", "label"), (state.filter.text, "warning_bold"), (f"  {shown}/{total} rows", "label")]
+    else:
+        line.append((f"  {total} rows", "label"))
+    problem = ctl.screen.status(ctl.view)
+    if problem:
+        line.append((f"  {problem}", "danger"))
+    return fit(line, width)
+
+
+def footer_line(ctl, width: int) -> Line:
+    if ctl.mode == "filter":
+        message = ctl.current_message()
+        after = (f"   {message[0]}", message[1]) if message else \
+            ("   Enter apply  Esc cancel  (text, col:regex, col>N)", "dim")
+        return fit([("filter: ", "label"), (ctl.input, "input"), ("_", "cursor"), after], width)
+    if ctl.mode == "prompt":
+        message = ctl.current_message()
+        after = (f"   {message[0]}", message[1]) if message else (f"   {ctl.prompt_hint}  (Enter, Esc)", "dim")
+        return fit([(ctl.prompt_label, "label"), (ctl.input, "input"), ("_", "cursor"), after], width)
+    if ctl.mode == "confirm" and ctl.confirm is not None:
+        return fit([("y to confirm, any other key cancels", "warning_bold")], width)
+    message = ctl.current_message()
+    if message is not None:
+        return fit([(message[0], message[1])], width)
+    hints = [b.hint for b in ctl.bindings() if b.hint]
+    if ctl.mode == "detail":
+        hints = ["Esc back", "\u2191\u2193 scroll", "q quit"]
+    return fit([("  ".join(hints), "footer")], width)
+
+
+def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line]:
+    """Column titles and as many rows as fit, scrolled to keep the cursor visible."""
+    screen = ctl.screen
+    if not screen.columns or height <= 0:
+        return []
+    body = height - 1
+    ctl.page_rows = max(1, body - 1)
+    key = screen.key
+    cursor = ctl.cursor[key]
+    top = ctl.scroll[key]
+    if cursor < top:
+        top = cursor
+    elif cursor >= top + body:
+        top = cursor - body + 1
+    top = max(0, min(top, max(0, len(rows) - body)))
+    ctl.scroll[key] = top
+    # The same rows (the very list object: the controller keeps it until data or state
+    # change) in the same place give the same lines: the UI redraws ten times a second.
+    token = (rows, len(rows), screen, screen.columns, width, height, cursor, top, ctl.mode, ctl.state)
+    cached = getattr(ctl, "_table_lines", None)
+    if cached is not None and len(cached[0]) == len(token) and all(a is b or (type(a) in (int, str) and a == b)
+                                                                    for a, b in zip(cached[0], token)):
+        ctl.visible_keys = cached[2]
+        return cached[1]
+    fitted = table.fit_columns(screen.columns, width, keep=ctl.state.sort_key)
+    ctl.visible_keys = [c.key for c, _ in fitted]
+    texts = getattr(ctl, "_cell_texts", None)
+    if texts is None or not texts.fits(fitted):
+        texts = ctl._cell_texts = table.CellTexts(fitted)
+    lines: List[Line] = [_join(table.header_cells(fitted, ctl.state))]
+    for i in range(top, min(len(rows), top + body)):
+        cells = table.row_cells(rows[i], fitted, texts)
+        line = _join(cells)
+        if i == cursor and ctl.mode == "table":
+            line = [(text, (style + "+cursor") if style else "cursor") for text, style in line]
+        lines.append(line)
+    ctl._table_lines = (token, lines, ctl.visible_keys)
+    return lines
+
+
+_GAP: Segment = (" ", None)
+
+
+def _join(cells: Sequence[Segment]) -> Line:
+    line: Line = []
+    for cell in cells:
+        line.append(_GAP)
+        line.append(cell)
+    return line[1:]
+
+
+def help_lines(ctl, width: int) -> List[Line]:
+    lines: List[Line] = [[("proxytop keys", "header_title"), ("   (any key closes)", "dim")], []]
+    if ctl.screen.bindings:
+        lines.append([(f"{ctl.screen.title} screen", "label")])
+        for binding in ctl.screen.bindings:
+            lines.append([(f"  {keys.describe(binding):<14}", "header"), (binding.help, None)])
+        lines.append([])
+    overlay = getattr(ctl, "overlay", None)
+    if overlay is not None:
+        lines.append([(overlay.title, "label")])
+        for binding in overlay.bindings:
+            lines.append([(f"  {keys.describe(binding):<14}", "header"), (binding.help, None)])
+        lines.append([])
+    lines.append([("everywhere", "label")])
+    for binding in [b for b in ctl.bindings() if b in keys.GLOBAL_BINDINGS]:  # those not overridden
+        lines.append([(f"  {keys.describe(binding):<14}", "header"), (binding.help, None)])
+    lines.append([])
+    lines.append([("columns of this screen", "label")])
+    for column in ctl.screen.columns:
+        if column.help:
+            lines.append([(f"  {column.title:<14}", "header"), (column.help, None)])
+    return [fit(line, width) for line in lines]
+
+
+def detail_lines(ctl, width: int) -> List[Line]:
+    detail = ctl.detail
+    if detail is None:
+        return []
+    return [fit([(detail.title, "header_title"), ("   Esc back", "dim")], width)] + \
+        [fit(list(line), width) for line in detail.lines]
+
+
+def confirm_lines(ctl, width: int) -> List[Line]:
+    confirm = ctl.confirm
+    lines: List[Line] = [[("Confirm", "warning_bold")], []]
+    for text in confirm.question:
+        lines.append(fit([(text, None)], width))
+    lines += [[], [("y", "warning_bold"), (" = yes, any other key = no", None)]]
+    return lines
+
+
+def render(ctl, width: int, height: int) -> List[Line]:
+    """The whole screen as lines. Small terminals keep the header, tabs and footer first."""
+    width = max(1, width)
+    lines: List[Line] = header_lines(ctl, width) + [tab_line(ctl, width)]
+    footer = footer_line(ctl, width)
+    room = height - len(lines) - 1
+    if ctl.mode in ("help", "detail", "confirm"):
+        if ctl.mode == "help":
+            content = help_lines(ctl, width)
+            scroll = min(ctl.help_scroll, max(0, len(content) - room))
+            ctl.help_scroll = scroll
+        elif ctl.mode == "detail":
+            ctl.refresh_detail()
+            content = detail_lines(ctl, width)
+            scroll = min(ctl.detail_scroll, max(0, len(content) - room))
+            ctl.detail_scroll = scroll
+            content = content[:1] + content[1 + scroll:]
+            scroll = 0
+        else:
+            content = confirm_lines(ctl, width)
+            scroll = 0
+        ctl.page_rows = max(1, room - 1)
+        lines += content[scroll:scroll + max(0, room)]
+    else:
+        rows = ctl.rows()
+        notes = [fit(list(n), width) for n in ctl.screen.notes(ctl.view)]
+        total = ctl.total_rows
+        shown = ctl.shown_rows()
+        lines.append(status_line(ctl, shown, total, width))
+        lines += notes[: max(0, room - 3)]
+        lines += table_lines(ctl, rows, width, height - len(lines) - 1)
+    lines = lines[: max(0, height - 1)]
+    while len(lines) < height - 1:
+        lines.append([])
+    lines.append(footer)
+    return lines[:height] if height > 0 else []
+
+
+def screen_text(lines: Sequence[Line]) -> str:
+    """Plain text of rendered lines (for captures and tests)."""
+    return "\n".join("".join(text for text, _ in line).rstrip() for line in lines)

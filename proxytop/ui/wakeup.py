@@ -1,0 +1,93 @@
+"""What wakes the curses loop: a key on the terminal, or a wake-up written to a pipe.
+
+The loop sleeps in ``select()`` on the terminal and on the read end of a pipe; the engine's
+worker threads write one byte to the pipe when a snapshot, a source's state or a task's result
+is new, and a terminal resize (SIGWINCH) writes one too. Nothing polls: a paused or idle
+proxytop uses no CPU until there is something to show.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import select
+from typing import Optional
+
+
+class WakeUp:
+    """A self-pipe: ``wake()`` from any thread (or a signal handler), ``wait()`` on the UI thread."""
+
+    def __init__(self):
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._read, False)
+        os.set_blocking(self._write, False)
+
+    def wake(self, *_ignored) -> None:
+        """Never blocks nor raises: a full pipe already holds a wake-up."""
+        try:
+            os.write(self._write, b"!")
+        except OSError:
+            pass
+
+    def wait(self, terminal_fd: int, timeout: Optional[float]) -> bool:
+        """Sleep until a key can be read from ``terminal_fd`` (True), or a wake-up or the
+        timeout (seconds; None: none) comes first (False). Wake-ups are consumed."""
+        try:
+            ready, _, _ = select.select([terminal_fd, self._read], [], [], timeout)
+        except (OSError, ValueError) as exc:  # a closed terminal: let getch report it
+            if getattr(exc, "errno", None) == errno.EINTR:
+                return False
+            return True
+        if self._read in ready:
+            self.drain()
+        return terminal_fd in ready
+
+    def wait_for_key(self, terminal_fd: int, timeout: float) -> bool:
+        """Sleep up to ``timeout`` seconds for a key only (True when one came). Wake-ups that
+        arrive meanwhile are consumed: the frame drawn next shows what they announced."""
+        try:
+            ready, _, _ = select.select([terminal_fd], [], [], max(0.0, timeout))
+        except (OSError, ValueError) as exc:
+            if getattr(exc, "errno", None) == errno.EINTR:
+                return False
+            return True
+        self.drain()
+        return terminal_fd in ready
+
+    def drain(self) -> None:
+        try:
+            while os.read(self._read, 4096):
+                pass
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        for fd in (self._read, self._write):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def next_redraw_in(ctl, now: float) -> Optional[float]:
+    """Seconds until the screen must change although nothing new arrived, or None (never):
+    a message that expires, a retry countdown while a source is down, and the age of data
+    that is overdue (its next reading should have come: the age shows the server is slow).
+
+    An idle proxytop therefore draws once per reading and not in between.
+    """
+    deadlines = []
+    message = getattr(ctl, "message", None)
+    if message and message[2] > ctl.clock():
+        deadlines.append(message[2] - ctl.clock())
+    engine = ctl.engine
+    if any(state.retry_at is not None and not state.connected for state in engine.states()):
+        deadlines.append(1.0)  # "retrying in 3s" counts down
+    if not engine.paused:
+        from proxytop.ui.view import newest_snapshot
+
+        snapshot = newest_snapshot(ctl)
+        latest = snapshot.taken_at if snapshot is not None else None
+        if latest is not None:
+            overdue_at = latest + max(ctl.interval(), ctl.minimum_interval(ctl.screen)) + 1.0
+            deadlines.append(max(overdue_at - now, 0.0) if now < overdue_at else 1.0)
+    return max(0.0, min(deadlines)) if deadlines else None
