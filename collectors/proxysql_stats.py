@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
 from proxytop.collectors.base import Collector, Table
-from proxytop.collectors.proxysql import PROXYSQL, GlobalStatus, TableCollector
+from proxytop.collectors.proxysql import PROXYSQL, GlobalStatus, HeaderStatus, TableCollector
 from proxytop.metrics.rates import RATE_WINDOW
 
 __all__ = [
-    "GlobalStatus", "RuleHits", "QueryRuleHits", "RuntimeQueryRules", "ConfigQueryRules", "ProcessList",
+    "GlobalStatus", "HeaderStatus", "RuleHits", "QueryRuleHits", "RuntimeQueryRules", "ConfigQueryRules", "ProcessList",
     "CommandCounters", "MemoryMetrics", "MySQLVariables",
 ]
 

@@ -35,7 +35,7 @@ def build(config, engine=None):
     """Engine, screens and controller for a configuration (no I/O happens here). ``engine``
     may be given instead of a live one (a replay)."""
     from proxytop.collectors.base import HostSource
-    from proxytop.collectors.proxysql import GlobalStatus
+    from proxytop.collectors.proxysql import GlobalStatus, HeaderStatus
     from proxytop.polling.connection import ProxySQLSource
     from proxytop.polling.engine import Engine
     from proxytop.screens import all_screens
@@ -53,6 +53,7 @@ def build(config, engine=None):
         engine.add_source(ProxySQLSource(config.endpoint))
     engine.add_source(HostSource())
     engine.add_collector(GlobalStatus())
+    engine.add_collector(HeaderStatus())  # the header's rows of it, on screens that don't read it whole
     screens = all_screens(config)
     for screen in screens:
         for source in screen.sources():

@@ -19,7 +19,7 @@ from proxytop.metrics import errnames, health, sqlstates, units
 from proxytop.metrics.rates import rate, to_number
 from proxytop.metrics.sides import PGSQL
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
-from proxytop.screens.sided import SidedScreen, header_collector
+from proxytop.screens.sided import SidedScreen, header_readings
 from proxytop.ui.table import Column, Row
 
 USERS_SHOWN = 6  # users in the notes (the fullest first)
@@ -220,7 +220,7 @@ class ErrorsScreen(SidedScreen, Screen):
 
     def notes(self, view: DataView) -> List[Sequence[Segment]]:
         lines: List[Sequence[Segment]] = []
-        refused = refused_per_second(*view.pair(header_collector(self)))
+        refused = refused_per_second(*header_readings(view.pair, self))
         if refused is not None:
             line: List[Segment] = [("refused logins/s ", "label")]
             for name, value in refused.items():

@@ -24,13 +24,15 @@ import inspect
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.collectors.base import Collector
-from proxytop.collectors.proxysql import GlobalStatus
+from proxytop.collectors.base import Snapshot
+from proxytop.collectors.proxysql import GlobalStatus, HeaderStatus
 from proxytop.collectors.sides import for_side, twin_name
 from proxytop.metrics.sides import MYSQL, PGSQL, Side, pgsql_problem, side_of
 from proxytop.screens.base import Detail
 from proxytop.ui.table import Column
 
-HEADER = GlobalStatus.name
+HEADER = GlobalStatus.name  # the whole global status (GloStat reads it)
+HEADER_NARROW = HeaderStatus.name  # its few rows the header shows, when nothing on view reads the whole
 
 
 def _segment(side: Side, text: str, style: Optional[str]) -> Tuple[str, Optional[str]]:
@@ -118,7 +120,8 @@ class SidedScreen:
             self._mysql_collectors = mysql
             twins = [for_side(c, PGSQL) for c in mysql]
             header = for_side(GlobalStatus(), PGSQL)  # the header's reading on the PostgreSQL side
-            self._collectors_made = mysql + [t for t, c in zip(twins, mysql) if t is not c] + [header]
+            narrow = for_side(HeaderStatus(), PGSQL)
+            self._collectors_made = mysql + [t for t, c in zip(twins, mysql) if t is not c] + [header, narrow]
         return self._collectors_made
 
     def on_side(self, name: str) -> str:
@@ -151,12 +154,34 @@ class SidedScreen:
         return None
 
 
-def header_collector(screen) -> str:
-    """The global-status reading the header shows: the current side's (the PostgreSQL side's
-    connections and transactions are in stats_pgsql_global)."""
-    if getattr(screen, "sided", False) and screen.side is PGSQL:
-        return twin_name(HEADER, PGSQL)
-    return HEADER
+def _header_side(screen) -> Side:
+    return PGSQL if getattr(screen, "sided", False) and screen.side is PGSQL else MYSQL
+
+
+def header_collector(screen, active: Optional[Sequence[str]] = None) -> str:
+    """The global-status reading the header polls: the current side's (the PostgreSQL side's
+    connections and transactions are in stats_pgsql_global), the whole table when the screen
+    (or ``active``, the names polling) reads it anyway, else only the rows the header shows."""
+    side = _header_side(screen)
+    whole = twin_name(HEADER, side)
+    if whole in (screen.active_collectors() if active is None else active):
+        return whole
+    return twin_name(HEADER_NARROW, side)
+
+
+def header_readings(pair_of, screen) -> Tuple[Optional[Snapshot], Optional[Snapshot]]:
+    """(previous, current): the two newest readings of the current side's global status,
+    whole or narrow, ``pair_of(name)`` giving each collector's last two (an engine's
+    ``last_two``, a DataView's ``pair``). Both carry the header's variables, so the rates
+    span a switch between them (to GloStat and back) and a recording made before the narrow
+    reading existed replays with its header."""
+    side = _header_side(screen)
+    readings = [s for name in (twin_name(HEADER_NARROW, side), twin_name(HEADER, side))
+                for s in pair_of(name) if s is not None]
+    if not readings:
+        return None, None
+    readings.sort(key=lambda s: s.taken_at)
+    return (readings[-2] if len(readings) > 1 else None), readings[-1]
 
 
 def header_label(screen, session) -> Optional[str]:

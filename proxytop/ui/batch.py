@@ -409,7 +409,7 @@ class BatchRun:
         names: List[str] = []
         for screen in self.screens:
             names += [n for n in screen.active_collectors() if n not in names]
-        header = header_collector(self.controller.screen)
+        header = header_collector(self.controller.screen, names)
         if self.uses_proxysql() and self.engine.collector(header) is not None \
                 and header not in names:
             names.append(header)

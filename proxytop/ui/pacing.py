@@ -45,7 +45,7 @@ class Pacing:
             if collector is None:
                 continue
             self.engine.set_interval(name, max(collector.default_interval, interval) if collector.own_pace else interval)
-        header = header_collector(screen)
+        header = header_collector(screen, names)
         if self.engine.collector(header) is not None:
             self.engine.set_interval(header, interval)
             names.append(header)

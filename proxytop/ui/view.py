@@ -11,7 +11,7 @@ from proxytop.collectors.sides import twin_name
 from proxytop.metrics import units
 from proxytop.metrics.sides import MYSQL, PGSQL
 from proxytop.screens.connpool import header_queries
-from proxytop.screens.sided import header_collector, header_label
+from proxytop.screens.sided import header_label, header_readings
 from proxytop.ui import keys, table
 
 Segment = Tuple[str, Optional[str]]
@@ -38,7 +38,7 @@ def header_lines(ctl, width: int) -> List[Line]:
     now = engine.now()
     source = engine.source("proxysql")
     state = engine.state("proxysql")
-    previous, current = engine.last_two(header_collector(ctl.screen))
+    previous, current = header_readings(engine.last_two, ctl.screen)
     target = source.endpoint.label if source is not None else "no ProxySQL"
     if hasattr(source, "watched_title"):  # several ProxySQL nodes: "node 2/3 10.0.0.2:6032 node-2"
         target = source.watched_title()
