@@ -303,6 +303,10 @@ class GloStatScreen(SidedScreen, Screen):
     def rows(self, view: DataView) -> List[Row]:
         name = self.on_side(GlobalStatus.name)
         previous, current = view.pair(name)
+        if current is None:
+            # Not read yet on this side (just switched to it): the memory metrics alone would
+            # be the rows, and the cursor would stay on them once the variables arrive.
+            return []
         history = view.history(name)
         classify_of = classify
         if self.side.key == "pgsql":
