@@ -31,7 +31,6 @@ from proxytop.ui.table import Column, Row, TableState
 
 FORMATS = ("table", "json", "csv")
 CONNECT_ATTEMPTS = 3  # ProxySQL failures in a row (retried with backoff) before giving up
-HEADER_COLLECTOR = "proxysql.global"
 PROXYSQL = "proxysql"
 TICK = 0.05  # seconds between checks while waiting (live)
 

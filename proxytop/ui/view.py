@@ -17,7 +17,6 @@ from proxytop.ui import keys, table
 Segment = Tuple[str, Optional[str]]
 Line = List[Segment]
 
-HEADER_COLLECTOR = "proxysql.global"
 
 
 def fit(line: Line, width: int) -> Line:
