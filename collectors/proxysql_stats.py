@@ -14,6 +14,7 @@ from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 from proxytop.collectors.base import Collector, Table
 from proxytop.collectors.proxysql import PROXYSQL, GlobalStatus, TableCollector
 from proxytop.metrics.rates import RATE_WINDOW
+from proxytop.polling.columns import ColumnsTable
 
 __all__ = [
     "GlobalStatus", "RuleHits", "QueryRuleHits", "RuntimeQueryRules", "ConfigQueryRules", "ProcessList",
@@ -124,13 +125,13 @@ class ProcessList(TableCollector):
     min_interval = 2.0
 
     def collect(self, session) -> Optional[Table]:
-        # 10,000 sessions are 160,000 values: read as columns (proxytop.polling.columns), each column
-        # decoded at once and its repeated values (users, hosts, commands) shared, then zipped
-        # into the rows the screen reads
+        # 10,000 sessions are 160,000 values: read as columns (proxytop.polling.columns) and kept
+        # so; the screen decodes the few columns it sorts and filters on, the query text of the
+        # rows it draws, and never the columns it does not show
         read_columns = getattr(session, "query_columns", None)
         if read_columns is None:  # a session that reads rows only
             return super().collect(session)
-        return read_columns(f"select * from {self.table}").table()
+        return ColumnsTable(read_columns(f"select * from {self.table}"))
 
 
 class CommandCounters(TableCollector):
