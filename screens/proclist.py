@@ -11,6 +11,7 @@ text happens only for the rows on screen.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import textwrap
 from collections import Counter
@@ -72,7 +73,7 @@ def _address(host: Any, port: Any) -> Optional[str]:
 FIELDS = ("SessionID", "user", "db", "cli_host", "cli_port", "hostgroup", "srv_host", "srv_port",
           "command", "time_ms", "info")
 INT_COLUMNS = ("id", "hostgroup", "time_ms")  # sortable straight from the columns (ints or None)
-SORTED_COLUMNS = ("SessionID", "hostgroup", "command", "time_ms")  # read for every session
+SORTED_COLUMNS = ProcessList.counted + ProcessList.sorted_on  # read for every session (split by the collector)
 
 
 def column_texts(table, name: str) -> List[Any]:
@@ -149,10 +150,23 @@ class SessionColumns:
         """Every session kept, in the order of the reading."""
         return [self.row(n) for n in self.kept]
 
-    def stubs(self) -> List[Row]:
-        """One ``{"_id": ...}`` per session, made once: filled in place with :meth:`row` when shown."""
+    def stubs(self) -> List[Optional[Row]]:
+        """One ``{"_id": ...}`` per session kept (None for the others), made once: filled in
+        place with :meth:`row` when shown."""
         if self._stubs is None:
-            self._stubs = [{"_id": sid} for sid in self.ids]
+            ids = self.ids
+            stubs: List[Optional[Row]] = [None] * len(ids)
+            # 10,000 new dicts would set off the cyclic garbage collector several times over,
+            # each pass walking every object the program holds; these hold no cycles
+            enabled = gc.isenabled()
+            gc.disable()
+            try:
+                for n in self.kept:
+                    stubs[n] = {"_id": ids[n]}
+            finally:
+                if enabled:
+                    gc.enable()
+            self._stubs = stubs
         return self._stubs
 
     def order(self, key: str, descending: bool, kept: Optional[Sequence[int]] = None) -> Optional[List[int]]:
@@ -161,8 +175,8 @@ class SessionColumns:
         kept = self.kept if kept is None else kept
         ids = self.ids
         values = self.column(key)
-        if not all(type(ids[n]) is int for n in kept) or \
-                not all(type(values[n]) is int or values[n] is None for n in kept):
+        # every session's types at once, in C (one that is not kept may send the slow path)
+        if set(map(type, ids)) - {int} or set(map(type, values)) - {int, type(None)}:
             return None
         by_id = sorted(kept, key=ids.__getitem__)
         present = [n for n in by_id if values[n] is not None]

@@ -119,7 +119,7 @@ def test_rows_from_columns_are_the_row_by_row_rows(served, show_idle):
 
 def test_a_row_from_its_packet_is_the_zipped_row(served):
     columns, rows = both(served, generated(300))
-    fresh = ColumnsTable(columns.source)  # nothing split or zipped yet
+    fresh = ColumnsTable(columns.source)  # nothing decoded or zipped yet: each row from its packet
     assert [fresh.row(n) for n in range(300)] == list(rows.rows)
     fresh.read(("command", "time_ms"))
     assert fresh.texts("command") == [r[11] for r in rows.rows]

@@ -150,6 +150,7 @@ class ColumnsTable(Table):
         object.__setattr__(self, "columns", source.names)
         object.__setattr__(self, "source", source)
         object.__setattr__(self, "_texts", {})
+        object.__setattr__(self, "_ints", {})
         object.__setattr__(self, "_rows", None)
 
     @property
@@ -174,16 +175,20 @@ class ColumnsTable(Table):
 
     def ints(self, name: str) -> Optional[List[int]]:
         """Column ``name`` as ints when every value is a decimal int() reads as it reads the
-        text (no NULL); None otherwise."""
-        if not self.source.has(name):
-            return None
-        numbers = self.source.numbers(name)
+        text (no NULL); None otherwise. Converted once."""
+        if name in self._ints:
+            return self._ints[name]
+        values: Optional[List[int]] = None
+        numbers = self.source.numbers(name) if self.source.has(name) else None
         if numbers is not None:
-            return list(numbers)
-        try:
-            return list(map(int, self.source.raw(name)))
-        except (TypeError, ValueError):  # a NULL, a word, a digit int() reads only as text
-            return None
+            values = list(numbers)
+        elif self.source.has(name):
+            try:
+                values = list(map(int, self.source.raw(name)))
+            except (TypeError, ValueError):  # a NULL, a word, a digit int() reads only as text
+                pass
+        self._ints[name] = values
+        return values
 
     def read(self, names: Sequence[str]) -> None:
         """Split out the columns ``names`` alone, ahead of :meth:`texts` or :meth:`ints` on them."""
