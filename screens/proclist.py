@@ -5,8 +5,9 @@ Listing sessions locks every ProxySQL worker thread while it runs, so the list i
 ``i`` shows them. ``k`` kills the selected session with ``KILL CONNECTION`` after a yes/no
 confirmation: the only write proxytop ever makes (ProxySQL has no ``KILL QUERY``).
 
-Rows are built once per reading, straight from the result tuples; formatting of the query
-text happens only for the rows on screen.
+The processlist is kept as columns (proxytop.polling.columns.ColumnsTable): sessions are
+counted and sorted on the few columns split for every session, and a row is built (its query
+text decoded and formatted) only when it is drawn; a filter builds every row.
 """
 from __future__ import annotations
 
