@@ -5,12 +5,14 @@ Listing sessions locks every ProxySQL worker thread while it runs, so the list i
 ``i`` shows them. ``k`` kills the selected session with ``KILL CONNECTION`` after a yes/no
 confirmation: the only write proxytop ever makes (ProxySQL has no ``KILL QUERY``).
 
-Rows are built once per reading, straight from the result tuples; formatting of the query
-text happens only for the rows on screen.
+The processlist is kept as columns (proxytop.polling.columns.ColumnsTable): sessions are
+counted and sorted on the few columns split for every session, and a row is built (its query
+text decoded and formatted) only when it is drawn; a filter builds every row.
 """
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import textwrap
 from collections import Counter
@@ -69,59 +71,161 @@ def _address(host: Any, port: Any) -> Optional[str]:
     return f"{host}:{port}" if port not in (None, "", "0", 0) else str(host)
 
 
-FIELDS = ("SessionID", "user", "db", "cli_host", "cli_port", "hostgroup", "srv_host", "srv_port",
-          "command", "time_ms", "info")
+INT_COLUMNS = ("id", "hostgroup", "time_ms")  # sortable straight from the columns (ints or None)
+BUILT_ONE_BY_ONE = 200  # rows built from their own packets; more are built from the zipped rows
+SORTED_COLUMNS = ProcessList.counted + ProcessList.sorted_on  # read for every session (split by the collector)
 
 
-def session_rows(table, show_idle: bool = False) -> List[Row]:
-    """Pure: a processlist Table -> one row per session (idle ones only with ``show_idle``).
+def column_texts(table, name: str) -> List[Any]:
+    """Column ``name`` of a processlist Table (None for a column this version lacks)."""
+    if hasattr(table, "texts"):  # proxytop.polling.columns.ColumnsTable: decoded once, when asked for
+        return table.texts(name)
+    if name not in table.columns:
+        return [None] * len(table.rows)
+    return list(map(itemgetter(table.columns.index(name)), table.rows))
 
-    Built in one pass over the result tuples (10,000 sessions are common on busy proxies):
-    columns are found by name once, values picked with one itemgetter call per row.
-    """
-    if table is None:
-        return []
-    columns = tuple(table.columns)
-    at = {name: i for i, name in enumerate(columns)}
-    if "database" in at:  # stats_pgsql_processlist names it so
-        at.setdefault("db", at["database"])
-    missing = len(columns)  # columns this version lacks read a None appended to the row
-    pick = itemgetter(*(at.get(name, missing) for name in FIELDS))
-    pad = any(name not in at for name in FIELDS)
-    rows: List[Row] = []
-    append = rows.append
-    for raw in table.rows:
-        sid, user, db, cli_host, cli_port, hostgroup, srv_host, srv_port, command, time_ms, info = \
-            pick(raw + (None,) if pad else raw)
-        if command == IDLE and not show_idle:
-            continue
-        try:
-            sid = int(sid)
-        except (TypeError, ValueError):
-            pass
-        try:
-            hostgroup = int(hostgroup)
-        except (TypeError, ValueError):
-            pass
-        try:
-            time_ms = int(time_ms)
-        except (TypeError, ValueError):
-            pass
-        append({
+
+def column_ints(table, name: str) -> List[Any]:
+    """Column ``name`` with ProxySQL's text numbers as ints (anything else unchanged)."""
+    ints = table.ints(name) if hasattr(table, "ints") else None
+    return ints if ints is not None else [_int(v) for v in column_texts(table, name)]
+
+
+class SessionColumns:
+    """A processlist Table as session rows, row n built when asked for (:meth:`row`): the
+    screen sorts the sessions on columns (:meth:`order`) and builds the few dozen it draws.
+    10,000 sessions are common on busy proxies; the query text is decoded only for a row built."""
+
+    def __init__(self, table, show_idle: bool = False):
+        self.table = table
+        self.columns = tuple(table.columns)
+        self.db_name = "db" if "db" in self.columns or "database" not in self.columns else "database"
+        if hasattr(table, "read"):  # the columns every session is sorted and counted on, alone
+            table.read(SORTED_COLUMNS)
+        commands = column_texts(table, "command")
+        self.ids = column_ints(table, "SessionID")
+        if show_idle:
+            self.kept = list(range(len(commands)))
+        else:
+            self.kept = [n for n, command in enumerate(commands) if command != IDLE]
+        self._columns: dict = {"command": commands, "id": self.ids}
+        at = {name: i for i, name in enumerate(self.columns)}
+        missing = len(self.columns)  # a column this version lacks reads the None appended to the row
+        self._pick = itemgetter(*(at.get(name, missing) for name in
+                                  ("user", self.db_name, "cli_host", "cli_port", "srv_host", "srv_port", "info")))
+        self._stubs: Optional[List[Row]] = None
+
+    def __len__(self) -> int:
+        return len(self.kept)
+
+    def column(self, key: str) -> List[Any]:
+        """One value of every session (session n's at n) for a row key: id, hostgroup, time_ms."""
+        values = self._columns.get(key)
+        if values is None:
+            values = self._columns[key] = column_ints(self.table, key)
+        return values
+
+    def row(self, n: int) -> Row:
+        """Session n as a row (the fields drawn, and the raw row for the detail view)."""
+        table = self.table
+        raw = table.row(n) if hasattr(table, "row") else table.rows[n]
+        user, db, cli_host, cli_port, srv_host, srv_port, info = self._pick(raw + (None,))
+        sid = self.ids[n]
+        return {
             "_id": sid,
             "id": sid,
             "user": user,
             "db": db,
             "client": (f"{cli_host}:{cli_port}" if cli_port else cli_host) if cli_host else None,
-            "hostgroup": hostgroup,
+            "hostgroup": self.column("hostgroup")[n],
             "backend": (f"{srv_host}:{srv_port}" if srv_port and srv_port != "0" else srv_host) if srv_host else None,
-            "command": command,
-            "time_ms": time_ms,
+            "command": self._columns["command"][n],
+            "time_ms": self.column("time_ms")[n],
             "info": info,
             "_raw": raw,
-            "_columns": columns,
-        })
-    return rows
+            "_columns": self.columns,
+        }
+
+    def building_all(self) -> None:
+        """Before building every row (a filter, a sort on a text column, batch output): the
+        table's rows zipped at once cost less than each row walked out of its own packet."""
+        if len(self.kept) > BUILT_ONE_BY_ONE:
+            self.table.rows  # noqa: B018  (a ColumnsTable zips its rows when they are first read)
+
+    def rows(self) -> List[Row]:
+        """Every session kept, in the order of the reading."""
+        self.building_all()
+        return [self.row(n) for n in self.kept]
+
+    def stubs(self) -> List[Optional[Row]]:
+        """One ``{"_id": ...}`` per session kept (None for the others), made once: filled in
+        place with :meth:`row` when shown."""
+        if self._stubs is None:
+            ids = self.ids
+            stubs: List[Optional[Row]] = [None] * len(ids)
+            # 10,000 new dicts would set off the cyclic garbage collector several times over,
+            # each pass walking every object the program holds; these hold no cycles
+            enabled = gc.isenabled()
+            gc.disable()
+            try:
+                for n in self.kept:
+                    stubs[n] = {"_id": ids[n]}
+            finally:
+                if enabled:
+                    gc.enable()
+            self._stubs = stubs
+        return self._stubs
+
+    def order(self, key: str, descending: bool, kept: Optional[Sequence[int]] = None) -> Optional[List[int]]:
+        """The sessions (by n) as :func:`sort_sessions` orders their rows, when ``key`` and the
+        ids are plain ints or None; None otherwise (sort full rows)."""
+        kept = self.kept if kept is None else kept
+        ids = self.ids
+        values = self.column(key)
+        # every session's types at once, in C (one that is not kept may send the slow path)
+        if set(map(type, ids)) - {int} or set(map(type, values)) - {int, type(None)}:
+            return None
+        by_id = sorted(kept, key=ids.__getitem__)
+        present = [n for n in by_id if values[n] is not None]
+        present.sort(key=values.__getitem__, reverse=descending)
+        return present + [n for n in by_id if values[n] is None]
+
+
+class SessionRows(list):
+    """The table's rows, each a stub ``{"_id": ...}`` until it is read by index (the table
+    draws rows[top:bottom], the cursor reads rows[cursor]), then filled in place from the
+    columns. Iterating gives the stubs: what the table iterates for is ids and row kinds."""
+
+    def __init__(self, frame: SessionColumns, order: Sequence[int], extra: Sequence[str] = ()):
+        stubs = frame.stubs()
+        super().__init__(map(stubs.__getitem__, order))
+        self.frame, self.order, self.extra = frame, list(order), tuple(extra)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[n] for n in range(*i.indices(len(self)))]
+        row = list.__getitem__(self, i)
+        if len(row) == 1:
+            row.update(self.frame.row(self.order[i]))
+            for key in self.extra:  # the PostgreSQL side's backend_pid, backend_state
+                row[key] = _int(raw_field(row, key))
+        return row
+
+    def filled(self) -> List[Row]:
+        """Every row, filled."""
+        self.frame.building_all()
+        return [self[n] for n in range(len(self))]
+
+    def sorted(self, key: str, descending: bool) -> Optional["SessionRows"]:
+        order = self.frame.order(key, descending, self.order)
+        return None if order is None else SessionRows(self.frame, order, self.extra)
+
+
+def session_rows(table, show_idle: bool = False) -> List[Row]:
+    """Pure: a processlist Table -> one row per session (idle ones only with ``show_idle``)."""
+    if table is None:
+        return []
+    return SessionColumns(table, show_idle).rows()
 
 
 def sort_sessions(rows: Sequence[Row], key: str, descending: bool) -> List[Row]:
@@ -224,16 +328,9 @@ def time_style(row: Mapping) -> Optional[str]:
 
 def summary(table) -> Tuple[Counter, Counter]:
     """(sessions by command, sessions by hostgroup) over every session, idle ones included."""
-    by_command: Counter = Counter()
-    by_hostgroup: Counter = Counter()
     if table is None:
-        return by_command, by_hostgroup
-    at = {name: i for i, name in enumerate(table.columns)}
-    command_at, hostgroup_at = at.get("command"), at.get("hostgroup")
-    for raw in table.rows:
-        by_command[raw[command_at] if command_at is not None else None] += 1
-        by_hostgroup[_int(raw[hostgroup_at]) if hostgroup_at is not None else None] += 1
-    return by_command, by_hostgroup
+        return Counter(), Counter()
+    return Counter(column_texts(table, "command")), Counter(column_ints(table, "hostgroup"))
 
 
 def summary_text(by_command: Mapping, by_hostgroup: Mapping) -> str:
@@ -386,13 +483,16 @@ class ProcListScreen(SidedScreen, Screen):
 
     def rows(self, view: DataView) -> List[Row]:
         _snapshot, table = self._table(view)
-        rows = session_rows(table, bool(self.options.get("idle")))
+        present: Tuple[str, ...] = ()
         if self.side.key == "pgsql":
             present = tuple(c.key for c in self.pgsql_columns if table is not None and c.key in table.columns)
             self.columns = self.columns_for(self.side, present)
-            for key in present:
-                for row in rows:
-                    row[key] = _int(raw_field(row, key))
+        if table is None:
+            return []
+        frame = SessionColumns(table, bool(self.options.get("idle")))
+        rows = SessionRows(frame, frame.kept, present)
+        if getattr(getattr(self.config, "args", None), "batch", False):  # batch output shows every row
+            return rows.filled()
         return rows
 
     def notes(self, view: DataView):
@@ -418,6 +518,12 @@ class ProcListScreen(SidedScreen, Screen):
         return lines
 
     def arrange(self, rows: Sequence[Row], state: TableState) -> List[Row]:
+        if isinstance(rows, SessionRows):
+            if state.filter.empty and state.sort_key in INT_COLUMNS:
+                ordered = rows.sorted(state.sort_key, state.descending)
+                if ordered is not None:
+                    return ordered
+            rows = rows.filled()  # a filter or another column reads every cell
         visible = filter_sessions(rows, self.columns, state.filter)
         return sort_sessions(visible, state.sort_key, state.descending)
 

@@ -1054,9 +1054,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 WHY = {  # what the profiles showed where a target is missed at scale
     "CPU per refresh": (
-        "ProcList at 10,000 sessions: 'collect' is reading 10,000 row packets and 160,000 values from the",
-        "  socket in pure Python (proxytop.polling.columns walks each packet once into columns and decodes each column",
-        "  at once), every 2 s (ProcList's minimum: the processlist locks ProxySQL's workers): about 4% of a core.",
+        "ProcList at 10,000 sessions (when over its target on a busy machine): 'collect' steps over the values of",
+        "  10,000 row packets in pure Python (proxytop.polling.columns) to split out the four columns every session is",
+        "  sorted and counted on, off the UI thread, every 2 s at most (the processlist locks ProxySQL's workers).",
         "InnoDB at 500 servers (beyond the issue's sizes: every backend of the 500-backend proxy watched):",
         "  about 0.7 ms per server per reading (SHOW GLOBAL STATUS, SHOW ENGINE INNODB STATUS, INNODB_METRICS);",
         "  a fleet that large is read every 5 s (1 s up to 50 servers, then servers/100 s): under a tenth of a core.",

@@ -96,6 +96,22 @@ class Columns:
             self._raw.update(zip(range(first, first + width), split))
         return self._raw[i]
 
+    def split(self, names: Sequence[str]) -> None:
+        """Split out only the head columns ``names`` (one walk of each row that stops after the
+        last of them): a reader of a few columns of a wide result skips the others."""
+        wanted = sorted({self._at[name] for name in names if name in self._at} - set(self._raw))
+        wanted = [i for i in wanted if i < self.head_width]
+        if not wanted:
+            return
+        picked = split_some(self.heads, wanted)
+        self._raw.update(zip(wanted, picked))
+
+    def row_raw(self, n: int) -> List[Optional[bytes]]:
+        """Row ``n``'s head values as sent (bytes, None for NULL), from its packet alone."""
+        values: List[Optional[bytes]] = []
+        _walk(self.heads[n], 0, [values.append] * self.head_width)
+        return values
+
     def texts(self, name: str) -> List[Optional[str]]:
         """Column ``name`` as str (None for NULL); PyMySQL's converter applied to a typed column."""
         i = self._at.get(name)
@@ -122,6 +138,79 @@ class Columns:
             if enabled:
                 gc.enable()
         return Table(self.names, rows)
+
+
+class ColumnsTable(Table):
+    """A :class:`Table` over :class:`Columns`: the same ``columns`` and ``rows`` (zipped when
+    first read: batch output, recordings), while a screen that reads a few columns of a large
+    result asks for them alone (:meth:`texts`, :meth:`ints`) or for one row (:meth:`row`), and
+    the columns it never reads are never decoded."""
+
+    def __init__(self, source: Columns):
+        object.__setattr__(self, "columns", source.names)
+        object.__setattr__(self, "source", source)
+        object.__setattr__(self, "_texts", {})
+        object.__setattr__(self, "_ints", {})
+        object.__setattr__(self, "_rows", None)
+
+    @property
+    def rows(self) -> Tuple[tuple, ...]:  # type: ignore[override]
+        if self._rows is None:
+            object.__setattr__(self, "_rows", self.source.table().rows)
+        return self._rows
+
+    def __eq__(self, other) -> bool:  # equal to the Table a row-by-row read gives
+        if not isinstance(other, Table):
+            return NotImplemented
+        return self.columns == other.columns and self.rows == other.rows
+
+    __hash__ = Table.__hash__
+
+    def texts(self, name: str) -> List[Optional[str]]:
+        """Column ``name`` as str (None for NULL, and for a column the result lacks), decoded once."""
+        values = self._texts.get(name)
+        if values is None:
+            values = self._texts[name] = self.source.texts(name)
+        return values
+
+    def ints(self, name: str) -> Optional[List[int]]:
+        """Column ``name`` as ints when every value is a decimal int() reads as it reads the
+        text (no NULL); None otherwise. Converted once."""
+        if name in self._ints:
+            return self._ints[name]
+        values: Optional[List[int]] = None
+        numbers = self.source.numbers(name) if self.source.has(name) else None
+        if numbers is not None:
+            values = list(numbers)
+        elif self.source.has(name):
+            try:
+                values = list(map(int, self.source.raw(name)))
+            except (TypeError, ValueError):  # a NULL, a word, a digit int() reads only as text
+                pass
+        self._ints[name] = values
+        return values
+
+    def read(self, names: Sequence[str]) -> None:
+        """Split out the columns ``names`` alone, ahead of :meth:`texts` or :meth:`ints` on them."""
+        self.source.split(names)
+
+    def row(self, n: int) -> tuple:
+        """Row ``n`` as ``rows[n]`` gives it, from its own packet (a row shown, its query text
+        decoded then), without splitting or zipping the others."""
+        if self._rows is not None:
+            return self._rows[n]
+        source = self.source
+        head = source.row_raw(n)
+        values = []
+        for i, name in enumerate(self.columns):
+            known = self._texts.get(name)
+            encoding, converter = source._converters[i] if i < len(source._converters) else (None, None)
+            if known is not None or i >= source.head_width or converter is not None or encoding is not None:
+                values.append((known if known is not None else self.texts(name))[n])
+            else:
+                raw = head[i]
+                values.append(None if raw is None else raw.decode("utf-8", "replace"))
+        return tuple(values)
 
 
 def _converted(value: Optional[bytes], encoding, converter):
@@ -284,6 +373,48 @@ def split_values(segments: Sequence[bytes], width: int) -> List[List[Optional[by
     return split
 
 
+def split_some(segments: Sequence[bytes], wanted: Sequence[int]) -> List[List[Optional[bytes]]]:
+    """The values at the ``wanted`` positions (ascending) of each segment, as columns (None for
+    NULL; a segment that ends early reads NULL for the rest); values after the last wanted
+    one are not looked at.
+
+    >>> split_some([b"\\x01a\\xfb\\x02bc\\x01z", b"\\x02de\\x01f\\xfc\\x03\\x00xyz"], [0, 2])
+    [[b'a', b'de'], [b'bc', b'xyz']]
+    >>> split_some([b"\\x01a"], [1])
+    [[None]]
+    """
+    split: List[List[Optional[bytes]]] = [[] for _ in wanted]
+    appends = [values.append for values in split]
+    steps: List = [None] * (wanted[-1] + 1 if wanted else 0)
+    for i, append in zip(wanted, appends):
+        steps[i] = append
+    for row, data in enumerate(segments):
+        position = 0
+        try:  # short values and NULLs inline, the usual case
+            for append in steps:
+                size = data[position]
+                if size < 251:
+                    if append is not None:
+                        append(data[position + 1:position + 1 + size])
+                    position += size + 1
+                elif size == 251:
+                    if append is not None:
+                        append(None)
+                    position += 1
+                else:
+                    raise IndexError
+        except IndexError:  # a longer value or a row that ends early: this row again, value by value
+            for values in split:
+                if len(values) > row:
+                    values.pop()
+            _walk(data, 0, [append if append is not None else _ignore for append in steps])
+    return split
+
+
+def _ignore(_value) -> None:
+    pass
+
+
 def _walk(data: bytes, position: int, appends) -> int:
     """Length-encoded values of ``data`` from ``position``, one per append (None for NULL);
     a row that ends early reads NULL for the rest. Returns where the walk stopped.
@@ -367,5 +498,5 @@ def count_columns(names: Sequence[str], wanted: Sequence[str]) -> int:
     return count
 
 
-__all__: Tuple[str, ...] = ("Columns", "ColumnsResult", "query_columns", "decode_column", "decimals_to_columns",
-                            "plain_decimals", "count_columns", "split_values")
+__all__: Tuple[str, ...] = ("Columns", "ColumnsTable", "ColumnsResult", "query_columns", "decode_column", "decimals_to_columns",
+                            "plain_decimals", "count_columns", "split_values", "split_some")

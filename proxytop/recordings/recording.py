@@ -202,7 +202,8 @@ def _encode_dataclass(value: Any, lenient: bool) -> Any:
             cells = [(_blank(v) if i in secret else v) for i, v in enumerate(row)]
             rows.append({"__t": [_encode(v, lenient) for v in _scrub_pair(cells)]})
         fields["rows"] = {"__t": rows}
-        return {"__dc": _type_name(cls), "f": fields}
+        # recorded as the plain Table it equals (a ColumnsTable is one read as columns)
+        return {"__dc": _type_name(Table), "f": fields}
     for field in dataclasses.fields(value):
         item = getattr(value, field.name, None)
         if is_secret_name(field.name):
