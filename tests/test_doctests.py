@@ -16,6 +16,12 @@ MODULES = [
     "proxytop.polling.textrows",
     "proxytop.polling.columns",
     "proxytop.collectors.proxysql_stats",
+    # the drawing path and the InnoDB fleet: cell texts kept by value, segments joined into
+    # runs, INNODB_METRICS' select list, the fleet's pace
+    "proxytop.ui.table",
+    "proxytop.ui.app",
+    "proxytop.collectors.innodb",
+    "proxytop.collectors.innodb_fleet",
 ]
 
 
