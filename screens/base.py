@@ -78,6 +78,33 @@ class Confirm:
     done_message: str = "done"
 
 
+class FilledOnRead(list):
+    """A screen's rows, each a stub ``{"_id": ...}`` until it is read by index (the table draws
+    rows[top:bottom], the cursor reads rows[cursor]), then filled in place from ``frame``, which
+    keeps a reading as columns (``stubs()``, ``row(n)``). Iterating gives the stubs: what the
+    table iterates for is ids and row kinds. 20,000 rows need a few dozen full ones, not all."""
+
+    def __init__(self, frame, order: Sequence[int]):
+        stubs = frame.stubs()
+        super().__init__(map(stubs.__getitem__, order))
+        self.frame, self.order = frame, list(order)
+
+    def fill(self, row: dict, n: int) -> None:
+        row.update(self.frame.row(n))
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[n] for n in range(*i.indices(len(self)))]
+        row = list.__getitem__(self, i)
+        if len(row) == 1:
+            self.fill(row, self.order[i])
+        return row
+
+    def filled(self) -> List[dict]:
+        """Every row, filled."""
+        return [self[n] for n in range(len(self))]
+
+
 class Screen:
     """Base class. Subclasses declare the class attributes and override what they need."""
 

@@ -21,7 +21,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.collectors.proxysql_stats import ProcessList
 from proxytop.metrics import units
-from proxytop.screens.base import Confirm, DataView, Detail, Screen
+from proxytop.screens.base import Confirm, DataView, Detail, FilledOnRead, Screen
 from proxytop.screens.sided import SidedScreen
 from proxytop.ui.filters import Filter
 from proxytop.ui.keys import Binding
@@ -191,30 +191,22 @@ class SessionColumns:
         return present + [n for n in by_id if values[n] is None]
 
 
-class SessionRows(list):
-    """The table's rows, each a stub ``{"_id": ...}`` until it is read by index (the table
-    draws rows[top:bottom], the cursor reads rows[cursor]), then filled in place from the
-    columns. Iterating gives the stubs: what the table iterates for is ids and row kinds."""
+class SessionRows(FilledOnRead):
+    """The sessions (SessionColumns), filled when read (screens.base.FilledOnRead)."""
 
     def __init__(self, frame: SessionColumns, order: Sequence[int], extra: Sequence[str] = ()):
-        stubs = frame.stubs()
-        super().__init__(map(stubs.__getitem__, order))
-        self.frame, self.order, self.extra = frame, list(order), tuple(extra)
+        super().__init__(frame, order)
+        self.extra = tuple(extra)
 
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[n] for n in range(*i.indices(len(self)))]
-        row = list.__getitem__(self, i)
-        if len(row) == 1:
-            row.update(self.frame.row(self.order[i]))
-            for key in self.extra:  # the PostgreSQL side's backend_pid, backend_state
-                row[key] = _int(raw_field(row, key))
-        return row
+    def fill(self, row: dict, n: int) -> None:
+        row.update(self.frame.row(n))
+        for key in self.extra:  # the PostgreSQL side's backend_pid, backend_state
+            row[key] = _int(raw_field(row, key))
 
     def filled(self) -> List[Row]:
         """Every row, filled."""
         self.frame.building_all()
-        return [self[n] for n in range(len(self))]
+        return super().filled()
 
     def sorted(self, key: str, descending: bool) -> Optional["SessionRows"]:
         order = self.frame.order(key, descending, self.order)

@@ -30,7 +30,7 @@ from proxytop.collectors.sides import twin_name
 from proxytop.metrics.rates import to_number
 from proxytop.metrics.route import Query, Route, compile_rules, evaluate, parse_digest
 from proxytop.metrics.sides import MYSQL, Side, column
-from proxytop.screens.base import DataView, Detail, Screen, seconds_between
+from proxytop.screens.base import DataView, Detail, FilledOnRead, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
 from proxytop.ui.keys import Binding
 from proxytop.ui.table import Column, Row, filter_rows
@@ -563,28 +563,8 @@ class QueriesScreen(SidedScreen, Screen):
 SCREEN = QueriesScreen
 
 
-class ShownRows(list):
-    """The table's rows, each a stub ``{"_id": ...}`` until it is read by index (the table
-    draws rows[top:bottom], the cursor reads rows[cursor]), then filled in place from the
-    columns (digests.DigestColumns). Iterating gives the stubs: what the table iterates for
-    is ids and row kinds. 20,000 digests need a few dozen full rows, not 20,000."""
-
-    def __init__(self, frame: digests.DigestColumns, order: List[int]):
-        super().__init__(map(frame.stubs().__getitem__, order))
-        self.frame = frame
-        self.order = order
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[n] for n in range(*i.indices(len(self)))]
-        row = list.__getitem__(self, i)
-        if len(row) == 1:
-            row.update(self.frame.row(self.order[i]))
-        return row
-
-    def filled(self) -> List[Row]:
-        """Every row, filled."""
-        return [self[n] for n in range(len(self))]
+class ShownRows(FilledOnRead):
+    """The digest rows (digests.DigestColumns), filled when read (screens.base.FilledOnRead)."""
 
     def sorted(self, key: str, descending: bool) -> "ShownRows":
         """Sorted on a numeric column, rows without a value last (ties keep their order)."""
