@@ -13,7 +13,7 @@ from proxytop.collectors.proxysql_stats import ProcessList
 from proxytop.metrics import digests
 from proxytop.polling.columns import decimals_to_columns, decode_column, query_columns
 from proxytop.polling.connection import Endpoint, open_admin, open_mysql, run_query
-from tests.proxysql_double import ProxySQLDouble, Recording
+from tests.proxysql_double import ProxySQLDouble, Recording, lenenc_str
 from tests.scale_digests import DIGEST_COLUMNS
 
 DIGEST = "stats_mysql_query_digest"
@@ -190,16 +190,8 @@ def test_decode_column_is_each_value_decoded(values):
 
 
 def lenenc(value):
-    if value is None:
-        return b"\xfb"
-    n = len(value)
-    if n < 251:
-        return bytes([n]) + value
-    if n < 1 << 16:
-        return b"\xfc" + n.to_bytes(2, "little") + value
-    if n < 1 << 24:
-        return b"\xfd" + n.to_bytes(3, "little") + value
-    return b"\xfe" + n.to_bytes(8, "little") + value
+    """A text-protocol value as the double sends it; 0xFB for NULL."""
+    return b"\xfb" if value is None else lenenc_str(value)
 
 
 @pytest.mark.parametrize("rows", [

@@ -2,17 +2,7 @@
 from __future__ import annotations
 
 from proxytop.polling.textrows import SHARED_UP_TO, read_row, text
-
-
-def lenenc(value: bytes) -> bytes:
-    n = len(value)
-    if n < 251:
-        return bytes([n]) + value
-    if n < 1 << 16:
-        return b"\xfc" + n.to_bytes(2, "little") + value
-    if n < 1 << 24:
-        return b"\xfd" + n.to_bytes(3, "little") + value
-    return b"\xfe" + n.to_bytes(8, "little") + value
+from tests.proxysql_double import lenenc_str as lenenc
 
 
 def test_every_length_encoding_and_null():
