@@ -439,17 +439,16 @@ class InnoDBScreen(Screen):
         if state is None or state.connected:
             return None, None, False
         if state.error:
-            retry = state.retry_in(view.now())
-            when = f"retrying in {retry:.0f}s" if retry is not None else "retrying"
-            return "DOWN", f"down, {when}: {state.error}", True
+            return "DOWN", f"down, {state.retry_text(view.now())}: {state.error}", True
         return None, "connecting\u2026", True
 
     def rows_token(self, view: DataView):
         """Connection states change rows without new snapshots; a down server's retry
         countdown changes every second."""
         states = tuple(view.state(s.source) for s in self.servers.values() if s.listed)
-        down = any(state is not None and not state.connected for state in states)
-        return states, int(view.now()) if down else None
+        now = view.now()
+        return states, tuple(state.retry_seconds(now) for state in states
+                             if state is not None and not state.connected)
 
     def rows(self, view: DataView) -> List[Row]:
         self._sync_discovered()

@@ -294,6 +294,10 @@ def test_roles_of_a_local_mariadb_label_its_disk(proxytop_term, mariadb):
     disk = mapper.beneath(device)[-1] if mapper.kind(device) != "disk" else device
     term = proxytop_term("--screen", "iostat", "-d", "1", "--no-discover", "--mysql", mariadb.address,
                          "--mysql-user", mariadb.user, "--mysql-password", mariadb.password, cols=COLS, rows=30)
+    # two waits, so a timeout says which half was missing
+    term.wait_until(lambda s: (screen_cells(s, disk) or {}).get("role") == "data,redo,binlog,tmp",
+                    timeout=30, what=f"the Role cell of {disk}")
     screen = term.wait_until(lambda s: (screen_cells(s, disk) or {}).get("role") == "data,redo,binlog,tmp"
-                             and f"roles from MySQL {mariadb.address}" in s, timeout=20, what=f"roles on {disk}")
+                             and f"roles from MySQL {mariadb.address}" in s, timeout=30,
+                             what=f"the note naming {mariadb.address} with the roles on {disk}")
     print("\n" + screen)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -60,6 +61,33 @@ class SourceState:
         if self.retry_at is None:
             return None
         return max(0.0, self.retry_at - now)
+
+    def retry_seconds(self, now: float) -> Optional[int]:
+        """The whole seconds a countdown shows until the next attempt (rounded up, as a
+        timer counts: 1.2 s left shows 2, then 1 once a second has passed).
+
+        >>> [SourceState("s", retry_at=10.0).retry_seconds(now) for now in (8.0, 8.8, 9.0, 9.7, 11.0)]
+        [2, 2, 1, 1, 0]
+        """
+        left = self.retry_in(now)
+        return None if left is None else math.ceil(left - 1e-9)
+
+    def retry_text(self, now: float) -> str:
+        """"retrying in 3s" (or "retrying" with no attempt planned)."""
+        shown = self.retry_seconds(now)
+        return "retrying" if shown is None else f"retrying in {shown}s"
+
+    def countdown_changes_in(self, now: float) -> Optional[float]:
+        """Seconds until :meth:`retry_seconds` shows another number (None with no countdown),
+        so a screen is redrawn as the countdown ticks, not up to a second late.
+
+        >>> SourceState("s", retry_at=10.0).countdown_changes_in(8.75)  # shows 2 until 9.0
+        0.25
+        """
+        shown = self.retry_seconds(now)
+        if shown is None or self.connected:
+            return None
+        return max(0.0, self.retry_at - (shown - 1) - now) if shown > 0 else None
 
 
 class Engine:

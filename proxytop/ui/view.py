@@ -88,9 +88,7 @@ def header_lines(ctl, width: int) -> List[Line]:
         if state.connected:
             second.append(("  connected", "good"))
         elif state.error:
-            retry = state.retry_in(now)
-            when = f"retrying in {retry:.0f}s" if retry is not None else "retrying"
-            second.append((f"  disconnected, {when}: {state.error}", "danger"))
+            second.append((f"  disconnected, {state.retry_text(now)}: {state.error}", "danger"))
         else:
             second.append(("  connecting\u2026", "warning"))
     lines = [fit(first, width), fit(second, width)]

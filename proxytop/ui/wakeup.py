@@ -80,8 +80,11 @@ def next_redraw_in(ctl, now: float) -> Optional[float]:
     if message and message[2] > ctl.clock():
         deadlines.append(message[2] - ctl.clock())
     engine = ctl.engine
-    if any(state.retry_at is not None and not state.connected for state in engine.states()):
-        deadlines.append(1.0)  # "retrying in 3s" counts down
+    engine_now = engine.now()
+    for state in engine.states():  # "retrying in 3s" counts down: redrawn as each second ticks
+        change = state.countdown_changes_in(engine_now)
+        if change is not None:
+            deadlines.append(change + 0.01)
     if not engine.paused:
         from proxytop.ui.view import newest_snapshot
 
