@@ -5,6 +5,7 @@ MariaDB, and only the changed rows converted again on the next reading."""
 from __future__ import annotations
 
 from array import array
+from decimal import Decimal
 
 import pytest
 
@@ -153,6 +154,21 @@ def test_typed_columns_from_mariadb_are_converted_as_pymysql_does(mariadb):
         assert got.table() == expected
         assert got.numbers("n") is None  # typed: PyMySQL's converters, not the decimal reader
         assert run_query(conn, "select 3").rows == ((3,),)  # the connection reads on as usual
+    finally:
+        conn.close()
+
+
+def test_decimal_columns_from_mariadb_are_decimals(mariadb):
+    """MariaDB sends DECIMAL for sums and for columns such as PROCESSLIST.TIME_MS; PyMySQL's
+    own converter takes text, not the bytes proxytop asks for."""
+    conn = open_mysql(Endpoint(host=mariadb.host, port=mariadb.port, user=mariadb.user,
+                               password=mariadb.password or "", timeout=10))
+    try:
+        sql = "select 1.5 as a, cast(-2 as decimal(10,3)) as b, sum(1) as c, cast(NULL as decimal) as z"
+        assert run_query(conn, sql).rows == ((Decimal("1.5"), Decimal("-2.000"), Decimal(1), None),)
+        assert query_columns(conn, sql).table().rows == ((Decimal("1.5"), Decimal("-2.000"), Decimal(1), None),)
+        time_ms = run_query(conn, "select TIME_MS from information_schema.PROCESSLIST where ID = CONNECTION_ID()")
+        assert isinstance(time_ms.rows[0][0], Decimal)
     finally:
         conn.close()
 

@@ -9,9 +9,11 @@ import logging
 import re
 import time
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import FrozenSet, Optional, Tuple
 
 import pymysql
+from pymysql.constants import FIELD_TYPE
 
 from proxytop import errors
 from proxytop.collectors.base import Source, Table
@@ -103,9 +105,22 @@ class _Connection(pymysql.connections.Connection):
         return result.affected_rows
 
 
+def _decimal(raw) -> Decimal:
+    """DECIMAL from the bytes a connection with use_unicode=False reads (PyMySQL's own
+    converter is Decimal itself, which takes text only)."""
+    return Decimal(raw.decode("ascii") if raw.__class__ is bytes else raw)
+
+
+# PyMySQL's converters with DECIMAL read from bytes: MariaDB sends DECIMAL for sums and for
+# columns such as INFORMATION_SCHEMA.PROCESSLIST.TIME_MS.
+_CONVERTERS = {**pymysql.converters.conversions,
+               FIELD_TYPE.DECIMAL: _decimal, FIELD_TYPE.NEWDECIMAL: _decimal}
+
+
 def open_mysql(endpoint: Endpoint, database: Optional[str] = None) -> pymysql.connections.Connection:
     """A PyMySQL connection with connect/read/write timeouts, returning raw bytes."""
     kwargs = dict(
+        conv=_CONVERTERS,
         user=endpoint.user,
         password=endpoint.password,
         connect_timeout=endpoint.timeout,
