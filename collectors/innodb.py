@@ -27,8 +27,9 @@ import pymysql
 
 from proxytop import errors
 from proxytop.collectors.base import Collector, Table
-from proxytop.metrics.innodb import (ALL_METRICS, EngineReading, Flavour, detect_flavour, metrics_from_rows,
+from proxytop.metrics.innodb import (ALL_METRICS, EngineReading, Flavour, Metric, detect_flavour, metrics_from_rows,
                                      parse_status_text)
+from proxytop.metrics.rates import to_number
 from proxytop.polling.connection import Endpoint, PyMySQLSource, close_quietly, encryption, open_mysql, run_query
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,24 @@ class MySQLSession:
     reopens: int = 0
     encryption: Optional[str] = None  # 'TLSv1.3' when the connection is encrypted
     metrics_columns: Optional[str] = None  # INNODB_METRICS' select list, once the first reading showed it
+    # MariaDB: whether this user can read INNODB_METRICS (None: not known yet). Once it can, the
+    # status collector's one statement brings the engine collector's rows too (see InnoDBStatus).
+    engine_readable: Optional[bool] = None
+    prefetched: Optional[Tuple[float, EngineReading]] = None  # (monotonic time read, the engine's part)
+
+    @property
+    def reads_together(self) -> bool:
+        """One statement per reading: MariaDB (its status variables are a table to join) and
+        a user that may read the InnoDB tables."""
+        return self.engine_readable is True and self.flavour is not None and self.flavour.is_mariadb
+
+    def take_prefetched(self, now: float, fresh: float) -> Optional[EngineReading]:
+        """The engine's part of a reading taken less than ``fresh`` seconds ago (in the same
+        batch), once; None when there is none."""
+        prefetched, self.prefetched = self.prefetched, None
+        if prefetched is None or now - prefetched[0] > fresh:
+            return None
+        return prefetched[1]
 
     def query(self, sql: str) -> Table:
         self.queries += 1
@@ -191,16 +210,83 @@ STATUS_VARIABLES = (
 STATUS_SQL = "SHOW GLOBAL STATUS WHERE Variable_name IN ({})".format(", ".join(f"'{n}'" for n in STATUS_VARIABLES))
 
 
+# MariaDB: the engine collector's reading (INNODB_METRICS, and the pending writes of
+# INNODB_BUFFER_POOL_STATS in place of SHOW ENGINE INNODB STATUS, whose other figures are status
+# variables there), as (name, value, kind) rows of text: kind 'on'/'off' for a metric, 'pool' for the pool.
+_METRIC_NAMES = ", ".join(f"'{name}'" for name in ALL_METRICS)
+ENGINE_SQL_MARIADB = (
+    "SELECT NAME, CAST(COUNT AS CHAR), IF(ENABLED, 'on', 'off') FROM information_schema.INNODB_METRICS "
+    f"WHERE NAME IN ({_METRIC_NAMES}) UNION ALL SELECT 'PENDING_FLUSH_LRU', CAST(SUM(PENDING_FLUSH_LRU) AS CHAR), 'pool' "
+    "FROM information_schema.INNODB_BUFFER_POOL_STATS UNION ALL SELECT 'PENDING_FLUSH_LIST', "
+    "CAST(SUM(PENDING_FLUSH_LIST) AS CHAR), 'pool' FROM information_schema.INNODB_BUFFER_POOL_STATS")
+# MariaDB, with PROCESS: a whole reading in one statement (one round trip instead of three):
+# the status variables (kind 'status') and the engine collector's rows.
+READING_SQL_MARIADB = (
+    "SELECT VARIABLE_NAME, VARIABLE_VALUE, 'status' FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ({}) "
+    "UNION ALL {}".format(", ".join(f"'{n.upper()}'" for n in STATUS_VARIABLES), ENGINE_SQL_MARIADB))
+_STATUS_NAMES = {name.upper(): name for name in STATUS_VARIABLES}
+
+
+def split_reading(rows: Sequence[Sequence]) -> Tuple[Dict[str, str], Dict[str, Metric], Optional[Tuple[int, int]]]:
+    """(status variables by their SHOW STATUS name, INNODB_METRICS, (LRU, flush list) pending
+    writes) from the (name, value, kind) rows of READING_SQL_MARIADB or ENGINE_SQL_MARIADB.
+
+    >>> status, metrics, pending = split_reading([("INNODB_LOG_WAITS", "3", "status"),
+    ...     ("log_lsn_current", "0", "off"), ("trx_rseg_history_len", "12", "on"),
+    ...     ("PENDING_FLUSH_LRU", "0", "pool"), ("PENDING_FLUSH_LIST", "5", "pool")])
+    >>> status, metrics["trx_rseg_history_len"], metrics["log_lsn_current"].enabled, pending
+    ({'Innodb_log_waits': '3'}, Metric(count=12, enabled=True), False, (0, 5))
+    """
+    status: Dict[str, str] = {}
+    metrics: Dict[str, Metric] = {}
+    pool: Dict[str, int] = {}
+    for name, value, kind in rows:
+        if kind == "status":
+            status[_STATUS_NAMES.get(name, name)] = value
+        elif kind == "pool":
+            number = to_number(value)
+            if number is not None:
+                pool[name] = int(number)
+        elif name is not None:
+            number = to_number(value)
+            metrics[name] = Metric(int(number) if number is not None else None, kind == "on")
+    pending = (pool["PENDING_FLUSH_LRU"], pool["PENDING_FLUSH_LIST"]) \
+        if "PENDING_FLUSH_LRU" in pool and "PENDING_FLUSH_LIST" in pool else None
+    return status, metrics, pending
+
+
 class InnoDBStatus(ServerCollector):
     """The InnoDB status variables the screen reads (STATUS_VARIABLES, those the server has) as
-    {name: text value}. Needs no privilege."""
+    {name: text value}. Needs no privilege.
+
+    On MariaDB, once the user is known to read the InnoDB tables, the one statement of a
+    reading also brings the engine collector's rows (READING_SQL_MARIADB), which that collector,
+    next in the same batch, takes instead of asking again: per server reading one round trip
+    and one result to decode instead of three."""
 
     kind = "status"
     default_interval = 1.0
     min_interval = 0.5
     history = 2
 
+    def __init__(self, endpoint: Endpoint, clock=time.monotonic):
+        super().__init__(endpoint)
+        self.clock = clock
+
     def collect(self, session: MySQLSession) -> Dict[str, str]:
+        if session.reads_together:
+            started = self.clock()
+            try:
+                table = session.query(READING_SQL_MARIADB)
+            except pymysql.err.MySQLError as exc:
+                if _code(exc) not in ACCESS_DENIED:
+                    raise
+                # PROCESS revoked: status alone; the engine collector finds out on its own
+                session.engine_readable = False
+            else:
+                status, metrics, pending = split_reading(table.rows)
+                session.prefetched = (started, EngineReading(metrics=metrics, pool_pending=pending))
+                return status
         return name_value(session.query(STATUS_SQL))
 
 
@@ -230,6 +316,9 @@ class InnoDBVariables(ServerCollector):
             data["socket"] = server_socket
         data["user"] = endpoint.user
         return data
+
+
+PREFETCH_FRESH = 0.5  # seconds: the engine's part of a status reading older than this is read again
 
 
 class InnoDBEngine(ServerCollector):
@@ -264,6 +353,9 @@ class InnoDBEngine(ServerCollector):
             return None, False, describe_mysql_error(exc, session.endpoint.password)
 
     def collect(self, session: MySQLSession) -> EngineReading:
+        prefetched = session.take_prefetched(self.clock(), PREFETCH_FRESH)
+        if prefetched is not None:
+            return prefetched  # read with the status variables, a moment ago
         expired = [key for key, until in session.denied_until.items() if until <= self.clock()]
         if expired:
             # Time to try again, on a new connection: a GRANT PROCESS made meanwhile applies
@@ -271,6 +363,8 @@ class InnoDBEngine(ServerCollector):
             for key in expired:
                 del session.denied_until[key]
             session.reopen()
+        if session.flavour is not None and session.flavour.is_mariadb:
+            return self._collect_mariadb(session)
         text = metrics = None
         table, text_denied, text_error = self._read(session, "status", "SHOW ENGINE INNODB STATUS")
         if table is not None:
@@ -289,6 +383,18 @@ class InnoDBEngine(ServerCollector):
             metrics = metrics_from_rows(table.dicts())
         return EngineReading(text=text, metrics=metrics, text_denied=text_denied, metrics_denied=metrics_denied,
                              text_error=text_error, metrics_error=metrics_error)
+
+    def _collect_mariadb(self, session: MySQLSession) -> EngineReading:
+        """MariaDB's LSNs, checkpoint age and limit, history list and pending fsyncs are status
+        variables: what the status text added is the pending writes, which
+        INNODB_BUFFER_POOL_STATS has. One statement, no text to parse."""
+        table, denied, error = self._read(session, "engine", ENGINE_SQL_MARIADB)
+        if table is None:
+            session.engine_readable = False if denied else session.engine_readable
+            return EngineReading(text_denied=denied, metrics_denied=denied, text_error=error, metrics_error=error)
+        session.engine_readable = True
+        _status, metrics, pending = split_reading(table.rows)
+        return EngineReading(metrics=metrics, pool_pending=pending)
 
 
 def metrics_columns(columns: Sequence[str]) -> Optional[str]:
