@@ -27,7 +27,7 @@ import pymysql
 
 from proxytop import errors
 from proxytop.collectors.base import Collector, Table
-from proxytop.metrics.innodb import (ALL_METRICS, EngineReading, Flavour, Metric, detect_flavour, metrics_from_rows,
+from proxytop.metrics.innodb import (ALL_METRICS, LSN_METRICS, EngineReading, Flavour, Metric, detect_flavour, metrics_from_rows,
                                      parse_status_text)
 from proxytop.metrics.rates import to_number
 from proxytop.polling.connection import Endpoint, PyMySQLSource, close_quietly, encryption, open_mysql, run_query
@@ -210,15 +210,16 @@ STATUS_VARIABLES = (
 STATUS_SQL = "SHOW GLOBAL STATUS WHERE Variable_name IN ({})".format(", ".join(f"'{n}'" for n in STATUS_VARIABLES))
 
 
-# MariaDB: the engine collector's reading (INNODB_METRICS, and the pending writes of
-# INNODB_BUFFER_POOL_STATS in place of SHOW ENGINE INNODB STATUS, whose other figures are status
-# variables there), as (name, value, kind) rows of text: kind 'on'/'off' for a metric, 'pool' for the pool.
-_METRIC_NAMES = ", ".join(f"'{name}'" for name in ALL_METRICS)
+# MariaDB: the engine collector's reading as (name, value, kind) rows of text: the INNODB_METRICS
+# counters that are on (kind 'metric'; one that is off reads as missing, which the screen treats
+# alike), and the pending writes of INNODB_BUFFER_POOL_STATS ('LRU flush-list', kind 'pool') in
+# place of SHOW ENGINE INNODB STATUS, whose other figures are status variables there (the LSNs
+# too: INNODB_METRICS' are not asked for).
+_METRIC_NAMES = ", ".join(f"'{name}'" for name in ALL_METRICS if name not in LSN_METRICS)
 ENGINE_SQL_MARIADB = (
-    "SELECT NAME, CAST(COUNT AS CHAR), IF(ENABLED, 'on', 'off') FROM information_schema.INNODB_METRICS "
-    f"WHERE NAME IN ({_METRIC_NAMES}) UNION ALL SELECT 'PENDING_FLUSH_LRU', CAST(SUM(PENDING_FLUSH_LRU) AS CHAR), 'pool' "
-    "FROM information_schema.INNODB_BUFFER_POOL_STATS UNION ALL SELECT 'PENDING_FLUSH_LIST', "
-    "CAST(SUM(PENDING_FLUSH_LIST) AS CHAR), 'pool' FROM information_schema.INNODB_BUFFER_POOL_STATS")
+    "SELECT NAME, CAST(COUNT AS CHAR), 'metric' FROM information_schema.INNODB_METRICS "
+    f"WHERE ENABLED AND NAME IN ({_METRIC_NAMES}) UNION ALL SELECT 'PENDING_WRITES', "
+    "CONCAT(SUM(PENDING_FLUSH_LRU), ' ', SUM(PENDING_FLUSH_LIST)), 'pool' FROM information_schema.INNODB_BUFFER_POOL_STATS")
 # MariaDB, with PROCESS: a whole reading in one statement (one round trip instead of three):
 # the status variables (kind 'status') and the engine collector's rows.
 READING_SQL_MARIADB = (
@@ -228,30 +229,29 @@ _STATUS_NAMES = {name.upper(): name for name in STATUS_VARIABLES}
 
 
 def split_reading(rows: Sequence[Sequence]) -> Tuple[Dict[str, str], Dict[str, Metric], Optional[Tuple[int, int]]]:
-    """(status variables by their SHOW STATUS name, INNODB_METRICS, (LRU, flush list) pending
-    writes) from the (name, value, kind) rows of READING_SQL_MARIADB or ENGINE_SQL_MARIADB.
+    """(status variables by their SHOW STATUS name, the INNODB_METRICS counters that are on,
+    (LRU, flush list) pending writes) from the rows of READING_SQL_MARIADB or ENGINE_SQL_MARIADB.
 
     >>> status, metrics, pending = split_reading([("INNODB_LOG_WAITS", "3", "status"),
-    ...     ("log_lsn_current", "0", "off"), ("trx_rseg_history_len", "12", "on"),
-    ...     ("PENDING_FLUSH_LRU", "0", "pool"), ("PENDING_FLUSH_LIST", "5", "pool")])
-    >>> status, metrics["trx_rseg_history_len"], metrics["log_lsn_current"].enabled, pending
-    ({'Innodb_log_waits': '3'}, Metric(count=12, enabled=True), False, (0, 5))
+    ...     ("trx_rseg_history_len", "12", "metric"), ("PENDING_WRITES", "0 5", "pool")])
+    >>> status, metrics, pending
+    ({'Innodb_log_waits': '3'}, {'trx_rseg_history_len': Metric(count=12, enabled=True)}, (0, 5))
+    >>> split_reading([("PENDING_WRITES", None, "pool")])[2] is None  # no pool to sum
+    True
     """
     status: Dict[str, str] = {}
     metrics: Dict[str, Metric] = {}
-    pool: Dict[str, int] = {}
+    pending = None
     for name, value, kind in rows:
         if kind == "status":
             status[_STATUS_NAMES.get(name, name)] = value
-        elif kind == "pool":
+        elif kind == "metric":
             number = to_number(value)
-            if number is not None:
-                pool[name] = int(number)
-        elif name is not None:
-            number = to_number(value)
-            metrics[name] = Metric(int(number) if number is not None else None, kind == "on")
-    pending = (pool["PENDING_FLUSH_LRU"], pool["PENDING_FLUSH_LIST"]) \
-        if "PENDING_FLUSH_LRU" in pool and "PENDING_FLUSH_LIST" in pool else None
+            metrics[name] = Metric(int(number) if number is not None else None, True)
+        elif kind == "pool" and value:
+            counts = [to_number(part) for part in value.split()]
+            if len(counts) == 2 and None not in counts:
+                pending = (int(counts[0]), int(counts[1]))
     return status, metrics, pending
 
 
