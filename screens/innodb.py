@@ -375,6 +375,7 @@ class InnoDBScreen(Screen):
         self._assessed: Dict[str, tuple] = {}  # server -> (its newest snapshots and session, Assessment)
         self._rows: Dict[str, tuple] = {}  # server -> (what its row was made from, the row)
         self._summary = None  # what the notes and the status line say, gathered by rows()
+        self._arranged = None  # (what the order depends on, the order as positions in rows)
         if args is not None and getattr(args, "mysql_password", None) is PROMPT:
             try:
                 credentials = resolve_credentials(args, os.environ, prompt)
@@ -494,6 +495,23 @@ class InnoDBScreen(Screen):
                 down += 1
         self._summary = (alarms, down, len(rows))
         return rows
+
+    def arrange(self, rows: List[Row], state) -> List[Row]:
+        """Screen.arrange, with the order kept while the sort column's values and the servers
+        stay the same (sorting 500 rows by a text column again on every frame took 2 ms): the
+        rows made since are put in the order found for the rows they replace."""
+        if not state.filter.empty:
+            return super().arrange(rows, state)
+        key = state.sort_key
+        # the tie-break column ("server") is the row's _id: the servers in their order cover it
+        signature = (state, tuple(row["_id"] for row in rows), tuple(row.get(key) for row in rows))
+        kept = self._arranged
+        if kept is not None and kept[0] == signature:
+            return [rows[i] for i in kept[1]]
+        arranged = super().arrange(rows, state)
+        position = {id(row): i for i, row in enumerate(rows)}
+        self._arranged = (signature, [position[id(row)] for row in arranged])
+        return arranged
 
     def _summarised(self, view: DataView):
         """(servers in ASYNC / SYNC flush, servers down, servers listed) as of the last rows."""
