@@ -228,23 +228,41 @@ READING_SQL_MARIADB = (
 _STATUS_NAMES = {name.upper(): name for name in STATUS_VARIABLES}
 
 
-def split_reading(rows: Sequence[Sequence]) -> Tuple[Dict[str, str], Dict[str, Metric], Optional[Tuple[int, int]]]:
+def counter(value):
+    """A status variable's value as an int when it is one (they are counters and gauges, read
+    once here rather than at every use), else as sent.
+
+    >>> counter("42"), counter("ON"), counter(None)
+    (42, 'ON', None)
+    """
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return value
+
+
+def status_values(table: Table) -> Dict[str, object]:
+    """SHOW GLOBAL STATUS rows (Variable_name, Value) as {name: counter(value)}."""
+    return {str(row[0]): counter(row[1]) for row in table.rows if row and row[0] is not None}
+
+
+def split_reading(rows: Sequence[Sequence]) -> Tuple[Dict[str, object], Dict[str, Metric], Optional[Tuple[int, int]]]:
     """(status variables by their SHOW STATUS name, the INNODB_METRICS counters that are on,
     (LRU, flush list) pending writes) from the rows of READING_SQL_MARIADB or ENGINE_SQL_MARIADB.
 
     >>> status, metrics, pending = split_reading([("INNODB_LOG_WAITS", "3", "status"),
     ...     ("trx_rseg_history_len", "12", "metric"), ("PENDING_WRITES", "0 5", "pool")])
     >>> status, metrics, pending
-    ({'Innodb_log_waits': '3'}, {'trx_rseg_history_len': Metric(count=12, enabled=True)}, (0, 5))
+    ({'Innodb_log_waits': 3}, {'trx_rseg_history_len': Metric(count=12, enabled=True)}, (0, 5))
     >>> split_reading([("PENDING_WRITES", None, "pool")])[2] is None  # no pool to sum
     True
     """
-    status: Dict[str, str] = {}
+    status: Dict[str, object] = {}
     metrics: Dict[str, Metric] = {}
     pending = None
     for name, value, kind in rows:
         if kind == "status":
-            status[_STATUS_NAMES.get(name, name)] = value
+            status[_STATUS_NAMES.get(name, name)] = counter(value)
         elif kind == "metric":
             number = to_number(value)
             metrics[name] = Metric(int(number) if number is not None else None, True)
@@ -257,7 +275,7 @@ def split_reading(rows: Sequence[Sequence]) -> Tuple[Dict[str, str], Dict[str, M
 
 class InnoDBStatus(ServerCollector):
     """The InnoDB status variables the screen reads (STATUS_VARIABLES, those the server has) as
-    {name: text value}. Needs no privilege.
+    {name: value}, the numbers as int. Needs no privilege.
 
     On MariaDB, once the user is known to read the InnoDB tables, the one statement of a
     reading also brings the engine collector's rows (READING_SQL_MARIADB), which that collector,
@@ -273,7 +291,7 @@ class InnoDBStatus(ServerCollector):
         super().__init__(endpoint)
         self.clock = clock
 
-    def collect(self, session: MySQLSession) -> Dict[str, str]:
+    def collect(self, session: MySQLSession) -> Dict[str, object]:
         if session.reads_together:
             started = self.clock()
             try:
@@ -287,7 +305,7 @@ class InnoDBStatus(ServerCollector):
                 status, metrics, pending = split_reading(table.rows)
                 session.prefetched = (started, EngineReading(metrics=metrics, pool_pending=pending))
                 return status
-        return name_value(session.query(STATUS_SQL))
+        return status_values(session.query(STATUS_SQL))
 
 
 class InnoDBVariables(ServerCollector):

@@ -6,7 +6,7 @@ ones the separate statements and SHOW ENGINE INNODB STATUS give on the same serv
 from __future__ import annotations
 
 from proxytop.collectors.innodb import (ENGINE_SQL_MARIADB, STATUS_SQL, InnoDBEngine, InnoDBStatus, MySQLSource,
-                                        name_value, split_reading)
+                                        split_reading, status_values)
 from proxytop.metrics.innodb import Flavour, assess, parse_status_text
 from proxytop.polling.connection import Endpoint
 
@@ -34,7 +34,7 @@ def test_after_the_first_reading_a_mariadb_reading_is_one_statement(mariadb):
             together, prefetched = status.collect(session), engine.collect(session)
             assert session.queries == sent + 1
             # the same variables and counters as the statements read one by one
-            assert set(together) == set(first_status) == set(name_value(session.query(STATUS_SQL)))
+            assert set(together) == set(first_status) == set(status_values(session.query(STATUS_SQL)))
             assert {n: m.enabled for n, m in prefetched.metrics.items()} == \
                 {n: m.enabled for n, m in first_engine.metrics.items()}
             assert prefetched.pool_pending is not None and prefetched.text is None and not prefetched.needs_process
@@ -105,7 +105,7 @@ def test_assessed_from_one_statement_as_from_three(mariadb):
         finally:
             session.flavour = flavour
         assert apart_engine.text is not None and apart_engine.text.lsn > 0 and apart_engine.pool_pending is None
-        apart = assess(name_value(session.query(STATUS_SQL)), None, None, {}, apart_engine, flavour=flavour)
+        apart = assess(status_values(session.query(STATUS_SQL)), None, None, {}, apart_engine, flavour=flavour)
         for name in ("pending_lru", "pending_flush_list", "history_list_length", "needs_process", "total_pages"):
             assert getattr(together, name) == getattr(apart, name), name
         assert together.by_type_disabled == apart.by_type_disabled
