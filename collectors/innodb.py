@@ -54,6 +54,21 @@ VARIABLES = (
 )
 
 
+# Of those, what a running server cannot change (its identity, paths and structure): read once
+# per connection. The rest are settings SET GLOBAL changes (MariaDB 10.11 even resizes the redo
+# log), read at every reading of the variables.
+STATIC_VARIABLES = frozenset((
+    "version", "version_comment", "hostname", "port", "socket", "datadir", "innodb_data_home_dir",
+    "innodb_log_group_home_dir", "innodb_undo_directory", "innodb_temp_tablespaces_dir", "log_bin",
+    "log_bin_basename", "relay_log_basename", "tmpdir", "innodb_doublewrite_dir", "innodb_log_files_in_group",
+    "innodb_buffer_pool_instances", "innodb_page_size",
+))
+ALL_VARIABLES_SQL = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ({})".format(
+    ", ".join(f"'{name}'" for name in VARIABLES))
+DYNAMIC_VARIABLES_SQL = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ({})".format(
+    ", ".join(f"'{name}'" for name in VARIABLES if name not in STATIC_VARIABLES))
+
+
 def server_label(endpoint: Endpoint) -> str:
     """How a server is named in collector and source names: host:port or the socket path."""
     return endpoint.socket if endpoint.socket else f"{endpoint.host}:{endpoint.port}"
@@ -111,6 +126,7 @@ class MySQLSession:
     # status collector's one statement brings the engine collector's rows too (see InnoDBStatus).
     engine_readable: Optional[bool] = None
     prefetched: Optional[Tuple[float, EngineReading]] = None  # (monotonic time read, the engine's part)
+    static_variables: Optional[Dict[str, object]] = None  # STATIC_VARIABLES, once read on this connection
 
     @property
     def reads_together(self) -> bool:
@@ -317,9 +333,15 @@ class InnoDBVariables(ServerCollector):
     own_pace = True
 
     def collect(self, session: MySQLSession) -> Dict[str, object]:
-        names = ", ".join(f"'{name}'" for name in VARIABLES)
-        data: Dict[str, object] = dict(name_value(session.query(
-            f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")))
+        # What only a restart changes is read once per connection (a restart means a new one);
+        # the settings a SET GLOBAL changes, at every reading.
+        static = session.static_variables
+        data: Dict[str, object] = dict(name_value(session.query(ALL_VARIABLES_SQL if static is None
+                                                                else DYNAMIC_VARIABLES_SQL)))
+        if static is None:
+            session.static_variables = {name: data[name] for name in STATIC_VARIABLES if name in data}
+        else:
+            data.update(static)
         endpoint = session.endpoint
         server_port, server_socket = data.get("port"), data.get("socket")
         data["server_port"] = server_port

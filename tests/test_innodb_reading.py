@@ -131,3 +131,30 @@ def test_without_process_the_status_variables_are_read_alone(mariadb):
         assert "Innodb_checkpoint_age" in status.collect(session) and session.queries == sent + 1
     finally:
         source.close(session)
+
+
+def test_variables_only_a_restart_changes_are_read_once_per_connection(mariadb):
+    from proxytop.collectors.innodb import DYNAMIC_VARIABLES_SQL, STATIC_VARIABLES, InnoDBVariables
+
+    source, session = open_source(mariadb)
+    variables = InnoDBVariables(source.endpoint)
+    original = mariadb.query("SELECT @@innodb_io_capacity")[0][0]
+    try:
+        first = variables.collect(session)
+        assert {"version", "datadir", "innodb_page_size", "log_bin_basename"} <= set(first) & STATIC_VARIABLES
+        mariadb.query("SET GLOBAL innodb_io_capacity = 321")
+        sent = session.queries
+        again = variables.collect(session)
+        assert session.queries == sent + 1
+        assert again["innodb_io_capacity"] == "321"  # a setting changed meanwhile is seen
+        assert {k: v for k, v in again.items() if k != "innodb_io_capacity"} == \
+            {k: v for k, v in first.items() if k != "innodb_io_capacity"}  # the rest as first read
+        assert "datadir" not in DYNAMIC_VARIABLES_SQL and "innodb_io_capacity" in DYNAMIC_VARIABLES_SQL
+        fresh = source.connect()  # a new connection (after a restart, say) reads everything again
+        try:
+            assert fresh.static_variables is None and variables.collect(fresh)["datadir"] == first["datadir"]
+        finally:
+            source.close(fresh)
+    finally:
+        mariadb.query(f"SET GLOBAL innodb_io_capacity = {original}")
+        source.close(session)
