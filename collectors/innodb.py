@@ -27,8 +27,8 @@ import pymysql
 
 from proxytop import errors
 from proxytop.collectors.base import Collector, Table
-from proxytop.metrics.innodb import (ALL_METRICS, LSN_METRICS, EngineReading, Flavour, Metric, detect_flavour, metrics_from_rows,
-                                     parse_status_text)
+from proxytop.metrics.innodb import (ALL_METRICS, LSN_METRICS, EngineReading, Flavour, Metric, detect_flavour,
+                                     metrics_from_rows, parse_status_text)
 from proxytop.metrics.rates import to_number
 from proxytop.polling.connection import Endpoint, PyMySQLSource, close_quietly, encryption, open_mysql, run_query
 
@@ -235,7 +235,8 @@ _METRIC_NAMES = ", ".join(f"'{name}'" for name in ALL_METRICS if name not in LSN
 ENGINE_SQL_MARIADB = (
     "SELECT NAME, CAST(COUNT AS CHAR), 'metric' FROM information_schema.INNODB_METRICS "
     f"WHERE ENABLED AND NAME IN ({_METRIC_NAMES}) UNION ALL SELECT 'PENDING_WRITES', "
-    "CONCAT(SUM(PENDING_FLUSH_LRU), ' ', SUM(PENDING_FLUSH_LIST)), 'pool' FROM information_schema.INNODB_BUFFER_POOL_STATS")
+    "CONCAT(SUM(PENDING_FLUSH_LRU), ' ', SUM(PENDING_FLUSH_LIST)), 'pool' "
+    "FROM information_schema.INNODB_BUFFER_POOL_STATS")
 # MariaDB, with PROCESS: a whole reading in one statement (one round trip instead of three):
 # the status variables (kind 'status') and the engine collector's rows.
 READING_SQL_MARIADB = (
