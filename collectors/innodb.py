@@ -9,9 +9,10 @@ time, so a slow server delays only itself) and three collectors on it:
   plain mapping that also carries the paths other screens need (datadir,
   innodb_log_group_home_dir, log_bin_basename, tmpdir, ...) and how proxytop reaches the
   server ("host", "port", "socket");
-- ``innodb.engine.<server>``: SHOW ENGINE INNODB STATUS (pending writes; LSNs on MySQL before
-  8.0.30) and INNODB_METRICS (flushing by type, limits) — both need PROCESS; without it the
-  reading says so instead of failing.
+- ``innodb.engine.<server>``: SHOW ENGINE INNODB STATUS (pending writes, the modified age; LSNs
+  on MySQL before 8.0.30) and INNODB_METRICS (flushing by type, limits) — both need PROCESS;
+  without it the reading says so instead of failing. On MariaDB, INNODB_METRICS and the pending
+  writes of INNODB_BUFFER_POOL_STATS, read with the status variables in one statement.
 
 And on the ProxySQL admin connection, ``innodb.discovery`` reads runtime_mysql_servers and the
 monitor credentials (admin users only). Nothing here writes to any server.
@@ -363,8 +364,10 @@ PREFETCH_FRESH = 0.5  # seconds: the engine's part of a status reading older tha
 
 
 class InnoDBEngine(ServerCollector):
-    """SHOW ENGINE INNODB STATUS (pending writes on every flavour; the LSNs where no status
-    variable has them) and INNODB_METRICS (flushing by type, the server's own limits). Both
+    """SHOW ENGINE INNODB STATUS (pending writes and the modified age; the LSNs where no status
+    variable has them) and INNODB_METRICS (flushing by type, the server's own limits); on MariaDB
+    INNODB_METRICS and INNODB_BUFFER_POOL_STATS (see _collect_mariadb), usually brought by the
+    status collector's statement a moment before. Both
     need PROCESS: a user without it gets a reading that says so (the screen shows "needs
     PROCESS"), never an error, and the refused statement is retried once a minute only, on a
     fresh connection (so that a GRANT made meanwhile is seen)."""
