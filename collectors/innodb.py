@@ -9,9 +9,10 @@ time, so a slow server delays only itself) and three collectors on it:
   plain mapping that also carries the paths other screens need (datadir,
   innodb_log_group_home_dir, log_bin_basename, tmpdir, ...) and how proxytop reaches the
   server ("host", "port", "socket");
-- ``innodb.engine.<server>``: SHOW ENGINE INNODB STATUS (pending writes; LSNs on MySQL before
-  8.0.30) and INNODB_METRICS (flushing by type, limits) — both need PROCESS; without it the
-  reading says so instead of failing.
+- ``innodb.engine.<server>``: SHOW ENGINE INNODB STATUS (pending writes, the modified age; LSNs
+  on MySQL before 8.0.30) and INNODB_METRICS (flushing by type, limits) — both need PROCESS;
+  without it the reading says so instead of failing. On MariaDB, INNODB_METRICS and the pending
+  writes of INNODB_BUFFER_POOL_STATS, read with the status variables in one statement.
 
 And on the ProxySQL admin connection, ``innodb.discovery`` reads runtime_mysql_servers and the
 monitor credentials (admin users only). Nothing here writes to any server.
@@ -27,8 +28,9 @@ import pymysql
 
 from proxytop import errors
 from proxytop.collectors.base import Collector, Table
-from proxytop.metrics.innodb import (ALL_METRICS, EngineReading, Flavour, detect_flavour, metrics_from_rows,
-                                     parse_status_text)
+from proxytop.metrics.innodb import (ALL_METRICS, LSN_METRICS, EngineReading, Flavour, Metric, detect_flavour,
+                                     metrics_from_rows, parse_status_text)
+from proxytop.metrics.rates import to_number
 from proxytop.polling.connection import Endpoint, PyMySQLSource, close_quietly, encryption, open_mysql, run_query
 
 log = logging.getLogger(__name__)
@@ -51,6 +53,21 @@ VARIABLES = (
     "innodb_flush_sync", "innodb_lru_scan_depth", "innodb_page_cleaners", "innodb_thread_concurrency",
     "innodb_doublewrite", "sync_binlog",
 )
+
+
+# Of those, what a running server cannot change (its identity, paths and structure): read once
+# per connection. The rest are settings SET GLOBAL changes (MariaDB 10.11 even resizes the redo
+# log), read at every reading of the variables.
+STATIC_VARIABLES = frozenset((
+    "version", "version_comment", "hostname", "port", "socket", "datadir", "innodb_data_home_dir",
+    "innodb_log_group_home_dir", "innodb_undo_directory", "innodb_temp_tablespaces_dir", "log_bin",
+    "log_bin_basename", "relay_log_basename", "tmpdir", "innodb_doublewrite_dir", "innodb_log_files_in_group",
+    "innodb_buffer_pool_instances", "innodb_page_size",
+))
+ALL_VARIABLES_SQL = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ({})".format(
+    ", ".join(f"'{name}'" for name in VARIABLES))
+DYNAMIC_VARIABLES_SQL = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ({})".format(
+    ", ".join(f"'{name}'" for name in VARIABLES if name not in STATIC_VARIABLES))
 
 
 def server_label(endpoint: Endpoint) -> str:
@@ -106,6 +123,25 @@ class MySQLSession:
     reopens: int = 0
     encryption: Optional[str] = None  # 'TLSv1.3' when the connection is encrypted
     metrics_columns: Optional[str] = None  # INNODB_METRICS' select list, once the first reading showed it
+    # MariaDB: whether this user can read INNODB_METRICS (None: not known yet). Once it can, the
+    # status collector's one statement brings the engine collector's rows too (see InnoDBStatus).
+    engine_readable: Optional[bool] = None
+    prefetched: Optional[Tuple[float, EngineReading]] = None  # (monotonic time read, the engine's part)
+    static_variables: Optional[Dict[str, object]] = None  # STATIC_VARIABLES, once read on this connection
+
+    @property
+    def reads_together(self) -> bool:
+        """One statement per reading: MariaDB (its status variables are a table to join) and
+        a user that may read the InnoDB tables."""
+        return self.engine_readable is True and self.flavour is not None and self.flavour.is_mariadb
+
+    def take_prefetched(self, now: float, fresh: float) -> Optional[EngineReading]:
+        """The engine's part of a reading taken less than ``fresh`` seconds ago (in the same
+        batch), once; None when there is none."""
+        prefetched, self.prefetched = self.prefetched, None
+        if prefetched is None or now - prefetched[0] > fresh:
+            return None
+        return prefetched[1]
 
     def query(self, sql: str) -> Table:
         self.queries += 1
@@ -191,17 +227,103 @@ STATUS_VARIABLES = (
 STATUS_SQL = "SHOW GLOBAL STATUS WHERE Variable_name IN ({})".format(", ".join(f"'{n}'" for n in STATUS_VARIABLES))
 
 
+# MariaDB: the engine collector's reading as (name, value, kind) rows of text: the INNODB_METRICS
+# counters that are on (kind 'metric'; one that is off reads as missing, which the screen treats
+# alike), and the pending writes of INNODB_BUFFER_POOL_STATS ('LRU flush-list', kind 'pool') in
+# place of SHOW ENGINE INNODB STATUS, whose other figures are status variables there (the LSNs
+# too: INNODB_METRICS' are not asked for).
+_METRIC_NAMES = ", ".join(f"'{name}'" for name in ALL_METRICS if name not in LSN_METRICS)
+ENGINE_SQL_MARIADB = (
+    "SELECT NAME, CAST(COUNT AS CHAR), 'metric' FROM information_schema.INNODB_METRICS "
+    f"WHERE ENABLED AND NAME IN ({_METRIC_NAMES}) UNION ALL SELECT 'PENDING_WRITES', "
+    "CONCAT(SUM(PENDING_FLUSH_LRU), ' ', SUM(PENDING_FLUSH_LIST)), 'pool' "
+    "FROM information_schema.INNODB_BUFFER_POOL_STATS")
+# MariaDB, with PROCESS: a whole reading in one statement (one round trip instead of three):
+# the status variables (kind 'status') and the engine collector's rows.
+READING_SQL_MARIADB = (
+    "SELECT VARIABLE_NAME, VARIABLE_VALUE, 'status' FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ({}) "
+    "UNION ALL {}".format(", ".join(f"'{n.upper()}'" for n in STATUS_VARIABLES), ENGINE_SQL_MARIADB))
+_STATUS_NAMES = {name.upper(): name for name in STATUS_VARIABLES}
+
+
+def counter(value):
+    """A status variable's value as an int when it is one (they are counters and gauges, read
+    once here rather than at every use), else as sent.
+
+    >>> counter("42"), counter("ON"), counter(None)
+    (42, 'ON', None)
+    """
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return value
+
+
+def status_values(table: Table) -> Dict[str, object]:
+    """SHOW GLOBAL STATUS rows (Variable_name, Value) as {name: counter(value)}."""
+    return {str(row[0]): counter(row[1]) for row in table.rows if row and row[0] is not None}
+
+
+def split_reading(rows: Sequence[Sequence]) -> Tuple[Dict[str, object], Dict[str, Metric], Optional[Tuple[int, int]]]:
+    """(status variables by their SHOW STATUS name, the INNODB_METRICS counters that are on,
+    (LRU, flush list) pending writes) from the rows of READING_SQL_MARIADB or ENGINE_SQL_MARIADB.
+
+    >>> status, metrics, pending = split_reading([("INNODB_LOG_WAITS", "3", "status"),
+    ...     ("trx_rseg_history_len", "12", "metric"), ("PENDING_WRITES", "0 5", "pool")])
+    >>> status, metrics, pending
+    ({'Innodb_log_waits': 3}, {'trx_rseg_history_len': Metric(count=12, enabled=True)}, (0, 5))
+    >>> split_reading([("PENDING_WRITES", None, "pool")])[2] is None  # no pool to sum
+    True
+    """
+    status: Dict[str, object] = {}
+    metrics: Dict[str, Metric] = {}
+    pending = None
+    for name, value, kind in rows:
+        if kind == "status":
+            status[_STATUS_NAMES.get(name, name)] = counter(value)
+        elif kind == "metric":
+            number = to_number(value)
+            metrics[name] = Metric(int(number) if number is not None else None, True)
+        elif kind == "pool" and value:
+            counts = [to_number(part) for part in value.split()]
+            if len(counts) == 2 and None not in counts:
+                pending = (int(counts[0]), int(counts[1]))
+    return status, metrics, pending
+
+
 class InnoDBStatus(ServerCollector):
     """The InnoDB status variables the screen reads (STATUS_VARIABLES, those the server has) as
-    {name: text value}. Needs no privilege."""
+    {name: value}, the numbers as int. Needs no privilege.
+
+    On MariaDB, once the user is known to read the InnoDB tables, the one statement of a
+    reading also brings the engine collector's rows (READING_SQL_MARIADB), which that collector,
+    next in the same batch, takes instead of asking again: per server reading one round trip
+    and one result to decode instead of three."""
 
     kind = "status"
     default_interval = 1.0
     min_interval = 0.5
     history = 2
 
-    def collect(self, session: MySQLSession) -> Dict[str, str]:
-        return name_value(session.query(STATUS_SQL))
+    def __init__(self, endpoint: Endpoint, clock=time.monotonic):
+        super().__init__(endpoint)
+        self.clock = clock
+
+    def collect(self, session: MySQLSession) -> Dict[str, object]:
+        if session.reads_together:
+            started = self.clock()
+            try:
+                table = session.query(READING_SQL_MARIADB)
+            except pymysql.err.MySQLError as exc:
+                if _code(exc) not in ACCESS_DENIED:
+                    raise
+                # PROCESS revoked: status alone; the engine collector finds out on its own
+                session.engine_readable = False
+            else:
+                status, metrics, pending = split_reading(table.rows)
+                session.prefetched = (started, EngineReading(metrics=metrics, pool_pending=pending))
+                return status
+        return status_values(session.query(STATUS_SQL))
 
 
 class InnoDBVariables(ServerCollector):
@@ -213,9 +335,15 @@ class InnoDBVariables(ServerCollector):
     own_pace = True
 
     def collect(self, session: MySQLSession) -> Dict[str, object]:
-        names = ", ".join(f"'{name}'" for name in VARIABLES)
-        data: Dict[str, object] = dict(name_value(session.query(
-            f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})")))
+        # What only a restart changes is read once per connection (a restart means a new one);
+        # the settings a SET GLOBAL changes, at every reading.
+        static = session.static_variables
+        data: Dict[str, object] = dict(name_value(session.query(ALL_VARIABLES_SQL if static is None
+                                                                else DYNAMIC_VARIABLES_SQL)))
+        if static is None:
+            session.static_variables = {name: data[name] for name in STATIC_VARIABLES if name in data}
+        else:
+            data.update(static)
         endpoint = session.endpoint
         server_port, server_socket = data.get("port"), data.get("socket")
         data["server_port"] = server_port
@@ -232,9 +360,14 @@ class InnoDBVariables(ServerCollector):
         return data
 
 
+PREFETCH_FRESH = 0.5  # seconds: the engine's part of a status reading older than this is read again
+
+
 class InnoDBEngine(ServerCollector):
-    """SHOW ENGINE INNODB STATUS (pending writes on every flavour; the LSNs where no status
-    variable has them) and INNODB_METRICS (flushing by type, the server's own limits). Both
+    """SHOW ENGINE INNODB STATUS (pending writes and the modified age; the LSNs where no status
+    variable has them) and INNODB_METRICS (flushing by type, the server's own limits); on MariaDB
+    INNODB_METRICS and INNODB_BUFFER_POOL_STATS (see _collect_mariadb), usually brought by the
+    status collector's statement a moment before. Both
     need PROCESS: a user without it gets a reading that says so (the screen shows "needs
     PROCESS"), never an error, and the refused statement is retried once a minute only, on a
     fresh connection (so that a GRANT made meanwhile is seen)."""
@@ -264,6 +397,9 @@ class InnoDBEngine(ServerCollector):
             return None, False, describe_mysql_error(exc, session.endpoint.password)
 
     def collect(self, session: MySQLSession) -> EngineReading:
+        prefetched = session.take_prefetched(self.clock(), PREFETCH_FRESH)
+        if prefetched is not None:
+            return prefetched  # read with the status variables, a moment ago
         expired = [key for key, until in session.denied_until.items() if until <= self.clock()]
         if expired:
             # Time to try again, on a new connection: a GRANT PROCESS made meanwhile applies
@@ -271,6 +407,8 @@ class InnoDBEngine(ServerCollector):
             for key in expired:
                 del session.denied_until[key]
             session.reopen()
+        if session.flavour is not None and session.flavour.is_mariadb:
+            return self._collect_mariadb(session)
         text = metrics = None
         table, text_denied, text_error = self._read(session, "status", "SHOW ENGINE INNODB STATUS")
         if table is not None:
@@ -289,6 +427,18 @@ class InnoDBEngine(ServerCollector):
             metrics = metrics_from_rows(table.dicts())
         return EngineReading(text=text, metrics=metrics, text_denied=text_denied, metrics_denied=metrics_denied,
                              text_error=text_error, metrics_error=metrics_error)
+
+    def _collect_mariadb(self, session: MySQLSession) -> EngineReading:
+        """MariaDB's LSNs, checkpoint age and limit, history list and pending fsyncs are status
+        variables: what the status text added is the pending writes, which
+        INNODB_BUFFER_POOL_STATS has. One statement, no text to parse."""
+        table, denied, error = self._read(session, "engine", ENGINE_SQL_MARIADB)
+        if table is None:
+            session.engine_readable = False if denied else session.engine_readable
+            return EngineReading(text_denied=denied, metrics_denied=denied, text_error=error, metrics_error=error)
+        session.engine_readable = True
+        _status, metrics, pending = split_reading(table.rows)
+        return EngineReading(metrics=metrics, pool_pending=pending)
 
 
 def metrics_columns(columns: Sequence[str]) -> Optional[str]:

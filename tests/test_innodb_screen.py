@@ -102,6 +102,33 @@ def test_explicit_servers_become_sources_and_collectors(tmp_path, monkeypatch):
     assert [c.name for c in no_discovery.collectors()] == []
 
 
+def test_the_kept_order_follows_new_rows_and_a_changed_sort(tmp_path, monkeypatch):
+    """The order is kept while the sort column's values stay, given to the rows made since;
+    a changed value, another sort or a filter arrange again."""
+    from proxytop.ui import filters
+    from proxytop.ui.table import TableState
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    screen = InnoDBScreen(options.parse(["--no-discover"], {}))
+
+    def made(ages):
+        return [{"_id": key, "server": key, "age_pct": age} for key, age in ages.items()]
+
+    by_age = TableState(sort_key="age_pct", descending=True)
+    first = made({"db1": 10.0, "db2": 50.0, "db3": 30.0})
+    assert [r["_id"] for r in screen.arrange(first, by_age)] == ["db2", "db3", "db1"]
+    again = made({"db1": 10.0, "db2": 50.0, "db3": 30.0})  # new rows, same values: the kept order
+    arranged = screen.arrange(again, by_age)
+    assert [r["_id"] for r in arranged] == ["db2", "db3", "db1"] and all(r in again for r in arranged)
+    moved = made({"db1": 90.0, "db2": 50.0, "db3": 30.0})
+    assert [r["_id"] for r in screen.arrange(moved, by_age)] == ["db1", "db2", "db3"]
+    by_server = TableState(sort_key="server")
+    assert [r["_id"] for r in screen.arrange(moved, by_server)] == ["db1", "db2", "db3"]
+    assert [r["_id"] for r in screen.arrange(moved, by_age.with_sort("age_pct", False))] == ["db3", "db2", "db1"]
+    filtered = TableState(sort_key="server", filter=filters.parse("db2", screen.columns))
+    assert [r["_id"] for r in screen.arrange(moved, filtered)] == ["db2"]
+
+
 # ----- the installed program --------------------------------------------------------------------
 
 def test_terminal_discovers_the_test_mariadb_through_the_double(mariadb, proxysql_double, proxytop_term, tmp_path):

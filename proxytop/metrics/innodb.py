@@ -580,6 +580,9 @@ class EngineReading:
     metrics_denied: bool = False
     text_error: Optional[str] = None
     metrics_error: Optional[str] = None
+    # (LRU, flush list) pending writes from INNODB_BUFFER_POOL_STATS, read where the status text
+    # is not (MariaDB: every other figure of the text is a status variable there)
+    pool_pending: Optional[Tuple[int, int]] = None
 
     @property
     def needs_process(self) -> bool:
@@ -850,8 +853,13 @@ def _flushing_by_type(metrics: Optional[Mapping[str, Metric]], previous_engine: 
     return by_type, tuple(disabled_names), sync_waits
 
 
-def _pending_writes(text: Optional[StatusText], denied_text: bool, notes: _Provenance) -> Dict[str, Optional[int]]:
-    """The flush writes queued, by list, from the status text."""
+def _pending_writes(text: Optional[StatusText], pool_pending: Optional[Tuple[int, int]], denied_text: bool,
+                    notes: _Provenance) -> Dict[str, Optional[int]]:
+    """The flush writes queued, by list: from the status text, else from INNODB_BUFFER_POOL_STATS
+    (PENDING_FLUSH_LRU and PENDING_FLUSH_LIST, the counts of the text's "Pending writes" line)."""
+    if text is None and pool_pending is not None:
+        notes.source("pending writes", "INNODB_BUFFER_POOL_STATS")
+        return dict(pending_lru=pool_pending[0], pending_flush_list=pool_pending[1], pending_single_page=None)
     if text is None and denied_text:
         notes.need("pending_writes")
     if text is not None:
@@ -950,7 +958,7 @@ def assess(status: Optional[Mapping], previous_status: Optional[Mapping], status
                                         previous_engine, engine_seconds)
     by_type, disabled, sync_waits = _flushing_by_type(metrics, previous_engine, engine_seconds,
                                                       denied_metrics, notes)
-    pending = _pending_writes(text, denied_text, notes)
+    pending = _pending_writes(text, engine.pool_pending if engine is not None else None, denied_text, notes)
     history = _history_list_length(status, text, metrics, denied_text or denied_metrics, notes)
     pending_fsyncs = _num(status, "Innodb_data_pending_fsyncs")
     if pending_fsyncs is None and text is not None:

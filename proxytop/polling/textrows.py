@@ -73,7 +73,9 @@ class DescribedOnce(pymysql.connections.MySQLResult):
         payloads = tuple(connection._read_packet().get_all_data() for _ in range(self.field_count + 1))  # + EOF
         key = (connection.use_unicode, connection.encoding, payloads)
         known = _described.get(key)
-        if known is None or known[3] is not connection.decoders:
+        # every PyMySQL connection makes its own copy of the decoders: equal ones will do (one
+        # connection per watched MySQL server otherwise parsed every definition again)
+        if known is None or (known[3] is not connection.decoders and known[3] != connection.decoders):
             self.connection = _Replay(connection, payloads)
             try:
                 super()._get_descriptions()
