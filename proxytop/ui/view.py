@@ -43,35 +43,19 @@ def header_lines(ctl, width: int) -> List[Line]:
         target = source.watched_title()
     session = getattr(source, "session", None)
     replay = getattr(engine, "replay_status", None)  # a ReplayEngine says where it is
-    first: Line = [("proxytop ", "header_title")]
-    if replay is not None:
-        first.append(("REPLAY ", "warning_bold"))
-    first.append((target, "header"))
-    if session is not None and session.version_text:
-        first.append((f"  ProxySQL {session.version_text.split('-')[0]}", "header"))
-        if not session.is_admin:
-            first.append(("  (stats user)", "dim"))
-        if getattr(session, "encryption", None):
-            first.append(("  TLS", "good"))  # the admin connection is encrypted
     side = header_label(ctl.screen, session)
-    if side is not None:
-        first.append((f"  {side}", "warning_bold" if side == "PgSQL" else "header"))
-    if current is not None and current.data:
-        stats = current.data
-        uptime = stats.get("ProxySQL_Uptime")
-        # Questions; on the PostgreSQL side of 3.0 (no Questions) the queries sent to backends
-        qps, counted = header_queries(getattr(ctl.screen, "side", MYSQL), (previous, current),
-                                      engine.last_two(twin_name(ConnectionPool.name, PGSQL)))
-        first += [
-            ("  up ", "label"), (units.duration(uptime), "header"),
-        ]
-        first += [("  Q/s ", "label"), (units.number(qps) if qps is not None else units.MISSING, "header")]
-        if counted:
-            first.append((f" {counted}", "dim"))
-        first += [
-            ("  conn ", "label"), (units.number(stats.get("Client_Connections_connected")), "header"),
-            ("  trx ", "label"), (units.number(stats.get("Active_Transactions")), "header"),
-        ]
+    pool_pair = engine.last_two(twin_name(ConnectionPool.name, PGSQL))
+    # The first line changes only with a new reading (the second with every frame: the data's
+    # age): made again only when what it is made of is another object or text.
+    token = (width, replay is None, target, session, side, getattr(ctl.screen, "side", MYSQL),
+             previous, current) + tuple(pool_pair)
+    cached = getattr(ctl, "_header_first", None)
+    if cached is not None and len(cached[0]) == len(token) and all(
+            a is b or (type(a) in (int, str, bool) and a == b) for a, b in zip(cached[0], token)):
+        first = cached[1]
+    else:
+        first = fit(_first_header_line(ctl, replay, target, session, side, previous, current, pool_pair), width)
+        ctl._header_first = (token, first)
     if replay is not None:
         second: Line = list(replay(ctl))
     else:
@@ -91,11 +75,43 @@ def header_lines(ctl, width: int) -> List[Line]:
             second.append((f"  disconnected, {state.retry_text(now)}: {state.error}", "danger"))
         else:
             second.append(("  connecting\u2026", "warning"))
-    lines = [fit(first, width), fit(second, width)]
+    lines = [first, fit(second, width)]
     alarm = _backend_alarm(ctl)
     if alarm:
         lines.append(fit([("! ", "danger"), (alarm, "danger")], width))
     return lines
+
+
+def _first_header_line(ctl, replay, target, session, side, previous, current, pool_pair) -> Line:
+    """proxytop, the ProxySQL watched, its version, the side, uptime, Q/s, conn and trx."""
+    first: Line = [("proxytop ", "header_title")]
+    if replay is not None:
+        first.append(("REPLAY ", "warning_bold"))
+    first.append((target, "header"))
+    if session is not None and session.version_text:
+        first.append((f"  ProxySQL {session.version_text.split('-')[0]}", "header"))
+        if not session.is_admin:
+            first.append(("  (stats user)", "dim"))
+        if getattr(session, "encryption", None):
+            first.append(("  TLS", "good"))  # the admin connection is encrypted
+    if side is not None:
+        first.append((f"  {side}", "warning_bold" if side == "PgSQL" else "header"))
+    if current is not None and current.data:
+        stats = current.data
+        uptime = stats.get("ProxySQL_Uptime")
+        # Questions; on the PostgreSQL side of 3.0 (no Questions) the queries sent to backends
+        qps, counted = header_queries(getattr(ctl.screen, "side", MYSQL), (previous, current), pool_pair)
+        first += [
+            ("  up ", "label"), (units.duration(uptime), "header"),
+        ]
+        first += [("  Q/s ", "label"), (units.number(qps) if qps is not None else units.MISSING, "header")]
+        if counted:
+            first.append((f" {counted}", "dim"))
+        first += [
+            ("  conn ", "label"), (units.number(stats.get("Client_Connections_connected")), "header"),
+            ("  trx ", "label"), (units.number(stats.get("Active_Transactions")), "header"),
+        ]
+    return first
 
 
 def _backend_alarm(ctl) -> Optional[str]:
