@@ -209,7 +209,14 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
                                                                     for a, b in zip(cached[0], token)):
         ctl.visible_keys = cached[2]
         return cached[1]
-    fitted = table.fit_columns(screen.columns, width, keep=ctl.state.sort_key)
+    # Which columns fit changes with the columns, the width and the sort column only.
+    layout = (screen.columns, width, ctl.state.sort_key)
+    fitted_for = getattr(ctl, "_fitted", None)
+    if fitted_for is not None and fitted_for[0][0] is layout[0] and fitted_for[0][1:] == layout[1:]:
+        fitted = fitted_for[1]
+    else:
+        fitted = table.fit_columns(screen.columns, width, keep=ctl.state.sort_key)
+        ctl._fitted = (layout, fitted)
     ctl.visible_keys = [c.key for c, _ in fitted]
     texts = getattr(ctl, "_cell_texts", None)
     if texts is None or not texts.fits(fitted):
@@ -217,23 +224,48 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
     lines: List[Line] = [_join(table.header_cells(fitted, ctl.state))]
     for i in range(top, min(len(rows), top + body)):
         cells = table.row_cells(rows[i], fitted, texts)
-        line = _join(cells)
-        if i == cursor and ctl.mode == "table":
-            line = [(text, (style + "+cursor") if style else "cursor") for text, style in line]
-        lines.append(line)
+        lines.append(_join(cells, cursor=i == cursor and ctl.mode == "table"))
     ctl._table_lines = (token, lines, ctl.visible_keys)
     return lines
 
 
-_GAP: Segment = (" ", None)
+def _join(cells: Sequence[Segment], cursor: bool = False) -> Line:
+    """Cells with a space between them, as runs of one style: what the painter's runs of
+    the cells and gaps would be (proxytop.ui.app._runs), made at once. A row is some forty
+    segments but a few runs, and the painter makes one curses call per run. On the cursor's
+    row every style is drawn reversed, the gaps too.
 
-
-def _join(cells: Sequence[Segment]) -> Line:
+    >>> _join([("a", None), ("b", None), ("c", "dim"), ("d", "dim")])
+    [('a b ', None), ('c', 'dim'), (' ', None), ('d', 'dim')]
+    >>> _join([("a", None), ("b", "dim")], cursor=True)
+    [('a ', 'cursor'), ('b', 'dim+cursor')]
+    """
+    gap = "cursor" if cursor else None
     line: Line = []
-    for cell in cells:
-        line.append(_GAP)
-        line.append(cell)
-    return line[1:]
+    texts: List[str] = []  # the run being made, of style ``current``
+    current = gap
+    first = True
+    for text, style in cells:
+        if first:
+            first = False
+        elif current == gap:
+            texts.append(" ")
+        else:
+            line.append(("".join(texts), current))
+            texts, current = [" "], gap
+        if not text:
+            continue
+        if cursor:
+            style = (style + "+cursor") if style else "cursor"
+        if style == current:
+            texts.append(text)
+        else:
+            if texts:
+                line.append(("".join(texts), current))
+            texts, current = [text], style
+    if texts:
+        line.append(("".join(texts), current))
+    return line
 
 
 def help_lines(ctl, width: int) -> List[Line]:
