@@ -8,6 +8,7 @@ numbers: Questions grows by 1,000 and one backend's Queries by 500 per reading o
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -115,3 +116,23 @@ def test_a_refused_combined_query_leaves_two_plain_queries_from_then_on():
         assert pool.collect(session).rows == (("10", "db1", "3306", "ONLINE"),)
     assert [sql.startswith(POOL + " union all") for sql in session.sent] == [False, False, True, False, False, False, False]
 
+
+def test_after_a_screen_switch_the_header_and_the_pool_are_read_together(proxytop_term, proxysql_double):
+    """Back on ConnPool from GloStat (where the header reads the whole global status and the
+    pool keeps the header alarm's 2 s pace), the header's narrow reading starts anew: the two
+    share their batches again (one query, one wake-up and one frame a second), not a fraction
+    of a second apart for good."""
+    term = proxytop_term("-P", str(proxysql_double.port), "--screen", "glostat", "-d", "1", cols=140, rows=36)
+    term.wait_until(lambda s: "Per second" in s and "data " in s, what="GloStat's rates")
+    time.sleep(1.3)  # the pool's alarm reading a moment before or after the switch, as it happens
+    term.send("1")
+    term.wait_until(lambda s: "Queries/s" in s, what="ConnPool")
+    start = len(proxysql_double.queries("admin"))
+
+    def combined():
+        return [i for i, q in enumerate(proxysql_double.queries("admin")[start:]) if q.startswith(POOL + " union all")]
+
+    term.wait_until(lambda s: len(combined()) >= 3, timeout=20, what="three combined readings")
+    since = proxysql_double.queries("admin")[start:][combined()[0]:]
+    assert HeaderStatus().sql() not in since and POOL not in since, since
+    assert "Traceback" not in term.text()

@@ -264,6 +264,13 @@ class Engine:
     def interval(self, name: str) -> float:
         return self._schedule.interval(name)
 
+    def read_together(self, names: Iterable[str]) -> None:
+        """Plan these collectors' next readings at the same moment, the soonest any of them is
+        due: readings at one interval that were planned apart (a screen shown while the pool
+        kept its alarm's pace) then share their batches, and the UI one frame per interval."""
+        self._schedule.align([name for name in names if name in self._collectors])
+        self._wake_sources_of(names)
+
     def pause(self) -> None:
         self._paused = True
 
