@@ -220,9 +220,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               "  nothing); what a refresh costs is the refresh itself: the admin queries read and decoded by\n"
               "  PyMySQL in pure Python on the worker thread, then the rows derived, rendered and the changed\n"
               "  lines painted on the UI thread (tests.benchmark --only cpu breaks that down), plus the\n"
-              "  interpreter's thread switches. ConnPool reads two tables per refresh (the header's seven rows\n"
-              "  of stats_mysql_global, stats_mysql_connection_pool) and the monitor logs every 2 s, each query\n"
-              "  about 0.3 ms of PyMySQL's fixed cost. InnoDB at 500 servers: each server's reading (SHOW\n"
+              "  interpreter's thread switches. ConnPool reads two tables per refresh with one query (the\n"
+              "  header's seven rows of stats_mysql_global folded into stats_mysql_connection_pool's, see\n"
+              "  collectors/folded.py) and the monitor logs every 2 s, each query about 0.2 ms of PyMySQL's\n"
+              "  fixed cost; a frame (the rows derived, rendered and painted) about 1.5 ms more. InnoDB at 500\n"
+              "  servers: each server's reading (SHOW\n"
               "  GLOBAL STATUS, SHOW ENGINE INNODB STATUS, INNODB_METRICS) is decoded by PyMySQL on a pool\n"
               "  thread, and a frame (at most two a second) derives the rows of all 500 servers.", file=out)
     return 1 if missed else 0
