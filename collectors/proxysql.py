@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Dict, Optional
 
+from proxytop.collectors import folded
 from proxytop.collectors.base import Collector, Table
 from proxytop.metrics.rates import RATE_WINDOW
 
@@ -66,6 +67,10 @@ class HeaderStatus(GlobalStatus):
     variables = HEADER_VARIABLES
     history = 2  # the header's rate (Q/s) and the refused logins/s: one pair
 
+    def collect(self, session) -> Dict[str, str]:
+        # with the connection pool's reading when that is due too (collectors.folded)
+        return folded.read(session, self, super().collect)
+
     def sql(self) -> str:
         """
         >>> HeaderStatus().sql()[:80]
@@ -80,6 +85,10 @@ class ConnectionPool(TableCollector):
     table = "stats_mysql_connection_pool"
     default_interval = 1.0
     min_interval = 0.5
+
+    def collect(self, session) -> Optional[Table]:
+        # with the header's rows of the global status when that is due too (collectors.folded)
+        return folded.read(session, self, super().collect)
 
 
 class RuntimeServers(TableCollector):

@@ -118,7 +118,7 @@ def _remember(snapshot, kind: str, build) -> Dict:
         if seen is snapshot and seen_kind == kind:
             return made
     made = build()
-    _recent[:] = _recent[-9:] + [(snapshot, kind, made)]
+    _recent[:] = _recent[-15:] + [(snapshot, kind, made)]
     return made
 
 
@@ -136,6 +136,15 @@ def counters_by_key(snapshot) -> Dict[Tuple[str, str, str], Tuple]:
         return {}
     return _remember(snapshot, "counters", lambda: {
         key: tuple(to_number(r.get(field)) for field in COUNTERS) for key, r in keyed_rows(snapshot).items()})
+
+
+def pool_statuses(snapshot) -> Tuple[Tuple[Tuple[str, str, str], str], ...]:
+    """((hostgroup, host, port), status) of each backend of a reading, in the order read (made
+    once per reading): what the status log and the header alarm take from a pool reading."""
+    if snapshot is None or snapshot.data is None:
+        return ()
+    return _remember(snapshot, "statuses", lambda: tuple(
+        (key, str(r.get("status") or "")) for key, r in keyed_rows(snapshot).items()))
 
 
 def settings_by_key(servers) -> Dict[Tuple[str, str, str], Mapping]:
@@ -424,8 +433,7 @@ class ConnPoolScreen(SidedScreen, Screen):
         log = self.status_logs[side.key]
         if log.readings and current.taken_at <= log.readings[-1]:
             return  # folded already (this runs for every frame drawn)
-        statuses = [(key, str(r.get("status") or "")) for key, r in keyed_rows(current).items()]
-        self.status_logs[side.key] = health.track(log, statuses, current.wall_time, current.taken_at)
+        self.status_logs[side.key] = health.track(log, pool_statuses(current), current.wall_time, current.taken_at)
 
     def rows(self, view: DataView) -> List[Row]:
         if allnodes.on(self):  # every node's pool added up (key a)
@@ -495,10 +503,16 @@ class ConnPoolScreen(SidedScreen, Screen):
             self.observe(view, side=side)
             readings += [view.latest(self.name_on(side, name))
                          for name in (ConnectionPool.name, RuntimeServers.name, MonitorLogs.name)]
-        # Drawn up to ten times a second: the same readings give the same alarm.
-        token = (state is None or state.connected, sides[0]) + tuple(readings)
+        # Drawn with every frame, and a pool reading comes every second: the alarm is made
+        # again only when what it says can differ, a backend's status (not its counters), the
+        # configuration or the monitor reading.
+        token = (state is None or state.connected, sides[0]) + tuple(
+            pool_statuses(reading) if n % 3 == 0 and reading is not None and reading.data is not None
+            and reading.data.has("status") else reading
+            for n, reading in enumerate(readings))
         cached = getattr(self, "_alarm", None)
-        if cached is not None and len(cached[0]) == len(token) and all(a is b for a, b in zip(cached[0], token)):
+        if cached is not None and len(cached[0]) == len(token) and all(
+                a is b or (type(a) is tuple and a == b) for a, b in zip(cached[0], token)):
             return cached[1]
         texts: List[str] = []
         if token[0]:  # else the header says ProxySQL is unreachable: the last pool readings are stale

@@ -285,10 +285,11 @@ def test_m_on_errors_shows_sqlstates_with_their_class(proxytop_term, double3):
     term.wait_until(lambda s: "MySQL" in s.splitlines()[0] and "No backend errors" in s, timeout=30,
                     what="the empty MySQL side")
     term.send("m")
-    screen = term.wait_until(lambda s: "SQLSTATE" in s and "08006" in s and "connection_exception" in s,
-                             timeout=30, what="the PostgreSQL errors")
+    # the errors and the users are read in the same batch, one after the other: wait for both
+    screen = term.wait_until(lambda s: "SQLSTATE" in s and "08006" in s and "connection_exception" in s
+                             and re.search(r"users\s+sbtest \d+/500", s) is not None,
+                             timeout=30, what="the PostgreSQL errors and users")
     assert "PgSQL" in screen.splitlines()[0] and "Class" in screen and "Errno" not in screen
-    assert re.search(r"users\s+sbtest \d+/500", screen), screen
     term.send("/errno:57P01" + ENTER)
     term.wait_until(lambda s: "1/3 rows" in s, what="the admin_shutdown row alone")
     term.send(ENTER)

@@ -17,6 +17,7 @@ from pymysql.constants import FIELD_TYPE
 
 from proxytop import errors
 from proxytop.collectors.base import Source, Table
+from proxytop.collectors.folded import Folding
 from proxytop.metrics.sides import count_pgsql_servers
 from proxytop.polling.columns import query_columns
 from proxytop.polling.textrows import TextResult
@@ -171,6 +172,12 @@ class AdminSession:
     queries: int = 0
     pgsql_servers: Optional[int] = None  # rows of runtime_pgsql_servers (3.x admin user), see proxytop.metrics.sides
     encryption: Optional[str] = None  # 'TLSv1.3' when the connection is encrypted
+    # two readings due together served by one query (collectors.folded)
+    folding: Folding = field(default_factory=Folding)
+
+    def plan_batch(self, due, clock) -> None:
+        """The engine is about to run the collectors named in ``due`` on this connection."""
+        self.folding.plan(due, clock)
 
     @property
     def is_admin(self) -> bool:

@@ -264,6 +264,13 @@ class Engine:
     def interval(self, name: str) -> float:
         return self._schedule.interval(name)
 
+    def read_together(self, names: Iterable[str]) -> None:
+        """Plan these collectors' next readings at the same moment, the soonest any of them is
+        due: readings at one interval that were planned apart (a screen shown while the pool
+        kept its alarm's pace) then share their batches, and the UI one frame per interval."""
+        self._schedule.align([name for name in names if name in self._collectors])
+        self._wake_sources_of(names)
+
     def pause(self) -> None:
         self._paused = True
 
@@ -453,6 +460,9 @@ class _SourceWorker:
         # collector (every 2 s) then stays in step with the 1 s ones instead of drifting by the
         # batch's length into a wake-up (and a redraw) of its own.
         batch_started = engine._clock()
+        plan = getattr(handle, "plan_batch", None)
+        if plan is not None:  # one query may serve two readings due together (collectors.folded)
+            plan([c.name for c in collectors if engine._schedule.is_due(c.name)], engine._clock)
         try:
             for collector in collectors:
                 if engine._stopping or engine._paused:
@@ -487,6 +497,9 @@ class _SourceWorker:
                 engine._notify("error", (name, message, engine._clock()))
             return 1
         finished = engine._clock()
+        served = collector.__dict__.pop("served_at", None)
+        if served is not None:  # read by the query another collector of the batch sent: stamped with it
+            started, started_wall = served
         # Stamped when the query started: ProxySQL takes its figures as it begins to answer,
         # and under load an answer took up to 150 ms (rates were off by up to 16%).
         snapshot = Snapshot(collector=name, data=data, taken_at=started, duration=finished - started,

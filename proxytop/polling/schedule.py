@@ -87,6 +87,15 @@ class Schedule:
         with self._lock:
             self._next_due[name] = 0.0
 
+    def align(self, names: Iterable[str]) -> None:
+        """Plan the next reading of each of ``names`` at the soonest any of them is due."""
+        with self._lock:
+            names = [name for name in names if name in self._next_due]
+            if names:
+                first = min(self._next_due[name] for name in names)
+                for name in names:
+                    self._next_due[name] = first
+
     def first_due(self, collectors: Iterable[Collector]) -> Optional[float]:
         """When the first of these collectors is due (None for none)."""
         return min((self._next_due[c.name] for c in collectors), default=None)

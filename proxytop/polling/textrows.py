@@ -70,7 +70,7 @@ class DescribedOnce(pymysql.connections.MySQLResult):
 
     def _get_descriptions(self):
         connection = self.connection
-        payloads = tuple(connection._read_packet().get_all_data() for _ in range(self.field_count + 1))  # + EOF
+        payloads = _definition_payloads(connection, self.field_count + 1)  # + EOF
         key = (connection.use_unicode, connection.encoding, payloads)
         known = _described.get(key)
         # every PyMySQL connection makes its own copy of the decoders: equal ones will do (one
@@ -89,6 +89,27 @@ class DescribedOnce(pymysql.connections.MySQLResult):
 
 
 _MAX_PACKET = 0xFFFFFF  # a payload this long continues in the next packet
+
+
+def _definition_payloads(connection, count: int) -> Tuple[bytes, ...]:
+    """The payloads of the next ``count`` packets (a result's column definitions and their
+    EOF), read as :func:`row_payloads` reads rows: PyMySQL's own packet reader made an
+    object and ran its checks for each, a third of a small result's reading."""
+    expected = connection._next_seq_id
+    payloads = []
+    try:
+        for _ in range(count):
+            data, expected = _read_packet(connection, expected)
+            if data[:1] == b"\xff":  # an error in place of a definition, as PyMySQL reports it
+                connection._next_seq_id = expected
+                MysqlPacket(data, None).raise_for_error()
+            payloads.append(data)
+    except (OSError, EOFError) as exc:
+        connection._force_close()
+        detail = f" ({exc})" if isinstance(exc, OSError) else ""
+        raise err.OperationalError(CR.CR_SERVER_LOST, f"Lost connection to MySQL server during query{detail}")
+    connection._next_seq_id = expected
+    return tuple(payloads)
 
 
 def row_payloads(result: pymysql.connections.MySQLResult, connection) -> Iterator[bytes]:

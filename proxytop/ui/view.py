@@ -43,35 +43,19 @@ def header_lines(ctl, width: int) -> List[Line]:
         target = source.watched_title()
     session = getattr(source, "session", None)
     replay = getattr(engine, "replay_status", None)  # a ReplayEngine says where it is
-    first: Line = [("proxytop ", "header_title")]
-    if replay is not None:
-        first.append(("REPLAY ", "warning_bold"))
-    first.append((target, "header"))
-    if session is not None and session.version_text:
-        first.append((f"  ProxySQL {session.version_text.split('-')[0]}", "header"))
-        if not session.is_admin:
-            first.append(("  (stats user)", "dim"))
-        if getattr(session, "encryption", None):
-            first.append(("  TLS", "good"))  # the admin connection is encrypted
     side = header_label(ctl.screen, session)
-    if side is not None:
-        first.append((f"  {side}", "warning_bold" if side == "PgSQL" else "header"))
-    if current is not None and current.data:
-        stats = current.data
-        uptime = stats.get("ProxySQL_Uptime")
-        # Questions; on the PostgreSQL side of 3.0 (no Questions) the queries sent to backends
-        qps, counted = header_queries(getattr(ctl.screen, "side", MYSQL), (previous, current),
-                                      engine.last_two(twin_name(ConnectionPool.name, PGSQL)))
-        first += [
-            ("  up ", "label"), (units.duration(uptime), "header"),
-        ]
-        first += [("  Q/s ", "label"), (units.number(qps) if qps is not None else units.MISSING, "header")]
-        if counted:
-            first.append((f" {counted}", "dim"))
-        first += [
-            ("  conn ", "label"), (units.number(stats.get("Client_Connections_connected")), "header"),
-            ("  trx ", "label"), (units.number(stats.get("Active_Transactions")), "header"),
-        ]
+    pool_pair = engine.last_two(twin_name(ConnectionPool.name, PGSQL))
+    # The first line changes only with a new reading (the second with every frame: the data's
+    # age): made again only when what it is made of is another object or text.
+    token = (width, replay is None, target, session, side, getattr(ctl.screen, "side", MYSQL),
+             previous, current) + tuple(pool_pair)
+    cached = getattr(ctl, "_header_first", None)
+    if cached is not None and len(cached[0]) == len(token) and all(
+            a is b or (type(a) in (int, str, bool) and a == b) for a, b in zip(cached[0], token)):
+        first = cached[1]
+    else:
+        first = fit(_first_header_line(ctl, replay, target, session, side, previous, current, pool_pair), width)
+        ctl._header_first = (token, first)
     if replay is not None:
         second: Line = list(replay(ctl))
     else:
@@ -91,11 +75,43 @@ def header_lines(ctl, width: int) -> List[Line]:
             second.append((f"  disconnected, {state.retry_text(now)}: {state.error}", "danger"))
         else:
             second.append(("  connecting\u2026", "warning"))
-    lines = [fit(first, width), fit(second, width)]
+    lines = [first, fit(second, width)]
     alarm = _backend_alarm(ctl)
     if alarm:
         lines.append(fit([("! ", "danger"), (alarm, "danger")], width))
     return lines
+
+
+def _first_header_line(ctl, replay, target, session, side, previous, current, pool_pair) -> Line:
+    """proxytop, the ProxySQL watched, its version, the side, uptime, Q/s, conn and trx."""
+    first: Line = [("proxytop ", "header_title")]
+    if replay is not None:
+        first.append(("REPLAY ", "warning_bold"))
+    first.append((target, "header"))
+    if session is not None and session.version_text:
+        first.append((f"  ProxySQL {session.version_text.split('-')[0]}", "header"))
+        if not session.is_admin:
+            first.append(("  (stats user)", "dim"))
+        if getattr(session, "encryption", None):
+            first.append(("  TLS", "good"))  # the admin connection is encrypted
+    if side is not None:
+        first.append((f"  {side}", "warning_bold" if side == "PgSQL" else "header"))
+    if current is not None and current.data:
+        stats = current.data
+        uptime = stats.get("ProxySQL_Uptime")
+        # Questions; on the PostgreSQL side of 3.0 (no Questions) the queries sent to backends
+        qps, counted = header_queries(getattr(ctl.screen, "side", MYSQL), (previous, current), pool_pair)
+        first += [
+            ("  up ", "label"), (units.duration(uptime), "header"),
+        ]
+        first += [("  Q/s ", "label"), (units.number(qps) if qps is not None else units.MISSING, "header")]
+        if counted:
+            first.append((f" {counted}", "dim"))
+        first += [
+            ("  conn ", "label"), (units.number(stats.get("Client_Connections_connected")), "header"),
+            ("  trx ", "label"), (units.number(stats.get("Active_Transactions")), "header"),
+        ]
+    return first
 
 
 def _backend_alarm(ctl) -> Optional[str]:
@@ -193,7 +209,14 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
                                                                     for a, b in zip(cached[0], token)):
         ctl.visible_keys = cached[2]
         return cached[1]
-    fitted = table.fit_columns(screen.columns, width, keep=ctl.state.sort_key)
+    # Which columns fit changes with the columns, the width and the sort column only.
+    layout = (screen.columns, width, ctl.state.sort_key)
+    fitted_for = getattr(ctl, "_fitted", None)
+    if fitted_for is not None and fitted_for[0][0] is layout[0] and fitted_for[0][1:] == layout[1:]:
+        fitted = fitted_for[1]
+    else:
+        fitted = table.fit_columns(screen.columns, width, keep=ctl.state.sort_key)
+        ctl._fitted = (layout, fitted)
     ctl.visible_keys = [c.key for c, _ in fitted]
     texts = getattr(ctl, "_cell_texts", None)
     if texts is None or not texts.fits(fitted):
@@ -201,23 +224,48 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
     lines: List[Line] = [_join(table.header_cells(fitted, ctl.state))]
     for i in range(top, min(len(rows), top + body)):
         cells = table.row_cells(rows[i], fitted, texts)
-        line = _join(cells)
-        if i == cursor and ctl.mode == "table":
-            line = [(text, (style + "+cursor") if style else "cursor") for text, style in line]
-        lines.append(line)
+        lines.append(_join(cells, cursor=i == cursor and ctl.mode == "table"))
     ctl._table_lines = (token, lines, ctl.visible_keys)
     return lines
 
 
-_GAP: Segment = (" ", None)
+def _join(cells: Sequence[Segment], cursor: bool = False) -> Line:
+    """Cells with a space between them, as runs of one style: what the painter's runs of
+    the cells and gaps would be (proxytop.ui.app._runs), made at once. A row is some forty
+    segments but a few runs, and the painter makes one curses call per run. On the cursor's
+    row every style is drawn reversed, the gaps too.
 
-
-def _join(cells: Sequence[Segment]) -> Line:
+    >>> _join([("a", None), ("b", None), ("c", "dim"), ("d", "dim")])
+    [('a b ', None), ('c', 'dim'), (' ', None), ('d', 'dim')]
+    >>> _join([("a", None), ("b", "dim")], cursor=True)
+    [('a ', 'cursor'), ('b', 'dim+cursor')]
+    """
+    gap = "cursor" if cursor else None
     line: Line = []
-    for cell in cells:
-        line.append(_GAP)
-        line.append(cell)
-    return line[1:]
+    texts: List[str] = []  # the run being made, of style ``current``
+    current = gap
+    first = True
+    for text, style in cells:
+        if first:
+            first = False
+        elif current == gap:
+            texts.append(" ")
+        else:
+            line.append(("".join(texts), current))
+            texts, current = [" "], gap
+        if not text:
+            continue
+        if cursor:
+            style = (style + "+cursor") if style else "cursor"
+        if style == current:
+            texts.append(text)
+        else:
+            if texts:
+                line.append(("".join(texts), current))
+            texts, current = [text], style
+    if texts:
+        line.append(("".join(texts), current))
+    return line
 
 
 def help_lines(ctl, width: int) -> List[Line]:

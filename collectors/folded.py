@@ -1,0 +1,128 @@
+"""One query for the two readings every refresh of ConnPool takes: the header's rows of
+stats_mysql_global and stats_mysql_connection_pool (each side's, on ProxySQL 3.x).
+
+Each query to the admin interface has a fixed cost in proxytop (PyMySQL's sending, reading and
+decoding, the column definitions, the thread's wake-up) about as large as decoding a dozen
+rows. When both readings are due in the same batch, the first of the two collectors to run
+sends ::
+
+    select * from stats_mysql_connection_pool
+    union all select null, Variable_Name, Variable_Value, null, ... from stats_mysql_global
+    where Variable_Name in (...)
+
+and keeps the other's part for it (:func:`read`). ProxySQL refreshes every stats table whose
+name the query text has (ProxySQL_Admin::GenericRefreshStatistics tests each name in turn), so
+both tables are as fresh as with two queries, and ProxySQL answers one query instead of two. A
+pool row always has a hostgroup; the header's rows are those without one.
+
+The union needs the pool's columns (their number differs between versions): a connection's
+first pool reading is a plain ``select *``, and the readings after it are combined. A
+ProxySQL that refuses the combined query gets the two plain queries from then on.
+
+The reading served from the other's query is stamped with the time that query started (the
+engine takes ``served_at``): its rates span the same interval as if it had been read itself.
+"""
+from __future__ import annotations
+
+import time
+from typing import Dict, Optional, Tuple
+
+from proxytop import errors
+from proxytop.collectors.base import Table
+
+POOL_SUFFIX = "_connection_pool"
+GLOBAL_SUFFIX = "_global"
+
+
+def partner_table(table: str) -> str:
+    """The table read with ``table``: the pool's for the global status and the other way round.
+
+    >>> partner_table("stats_pgsql_global"), partner_table("stats_mysql_connection_pool")
+    ('stats_pgsql_connection_pool', 'stats_mysql_global')
+    """
+    if table.endswith(GLOBAL_SUFFIX):
+        return table[: -len(GLOBAL_SUFFIX)] + POOL_SUFFIX
+    return table[: -len(POOL_SUFFIX)] + GLOBAL_SUFFIX
+
+
+def combined_sql(pool_table: str, pool_columns: int, header) -> str:
+    """The pool's rows, then the header's rows padded to the pool's columns.
+
+    >>> from proxytop.collectors.proxysql import HeaderStatus
+    >>> sql = combined_sql("stats_mysql_connection_pool", 5, HeaderStatus())
+    >>> sql[:117]
+    'select * from stats_mysql_connection_pool union all select null, Variable_Name, Variable_Value, null, null from stats'
+    >>> sql.endswith(HeaderStatus().sql()[len("select * from stats_mysql_global"):])
+    True
+    """
+    narrow = header.sql()
+    where = narrow[narrow.index(header.table) + len(header.table):]
+    padding = ", null" * (pool_columns - 3)
+    return (f"select * from {pool_table} union all select null, Variable_Name, Variable_Value{padding} "
+            f"from {header.table}{where}")
+
+
+def split(table: Table) -> Tuple[Table, Dict[str, str]]:
+    """The combined result as the pool's Table and the header's {Variable_Name: Variable_Value}.
+
+    >>> t = Table(("hostgroup", "srv_host", "srv_port"), (("10", "db1", "3306"), (None, "Questions", "42")))
+    >>> split(t)
+    (Table(columns=('hostgroup', 'srv_host', 'srv_port'), rows=(('10', 'db1', '3306'),)), {'Questions': '42'})
+    """
+    pool_rows = tuple(row for row in table.rows if row[0] is not None)
+    header = {row[1]: row[2] for row in table.rows if row[0] is None}
+    return Table(table.columns, pool_rows), header
+
+
+class Folding:
+    """What a connection knows for combining the two readings: which collectors are due in the
+    batch being run (told by the engine, :meth:`plan`), the part kept for the second one, the
+    pool's columns, and the collectors seen (each finds its partner here)."""
+
+    def __init__(self):
+        self.due = frozenset()  # names of the collectors due in this batch
+        self.kept: Dict[str, Tuple[object, float, float]] = {}  # name -> (data, started, started wall)
+        self.pool_columns: Dict[str, int] = {}  # pool table -> its number of columns
+        self.collectors: Dict[str, object] = {}  # table -> the collector that reads it this way
+        self.refused = False  # the ProxySQL refused the combined query: two queries from now on
+        self.clock = time.monotonic  # the engine's
+
+    def plan(self, due, clock=time.monotonic) -> None:
+        """A batch starts: ``due`` are the names of the collectors it runs."""
+        self.due = frozenset(due)
+        self.kept.clear()
+        self.clock = clock
+
+
+def read(session, collector, plain):
+    """``collector``'s reading (the header's or the pool's): kept for it from its partner's
+    query in this batch, or read with its partner's when that is due too, or ``plain(session)``."""
+    folding: Optional[Folding] = getattr(session, "folding", None)
+    if folding is None:
+        return plain(session)
+    kept = folding.kept.pop(collector.name, None)
+    if kept is not None:
+        data, started, wall = kept
+        collector.served_at = (started, wall)
+        return data
+    folding.collectors[collector.table] = collector
+    partner = folding.collectors.get(partner_table(collector.table))
+    is_pool = collector.table.endswith(POOL_SUFFIX)
+    pool_table = collector.table if is_pool else partner_table(collector.table)
+    columns = folding.pool_columns.get(pool_table, 0)
+    if folding.refused or partner is None or partner.name not in folding.due or columns < 3:
+        data = plain(session)
+        if is_pool and isinstance(data, Table):
+            folding.pool_columns[pool_table] = len(data.columns)
+        return data
+    header = partner if is_pool else collector
+    started, wall = folding.clock(), time.time()
+    try:
+        pool, rows = split(session.query(combined_sql(pool_table, columns, header)))
+    except Exception as exc:
+        if errors.is_connection_error(exc):
+            raise
+        folding.refused = True  # e.g. a ProxySQL whose admin interface has no UNION ALL
+        return read(session, collector, plain)
+    folding.kept[partner.name] = (rows if is_pool else pool, started, wall)
+    return pool if is_pool else rows

@@ -1,0 +1,138 @@
+"""The header's rows of the global status and the connection pool read with one query when both
+are due (collectors.folded): the figures stay those of two separate readings.
+
+The engine runs on this thread with a fake clock (tests.benchmark.Stepper), against the
+ProxySQL admin test double, whose tables are changed so that every reading brings known
+numbers: Questions grows by 1,000 and one backend's Queries by 500 per reading of its table.
+"""
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from proxytop.collectors import folded
+from proxytop.collectors.base import Table
+from proxytop.collectors.proxysql import ConnectionPool, HeaderStatus
+from proxytop.ui import view
+from tests.benchmark import Stepper
+from tests.proxysql_double import ProxySQLDouble, Recording
+
+POOL = "select * from stats_mysql_connection_pool"
+
+
+def counting(column_name, key_column, key, step):
+    """A transform that sets ``column_name`` of the row whose ``key_column`` is ``key`` to
+    ``step`` times the number of readings of the table so far."""
+    readings = [0]
+
+    def transform(columns, rows):
+        readings[0] += 1
+        at, by = columns.index(column_name), columns.index(key_column)
+        rows = [list(r) for r in rows]
+        for row in rows:
+            if str(row[by]) == key:
+                row[at] = str(step * readings[0])
+        return columns, rows
+
+    return transform
+
+
+@pytest.fixture
+def counted_double():
+    double = ProxySQLDouble(recording=Recording.load("2.7"))
+    double.transforms["stats_mysql_global"] = counting("Variable_Value", "Variable_Name", "Questions", 1000)
+    double.transforms["stats_mysql_connection_pool"] = counting("Queries", "srv_port", "3311", 500)
+    double.start()
+    yield double
+    double.stop()
+
+
+def test_one_query_serves_the_header_and_the_pool_with_the_same_figures(counted_double):
+    stepper = Stepper(["-P", str(counted_double.port), "--screen", "connpool", "-d", "1", "--no-discover"])
+    try:
+        stepper.connect()
+        for _ in range(5):
+            *_, lines = stepper.cycle()
+        text = view.screen_text(lines)
+        sent = counted_double.queries("admin")
+        combined = [q for q in sent if q.startswith(POOL + " union all")]
+        # the first batch learns the pool's columns with two plain queries; every later one sends one
+        assert sent.count(HeaderStatus().sql()) == 1 and sent.count(POOL) == 1
+        assert len(combined) == 4
+        # 1,000 questions and 500 queries a reading, one reading a second of the fake clock
+        assert re.search(r"Q/s 1,000\b", text), text
+        row = next(line for line in text.splitlines() if "127.0.0.1:3311" in line)
+        assert " 500 " in row, row
+        engine = stepper.engine
+        header, pool = engine.latest(HeaderStatus.name), engine.latest(ConnectionPool.name)
+        assert header.taken_at == pool.taken_at  # the pool's part stamped with the query that read it
+        before = engine.last_two(HeaderStatus.name)[0]
+        assert int(header.data["Questions"]) - int(before.data["Questions"]) == 1000 and len(pool.data.rows) == 3
+    finally:
+        stepper.close()
+
+
+def test_the_pool_alone_is_read_plainly_when_the_header_is_not_due(counted_double):
+    """On a screen that doesn't show the pool, the header alarm reads it every 2 s while the
+    header reads every second: the header's query never carries the pool when it isn't due."""
+    stepper = Stepper(["-P", str(counted_double.port), "--screen", "comcount", "-d", "1", "--no-discover"])
+    try:
+        stepper.connect()
+        for _ in range(6):
+            stepper.cycle()
+        sent = counted_double.queries("admin")
+        combined = [q for q in sent if q.startswith(POOL + " union all")]
+        narrow = sent.count(HeaderStatus().sql())
+        # six batches of the header, three of the pool (every other second), one plain of each first
+        assert len(combined) + sent.count(POOL) == 3 and len(combined) + narrow == 6
+        assert len(combined) == 2
+    finally:
+        stepper.close()
+
+
+class RefusingSession:
+    """A connection to a ProxySQL whose admin interface refuses the combined query."""
+
+    def __init__(self):
+        self.folding = folded.Folding()
+        self.sent = []
+
+    def query(self, sql):
+        self.sent.append(sql)
+        if "union all" in sql:
+            raise RuntimeError("ProxySQL Admin Error: near \"union\": syntax error")
+        if "stats_mysql_global" in sql:
+            return Table(("Variable_Name", "Variable_Value"), (("Questions", "7"),))
+        return Table(("hostgroup", "srv_host", "srv_port", "status"), (("10", "db1", "3306", "ONLINE"),))
+
+
+def test_a_refused_combined_query_leaves_two_plain_queries_from_then_on():
+    session, header, pool = RefusingSession(), HeaderStatus(), ConnectionPool()
+    for _ in range(3):
+        session.folding.plan([header.name, pool.name])
+        assert header.collect(session) == {"Questions": "7"}
+        assert pool.collect(session).rows == (("10", "db1", "3306", "ONLINE"),)
+    assert [sql.startswith(POOL + " union all") for sql in session.sent] == [False, False, True, False, False, False, False]
+
+
+def test_after_a_screen_switch_the_header_and_the_pool_are_read_together(proxytop_term, proxysql_double):
+    """Back on ConnPool from GloStat (where the header reads the whole global status and the
+    pool keeps the header alarm's 2 s pace), the header's narrow reading starts anew: the two
+    share their batches again (one query, one wake-up and one frame a second), not a fraction
+    of a second apart for good."""
+    term = proxytop_term("-P", str(proxysql_double.port), "--screen", "glostat", "-d", "1", cols=140, rows=36)
+    term.wait_until(lambda s: "Per second" in s and "data " in s, what="GloStat's rates")
+    time.sleep(1.3)  # the pool's alarm reading a moment before or after the switch, as it happens
+    term.send("1")
+    term.wait_until(lambda s: "Queries/s" in s, what="ConnPool")
+    start = len(proxysql_double.queries("admin"))
+
+    def combined():
+        return [i for i, q in enumerate(proxysql_double.queries("admin")[start:]) if q.startswith(POOL + " union all")]
+
+    term.wait_until(lambda s: len(combined()) >= 3, timeout=20, what="three combined readings")
+    since = proxysql_double.queries("admin")[start:][combined()[0]:]
+    assert HeaderStatus().sql() not in since and POOL not in since, since
+    assert "Traceback" not in term.text()
