@@ -79,30 +79,57 @@ class Confirm:
 
 
 class FilledOnRead(list):
-    """A screen's rows, each a stub ``{"_id": ...}`` until it is read by index (the table draws
-    rows[top:bottom], the cursor reads rows[cursor]), then filled in place from ``frame``, which
-    keeps a reading as columns (``stubs()``, ``row(n)``). Iterating gives the stubs: what the
-    table iterates for is ids and row kinds. 20,000 rows need a few dozen full ones, not all."""
+    """A screen's rows over a ``frame`` that keeps a reading as columns (``ids[n]``, ``row(n)``):
+    the list holds the frame's row numbers in display order, and a row is built (``fill``) only
+    when read by index (the table draws rows[top:bottom], the cursor reads rows[cursor]), then
+    kept. Iterating gives the rows built and a stub ``{"_id": ...}`` for each of the others:
+    what the table iterates for is ids and row kinds. 20,000 rows need a few dozen built, and
+    no object per row is made or kept for the others (20,000 dicts held were 4 MB, and set off
+    the cyclic garbage collector's full passes at every reading)."""
 
     def __init__(self, frame, order: Sequence[int]):
-        stubs = frame.stubs()
-        super().__init__(map(stubs.__getitem__, order))
-        self.frame, self.order = frame, list(order)
+        self.order = list(order)
+        super().__init__(self.order)
+        self.frame = frame
+        self._built: Dict[int, dict] = {}  # row number -> its row
 
     def fill(self, row: dict, n: int) -> None:
         row.update(self.frame.row(n))
 
+    def _row(self, n: int) -> dict:
+        row = self._built.get(n)
+        if row is None:
+            row = self._built[n] = {"_id": self.frame.ids[n]}
+            self.fill(row, n)
+        return row
+
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[n] for n in range(*i.indices(len(self)))]
-        row = list.__getitem__(self, i)
-        if len(row) == 1:
-            self.fill(row, self.order[i])
-        return row
+        return self._row(list.__getitem__(self, i))
+
+    def __iter__(self):
+        built, ids = self._built, self.frame.ids
+        return (built.get(n) or {"_id": ids[n]} for n in list.__iter__(self))
+
+    def __reversed__(self):
+        built, ids = self._built, self.frame.ids
+        return (built.get(n) or {"_id": ids[n]} for n in list.__reversed__(self))
+
+    def __eq__(self, other) -> bool:  # the rows it stands for
+        if isinstance(other, FilledOnRead):
+            other = other.filled()
+        return self.filled() == other if isinstance(other, list) else NotImplemented
+
+    def __ne__(self, other) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None  # type: ignore[assignment]
 
     def filled(self) -> List[dict]:
         """Every row, filled."""
-        return [self[n] for n in range(len(self))]
+        return list(map(self._row, list.__iter__(self)))
 
 
 class Screen:

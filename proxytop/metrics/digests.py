@@ -751,7 +751,6 @@ class DigestColumns:
             self.total_time = sum(compress(change.sum_time, change.rated)) / 1000.0 / seconds  # type: ignore[operator]
         # heaviest (lifetime sum_time) first; equal weights keep their order
         self.order = sorted(range(len(groups)), key=self._sum_time.__getitem__, reverse=True)
-        self._stubs: Optional[List[Dict[str, Any]]] = None
 
     def __len__(self) -> int:
         return len(self.order)
@@ -806,13 +805,6 @@ class DigestColumns:
         if key == "count":
             return list(self._count)
         return [self.row(n).get(key) for n in range(size)]
-
-    def stubs(self) -> List[Dict[str, Any]]:
-        """One ``{"_id": ...}`` per row, made once: a screen fills each in place with
-        :meth:`row` when it is shown, and keeps them filled across sorts."""
-        if self._stubs is None:
-            self._stubs = [{"_id": group} for group in self.ids]
-        return self._stubs
 
     def rows(self) -> List[Dict[str, Any]]:
         """Every row, heaviest first."""
