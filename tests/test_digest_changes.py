@@ -6,10 +6,15 @@ counters that go down, ProxySQL's first_seen jitter and a new digest (readings f
 ProxySQL admin double)."""
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from proxytop.collectors.digest import QueryDigest, parsed
 from proxytop.metrics import digests
+from proxytop.polling.columns import counted_decimals, decimals_to_lists, plain_decimals
 from proxytop.polling.connection import Endpoint, open_admin, run_query
 from proxytop.screens import queries
 from proxytop.ui.table import TableState
@@ -58,7 +63,10 @@ class Readings:
         self.reading = 0
 
     def __call__(self, _columns, _rows):
-        return list(DIGEST_COLUMNS), reading_rows(self.reading)
+        rows = reading_rows(self.reading)
+        if hasattr(self, "odd"):  # one changed row's rows sent, as given
+            rows[13][DIGEST_COLUMNS.index("sum_rows_sent")] = self.odd
+        return list(DIGEST_COLUMNS), rows
 
 
 @pytest.fixture(scope="module")
@@ -126,3 +134,76 @@ def test_sorted_on_columns_in_the_order_of_the_full_rows(served, descending):
             expected = screen.arrange(full, state)
             assert [r["_id"] for r in arranged] == [r["_id"] for r in expected], key
             assert arranged.filled() == expected, key
+
+
+# ----- the counters of the changed rows, checked by counts alone ---------------------------------
+
+def length_encoded(values) -> bytes:
+    return b"".join(bytes((len(v),)) + v if len(v) < 251 else b"\xfc" + len(v).to_bytes(2, "little") + v
+                    for v in values)
+
+
+# bytes a counter could hold, weighted toward those that make a block look plain
+COUNTER_BYTES = st.sampled_from(list(b"0123456789") * 6 + [0, 1, 2, 19, 20, 21, 45, 48, 57, 0xFB, 0xFF])
+# 48 to 57 bytes: a length byte that is a digit ("0" to "9"), its digits split by a few small bytes
+LONG_BYTES = st.sampled_from(list(b"0123456789") * 4 + [0, 1, 8, 19, 20])
+COUNTER = st.one_of(st.integers(0, 2 ** 64).map(lambda n: str(n).encode()),
+                    st.binary(max_size=3).map(lambda b: b"7" + b),
+                    st.lists(COUNTER_BYTES, max_size=60).map(bytes),
+                    st.lists(LONG_BYTES, min_size=48, max_size=57).map(bytes))
+SETTINGS = dict(deadline=None, derandomize=not os.environ.get("HYPOTHESIS_RANDOM"),
+                suppress_health_check=[HealthCheck.too_slow])
+
+
+@settings(max_examples=3000, **SETTINGS)
+@given(st.lists(COUNTER, max_size=12))
+def test_counts_accept_a_block_exactly_when_each_value_is_a_plain_decimal(values):
+    """The changed rows' counters are checked by counts alone (columns.counted_decimals): that
+    accepts a block exactly when reading it value by value does (plain_decimals)."""
+    block = length_encoded(values)
+    strict = plain_decimals(block)
+    assert counted_decimals(block, len(values)) == (strict[0] if strict is not None else None)
+    digits = all((not v or v.isdigit()) and len(v) <= 20 for v in values)
+    assert (strict is not None) == (bool(values) and digits)
+    plain = bool(values) and digits and all(v and str(int(v)).encode() == v and int(v) < 2 ** 63 for v in values)
+    assert decimals_to_lists(block, 1, len(values)) == ([[int(v) for v in values]] if plain else None)
+
+
+def test_a_value_whose_length_byte_is_a_digit_is_refused():
+    # 48 bytes (its length byte is "0") of 45 digits and three bytes below 21 whose values
+    # (plus one each) add up to 49: the sums agree, but read by its separators it would be
+    # four values, more than the count
+    sneaky = b"1" * 15 + b"\x13" + b"2" * 15 + b"\x13" + b"3" * 15 + b"\x08"
+    block = length_encoded([b"9", sneaky])
+    assert len(sneaky) == 48 and block[2:3] == b"0"
+    assert counted_decimals(block, 2) is None and plain_decimals(block) is None
+
+
+ODD_COUNTERS = [("negative", "-1"), ("leading zeros", "007"), ("a fraction", "1.5"), ("empty", ""),
+                ("beyond 64 bits", "99999999999999999999"), ("a length byte that is a digit", "1" * 49),
+                ("text", "many"), ("a control byte", "1\x012"), ("NULL", None)]
+
+
+@pytest.mark.parametrize("case, value", ODD_COUNTERS, ids=[c for c, _ in ODD_COUNTERS])
+def test_an_odd_counter_in_a_changed_row_reads_as_the_rows_read(served, case, value):
+    """The next reading with one changed row holding an odd counter: the collector gives what
+    parsing the rows gives (read value by value), never a number made up from a misread."""
+    session, readings = served
+    collector = QueryDigest()
+    readings.reading = 2
+    first = parsed(collector.collect(session), 0.0)
+    first_rows = run_query(session.conn, SQL)
+    readings.reading = 3
+    readings.odd = value
+    try:
+        table = collector.collect(session)
+        rows = run_query(session.conn, SQL)
+    finally:
+        del readings.odd
+    mine = parsed(table, 0.0)
+    reference = digests.parse(rows.columns, rows.rows, mine.wall_time)
+    assert mine.change is None  # not worked out from a misread
+    assert [list(c) for c in mine.columns] == [list(c) for c in reference.columns]
+    assert tuple(table.rows) == rows.rows
+    reference_first = digests.parse(first_rows.columns, first_rows.rows, first.wall_time)
+    assert deltas_as_lists(digests.deltas(first, mine)) == deltas_as_lists(digests.deltas(reference_first, reference))

@@ -22,7 +22,7 @@ from operator import and_, eq, gt, itemgetter, le, ne, not_, or_, sub
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from proxytop.metrics.rates import to_number
-from proxytop.polling.columns import decimals_to_columns, decode_column
+from proxytop.polling.columns import decimals_to_lists, decode_column
 
 # Groupings the ``b`` key cycles through: (name, the row-key fields that make a group).
 GROUPINGS = (
@@ -318,26 +318,32 @@ def _changed_counters(tails: Sequence[bytes], before: Sequence[bytes], previous:
     if not changed:
         return previous.columns, _unchanged(count)
     picked = _picker(changed)
-    parsed = decimals_to_columns(b"".join(picked(tails)), width)
+    parsed = decimals_to_lists(b"".join(picked(tails)), width, len(changed))
     if parsed is None:
         return None
-    # every column gathered in C from the previous values followed by the parsed ones
-    pick = list(range(count))
-    for k, n in enumerate(changed, count):
-        pick[n] = k
-    gather = _picker(pick)
     at = {name: i for i, name in enumerate(tail_names)}
-    counters, olds, news = [], [], []
+    counters: List[array] = []
+    olds: List[Optional[tuple]] = []  # each column's values before, at the rows that changed (None: none moved)
+    news: List[List[int]] = []
     for c, name in enumerate(COUNTERS):
         before_column, values = previous.columns[c], parsed[at[name]]
         old = picked(before_column)
-        olds.append(old)
         news.append(values)
         if old == tuple(values):
             counters.append(before_column)  # none of its values moved (first_seen, min, max): shared
+            olds.append(None)
         else:
-            counters.append(array("q", gather(before_column + values)))
+            counters.append(_scatter(before_column, changed, values))
+            olds.append(old)
     return tuple(counters), _changed_deltas(count, changed, olds, news)
+
+
+def _scatter(column: array, at: Sequence[int], values: Sequence[int]) -> array:
+    """A copy of ``column`` with ``values`` at the positions ``at``."""
+    copy = array("q", column)
+    for n, value in zip(at, values):
+        copy[n] = value
+    return copy
 
 
 def _unchanged(count: int) -> "Deltas":
@@ -346,28 +352,31 @@ def _unchanged(count: int) -> "Deltas":
     return Deltas([True] * count, zeros, zeros, zeros, zeros)
 
 
-def _changed_deltas(count: int, changed: List[int], before: List[Sequence[int]], now: List[Sequence[int]]) -> "Deltas":
+def _changed_deltas(count: int, changed: List[int], before: List[Optional[tuple]], now: List[List[int]]) -> "Deltas":
     """:func:`deltas` of a reading whose rows are the previous reading's, from the counters of
-    the rows that changed (before and now, in COUNTERS order): the others did nothing."""
-    b_count, b_time, b_first, b_affected, b_sent = (before[c] for c in _RATED)
-    count_now, time_now, first_now, affected_now, sent_now = (now[c] for c in _RATED)
-    rated = list(map(and_, map(and_, _firsts_kept(b_first, first_now), map(le, b_count, count_now)),
-                     map(le, b_time, time_now)))
-    d_count = list(map(sub, count_now, b_count))
-    d_time = list(map(sub, time_now, b_time))
-    d_affected = list(map(max, map(sub, affected_now, b_affected), repeat(0)))
-    d_sent = list(map(max, map(sub, sent_now, b_sent), repeat(0)))
-    if not all(rated):
-        for k in (k for k, ok in enumerate(rated) if not ok):
-            d_count[k] = d_time[k] = d_affected[k] = d_sent[k] = 0
-    # spread over every row in C: row n reads its changed row's figure, or the 0 (True) after them
-    pick = [len(changed)] * count
-    for k, n in enumerate(changed):
-        pick[n] = k
-    spread = _picker(pick)
-    rated.append(True)
-    return Deltas(list(spread(rated)), *(array("q", spread(values + [0])) for values in (d_count, d_time, d_affected,
-                                                                                          d_sent)))
+    the rows that changed (before and now, in COUNTERS order; before None: that counter
+    moved in none of them): the other rows did nothing."""
+    def moved(c: int) -> Optional[List[int]]:
+        return None if before[c] is None else list(map(sub, now[c], before[c]))  # type: ignore[arg-type]
+
+    d_count, d_time, d_affected, d_sent = moved(COUNT), moved(SUM_TIME), moved(AFFECTED), moved(SENT)
+    # rated: first_seen kept (within ProxySQL's jitter), count_star and sum_time not down
+    flags = [] if before[FIRST] is None else [list(_firsts_kept(before[FIRST], now[FIRST]))]  # type: ignore[arg-type]
+    flags += [list(map(le, repeat(0), d)) for d in (d_count, d_time) if d is not None and min(d) < 0]
+    unrated = sorted(set().union(*(compress(range(len(changed)), map(not_, flag)) for flag in flags)))
+    for d in (d_affected, d_sent):  # rows affected or sent that went down count as none
+        if d is not None and min(d) < 0:
+            d[:] = map(max, d, repeat(0))
+    for d in (d_count, d_time, d_affected, d_sent):
+        if d is not None:
+            for k in unrated:
+                d[k] = 0
+    zeros = array("q", bytes(8 * count))
+    rated = [True] * count
+    for k in unrated:
+        rated[changed[k]] = False
+    return Deltas(rated, *(zeros if d is None or not any(d) else _scatter(zeros, changed, d)
+                           for d in (d_count, d_time, d_affected, d_sent)))
 
 
 TABLE_COLUMNS = ("hostgroup", "schemaname", "username", "client_address", "digest", "digest_text") + COUNTERS

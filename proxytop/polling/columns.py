@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import gc
 import json
+import re
 from array import array
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -38,6 +39,11 @@ _DIGITS = b"0123456789"
 # Length bytes of short decimals become commas; anything else that is no digit becomes "!"
 # (a NULL, a sign, a longer value): the block is then not plain decimals.
 _SEPARATORS = bytes(b",!"[0 if n <= _NUMBER_DIGITS else 1] if n not in _DIGITS else n for n in range(256))
+# A block of plain decimals, value by value: the length byte n (0 to 20), then n digits; the
+# commonest lengths first (epoch seconds have 10 digits).
+_PLAIN_BLOCK = re.compile(b"(?:%s)*" % b"|".join(
+    re.escape(bytes((n,))) + b"[0-9]{%d}" % n for n in (10, 1, 2, 3, 4, 5, 6, 7, 8, 9) + tuple(range(11, 21)) + (0,)))
+_INT64_MAX = 2 ** 63 - 1
 _SHARED_DISTINCT = 64  # a text column with at most this many distinct values shares them
 _shared_text: Dict[str, str] = {}
 _SHARED_LIMIT = 20_000
@@ -254,39 +260,90 @@ def plain_decimals(block: bytes) -> Optional[Tuple[bytes, int]]:
     >>> plain_decimals(b"\\x02-1"), plain_decimals(b"\\xfb"), plain_decimals(b"\\x0212\\x01"), plain_decimals(b"")
     (None, None, None, None)
     """
+    # each length byte must be the length of the run of digits after it: then reading the
+    # block by its length bytes gives exactly these runs (one C pass, no object per value)
+    if not block or _PLAIN_BLOCK.fullmatch(block) is None:
+        return None
+    marked = block.translate(_SEPARATORS)
+    return marked, marked.count(b",")
+
+
+def decimals_to_lists(block: bytes, width: int, rows: Optional[int] = None) -> Optional[List[List[int]]]:
+    """``width`` columns of ints from a block of rows of ``width`` plain-decimal values (see
+    :func:`plain_decimals`), or None when a value is not one (an empty value, a leading zero,
+    a number beyond int64). Given the number of ``rows``, the block is checked by its counts
+    (see :func:`counted_decimals`) rather than value by value.
+
+    >>> decimals_to_lists(b"\\x0212\\x010\\x013\\x014", 2)
+    [[12, 3], [0, 4]]
+    >>> decimals_to_lists(b"\\x0201", 1), decimals_to_lists(b"\\x00", 1), decimals_to_lists(b"\\x011", 2)
+    (None, None, None)
+    >>> decimals_to_lists(b"\\x139223372036854775807", 1), decimals_to_lists(b"\\x139223372036854775808", 1)
+    ([[9223372036854775807]], None)
+    >>> decimals_to_lists(b"\\x0212\\x010\\x013\\x014", 2, rows=2), decimals_to_lists(b"\\x0212\\x010\\x013\\x014", 2, rows=1)
+    ([[12, 3], [0, 4]], None)
+    """
+    values = _decimals(block, width, rows)
+    return None if values is None else [values[c::width] for c in range(width)]
+
+
+def counted_decimals(block: bytes, count: int) -> Optional[bytes]:
+    """``block`` with every length byte turned into a comma when it holds ``count`` values that
+    are plain decimals of at most 20 digits, checked by counts alone (no pass per value):
+    every byte is a digit or a length byte (0 to 20), the block starts with one, there are
+    ``count`` of them, and they add up to the number of digits. (A value whose length byte is
+    a digit, 48 bytes or more, would need 49 or more in bytes below 21 among its own to add up,
+    three of them at least, and then there would be more than ``count`` values.)
+
+    >>> counted_decimals(b"\\x0212\\x010\\x03900", 3)
+    b',12,0,900'
+    >>> counted_decimals(b"\\x0212\\x010", 3), counted_decimals(b"\\x0312\\x010", 2), counted_decimals(b"\\x02-1", 1)
+    (None, None, None)
+    """
     marked = block.translate(_SEPARATORS)
     if not marked.startswith(b",") or b"!" in marked:
         return None
-    pieces = marked.split(b",")
-    # each length byte must be the length of the run of digits after it: then reading the
-    # block by its length bytes gives exactly these runs
-    if block.translate(None, _DIGITS) != bytes(map(len, pieces[1:])):
+    lengths = block.translate(None, _DIGITS)
+    if len(lengths) != count or sum(lengths) != len(block) - count:
         return None
-    return marked, len(pieces) - 1
+    return marked
 
 
 def decimals_to_columns(block: bytes, width: int) -> Optional[List[array]]:
-    """``width`` int64 columns from a block of rows of ``width`` plain-decimal values (see
-    :func:`plain_decimals`), or None when a value is not one (an empty value, a leading zero,
-    a number beyond int64).
+    """:func:`decimals_to_lists` as int64 arrays.
 
     >>> [list(c) for c in decimals_to_columns(b"\\x0212\\x010\\x013\\x014", 2)]
     [[12, 3], [0, 4]]
     >>> decimals_to_columns(b"\\x0201", 1), decimals_to_columns(b"\\x00", 1), decimals_to_columns(b"\\x011", 2)
     (None, None, None)
     """
-    found = plain_decimals(block)
+    values = _decimals(block, width)
+    if values is None:
+        return None
+    numbers = array("q", values)
+    return [numbers[c::width] for c in range(width)]
+
+
+def _decimals(block: bytes, width: int, rows: Optional[int] = None) -> Optional[List[int]]:
+    if rows is not None:
+        marked = counted_decimals(block, width * rows) if rows and width else None
+        found = None if marked is None else (marked, width * rows)
+    else:
+        found = plain_decimals(block)
     if found is None or not width or found[1] % width:
         return None
     marked = found[0]
     try:
         # one C parse of every number; JSON has no leading zeros and no empty numbers
-        values = array("q", json.loads(b"[" + marked[1:] + b"]"))
-    except (ValueError, OverflowError):
+        values = json.loads(b"[" + marked[1:] + b"]")
+    except ValueError:
         return None
     if len(values) != found[1]:  # a lone empty value reads as no value at all
         return None
-    return [values[c::width] for c in range(width)]
+    # beyond int64: 19 digits or more (no sign: none is below 0)
+    if values and max(block.translate(None, _DIGITS)) >= 19 and max(values) > _INT64_MAX:
+        return None
+    return values
 
 
 class ColumnsResult(DescribedOnce):
@@ -499,4 +556,5 @@ def count_columns(names: Sequence[str], wanted: Sequence[str]) -> int:
 
 
 __all__: Tuple[str, ...] = ("Columns", "ColumnsTable", "ColumnsResult", "query_columns", "decode_column", "decimals_to_columns",
+                            "decimals_to_lists", "counted_decimals",
                             "plain_decimals", "count_columns", "split_values", "split_some")
