@@ -207,3 +207,23 @@ def test_an_odd_counter_in_a_changed_row_reads_as_the_rows_read(served, case, va
     assert tuple(table.rows) == rows.rows
     reference_first = digests.parse(first_rows.columns, first_rows.rows, first.wall_time)
     assert deltas_as_lists(digests.deltas(first, mine)) == deltas_as_lists(digests.deltas(reference_first, reference))
+
+
+def test_readings_shrunk_for_the_history_keep_every_digests_figures(served):
+    """What the collector keeps of older readings (position shared while the rows are the
+    same, columns shared, sum_time as differences) gives each digest's sum_time and first_seen
+    as the rows read, across the jitter, the NULL, the reset and the new digest."""
+    session, readings = served
+    collector = QueryDigest()
+    for reading in range(1, 9):
+        readings.reading = reading
+        table = collector.collect(session)
+        rows = run_query(session.conn, SQL)
+        kept = collector.shrink(table)
+        reference = digests.parse(rows.columns, rows.rows, 0.0)
+        for key, n in reference.index.items():
+            sum_time, first = reference.entry(n)[digests.SUM_TIME], reference.entry(n)[digests.FIRST]
+            kept_sum, kept_first = kept.get(key[4])
+            # first_seen: within ProxySQL's jitter (an older array stands for the readings it matches)
+            assert kept_sum == (sum_time or 0) and digests.first_seen_kept(first, kept_first), (reading, key)
+        assert len(kept.position) == len(reference.keys)

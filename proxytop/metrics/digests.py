@@ -1009,11 +1009,18 @@ def totals(parsed: Parsed, position: Optional[Mapping[str, int]] = None,
     first_seen moves only when a row resets (beyond ProxySQL's jitter), so most kept readings
     share one array."""
     sum_time, first_seen = parsed.columns[SUM_TIME], parsed.columns[FIRST]
+    known = _positions.get(parsed.keys)
+    if known is not None and (position is None or known is position):  # the same rows as the last reading shrunk
+        # a plain reading's columns are never changed once made: the totals share them
+        sum_time = sum_time if parsed.plain else _no_missing(sum_time)
+        first_seen = first_seen if parsed.plain else _no_missing(first_seen)
+        return shared_with(DigestTotals(known, sum_time, first_seen, parsed.wall_time), before)
     digests = [key[4] for key in parsed.keys]
     if len(set(digests)) == len(digests):  # one row per digest: the columns are the totals
         if position is None or len(position) != len(digests) or any(map(ne, map(position.get, digests),
                                                                          range(len(digests)))):
             position = dict(zip(digests, range(len(digests))))
+        _positions.set(parsed.keys, position)
         kept = DigestTotals(position, _no_missing(sum_time), _no_missing(first_seen), parsed.wall_time)
     else:
         sums: Dict[str, int] = {}
@@ -1023,6 +1030,24 @@ def totals(parsed: Parsed, position: Optional[Mapping[str, int]] = None,
             firsts[digest] = max(firsts.get(digest, 0), first if first != MISSING else 0)
         kept = _totals(sums, firsts, position, parsed.wall_time)
     return shared_with(kept, before)
+
+
+class _KeptPosition:
+    """The position (digest -> index) made for the row keys of the last reading shrunk, when
+    each row was a digest of its own: the next readings share those keys (parse lends them)."""
+
+    def __init__(self):
+        self._kept: Tuple[Optional[tuple], Optional[Mapping[str, int]]] = (None, None)  # one object: read whole
+
+    def get(self, keys: tuple) -> Optional[Mapping[str, int]]:
+        kept_keys, position = self._kept
+        return position if keys is kept_keys else None
+
+    def set(self, keys: tuple, position: Mapping[str, int]) -> None:
+        self._kept = (keys, position)
+
+
+_positions = _KeptPosition()
 
 
 def shared_with(kept: DigestTotals, before: Optional[DigestTotals]) -> DigestTotals:
@@ -1040,8 +1065,8 @@ def shared_with(kept: DigestTotals, before: Optional[DigestTotals]) -> DigestTot
         return kept
     # within ProxySQL's jitter the older array stands for both (every reading's is within a
     # second of the true figure), so that most kept readings share one
-    first_seen = before.first_seen if len(before.first_seen) == len(kept.first_seen) and all(
-        _firsts_kept(before.first_seen, kept.first_seen)) else kept.first_seen
+    first_seen = before.first_seen if kept.first_seen is before.first_seen or len(before.first_seen) == len(
+        kept.first_seen) and all(_firsts_kept(before.first_seen, kept.first_seen)) else kept.first_seen
     keyframe = before.keyframe or before
     since = before.since_keyframe + 1
     if since < KEYFRAME_EVERY:
