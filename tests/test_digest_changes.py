@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from proxytop.collectors.digest import QueryDigest, parsed
 from proxytop.metrics import digests
-from proxytop.polling.columns import counted_decimals, decimals_to_lists, plain_decimals
+from proxytop.polling.columns import counted_decimals, decimals_to_lists, plain_decimals, query_columns
 from proxytop.polling.connection import Endpoint, open_admin, run_query
 from proxytop.screens import queries
 from proxytop.ui.table import TableState
@@ -63,6 +63,8 @@ class Readings:
         self.reading = 0
 
     def __call__(self, _columns, _rows):
+        if hasattr(self, "fixed"):  # these rows, whatever the reading
+            return list(DIGEST_COLUMNS), [list(r) for r in self.fixed]
         rows = reading_rows(self.reading)
         if hasattr(self, "odd"):  # one changed row's rows sent, as given
             rows[13][DIGEST_COLUMNS.index("sum_rows_sent")] = self.odd
@@ -227,3 +229,34 @@ def test_readings_shrunk_for_the_history_keep_every_digests_figures(served):
             # first_seen: within ProxySQL's jitter (an older array stands for the readings it matches)
             assert kept_sum == (sum_time or 0) and digests.first_seen_kept(first, kept_first), (reading, key)
         assert len(kept.position) == len(reference.keys)
+
+
+READ_AGAIN = [  # (case, how the next reading's rows differ from the last one's), read on one connection
+    ("the same rows", lambda rows: rows),
+    ("the rows in another order", lambda rows: rows[::-1]),
+    ("one text a byte longer", lambda rows: rows[:7] + [rows[7][:5] + [rows[7][5] + " "] + rows[7][6:]] + rows[8:]),
+    ("one schema a byte shorter", lambda rows: rows[:7] + [rows[7][:1] + ["sho"] + rows[7][2:]] + rows[8:]),
+    ("a NULL user", lambda rows: rows[:3] + [rows[3][:2] + [None] + rows[3][3:]] + rows[4:]),
+    ("a row more", lambda rows: rows + [rows[0][:4] + ["0x00000000000000EE"] + rows[0][5:]]),
+    ("a row less", lambda rows: rows[1:]),
+]
+
+
+@pytest.mark.parametrize("case, change", READ_AGAIN, ids=[c for c, _ in READ_AGAIN])
+def test_rows_cut_where_the_last_result_was_cut_are_the_rows_read(served, case, change):
+    """The reader cuts each row where the same row of the last result was cut, and walks the
+    rows again when they are not the same rows: the columns are the row-by-row read's."""
+    session, readings = served
+    readings.reading = 2
+    query_columns(session.conn, SQL, numeric=digests.COUNTERS)  # the cuts to follow
+    served_rows = [list(r) for r in change(reading_rows(3))]
+    readings.fixed = served_rows
+    try:
+        result = query_columns(session.conn, SQL, numeric=digests.COUNTERS)
+        expected = run_query(session.conn, SQL)
+    finally:
+        del readings.fixed
+    assert result.table() == expected
+    assert result.heads_digest == digests.fingerprint([h for h in result.heads])
+    assert [list(c) for c in digests.parse_columns(result, 1.0).columns] == \
+        [list(c) for c in digests.parse(expected.columns, expected.rows, 1.0).columns]
