@@ -91,6 +91,7 @@ class Parsed:
     # (the reading before, weakly, and :func:`deltas` from it), worked out where this reading
     # was parsed from the rows that changed: the screen's deltas() then has nothing to do
     change: Optional[Tuple[Any, "Deltas"]] = None
+    heaviest: Optional[array] = None  # heaviest_first(self), worked out where the reading was parsed
 
     @property
     def entries(self) -> "Entries":
@@ -254,7 +255,23 @@ def parse_columns(result, wall_time: float, schema_column: str = "schemaname",
     nulls = 0
     if not plain and (MISSING in counters[COUNT] or MISSING in counters[SUM_TIME]):
         nulls = sum(1 for c, t in zip(counters[COUNT], counters[SUM_TIME]) if c == MISSING or t == MISSING)
-    return Parsed(keys, index, counters, texts, wall_time, nulls, heads, exact and plain, plain, layout, change)
+    heaviest = array("i", _heaviest(counters[SUM_TIME])) if plain else None
+    return Parsed(keys, index, counters, texts, wall_time, nulls, heads, exact and plain, plain, layout, change, heaviest)
+
+
+def heaviest_first(parsed: Parsed) -> List[int]:
+    """The rows, heaviest (lifetime sum_time, NULL as 0) first; equal weights keep their order.
+
+    >>> heaviest_first(parse(("digest", "sum_time"), [("0x1", "5"), ("0x2", "9"), ("0x3", None), ("0x4", "5")], 1.0))
+    [1, 0, 3, 2]
+    """
+    if parsed.heaviest is not None:
+        return list(parsed.heaviest)
+    return _heaviest(parsed.columns[SUM_TIME] if parsed.plain else _or(parsed.columns[SUM_TIME], 0))
+
+
+def _heaviest(sum_time: Sequence[int]) -> List[int]:
+    return sorted(range(len(sum_time)), key=list(sum_time).__getitem__, reverse=True)
 
 
 def _keys_and_texts(result, names: Sequence[str], previous: Optional[Parsed]):
@@ -770,8 +787,7 @@ class DigestColumns:
         if change is not None:
             # the integers added up in C, then scaled once
             self.total_time = sum(compress(change.sum_time, change.rated)) / 1000.0 / seconds  # type: ignore[operator]
-        # heaviest (lifetime sum_time) first; equal weights keep their order
-        self.order = sorted(range(len(groups)), key=self._sum_time.__getitem__, reverse=True)
+        self.order = heaviest_first(current)
 
     def __len__(self) -> int:
         return len(self.order)
