@@ -79,7 +79,8 @@ class Confirm:
 
 
 class FilledOnRead(list):
-    """A screen's rows over a ``frame`` that keeps a reading as columns (``ids[n]``, ``row(n)``):
+    """A screen's rows over a ``frame`` that keeps a reading as columns (``ids[n]``, ``row(n)``;
+    ``ids.in_order(rows)``, when it has it, gives many ids at once):
     the list holds the frame's row numbers in display order, and a row is built (``fill``) only
     when read by index (the table draws rows[top:bottom], the cursor reads rows[cursor]), then
     kept. Iterating gives the rows built and a stub ``{"_id": ...}`` for each of the others:
@@ -109,12 +110,20 @@ class FilledOnRead(list):
         return self._row(list.__getitem__(self, i))
 
     def __iter__(self):
-        built, ids = self._built, self.frame.ids
-        return (built.get(n) or {"_id": ids[n]} for n in list.__iter__(self))
+        return self._stubs(list.__iter__(self))
 
     def __reversed__(self):
-        built, ids = self._built, self.frame.ids
-        return (built.get(n) or {"_id": ids[n]} for n in list.__reversed__(self))
+        return self._stubs(list.__reversed__(self))
+
+    def _stubs(self, rows):
+        rows = list(rows)
+        ids = self.frame.ids
+        in_order = getattr(ids, "in_order", None)  # ids made when asked for can give many at once
+        ordered = in_order(rows) if in_order is not None else map(ids.__getitem__, rows)
+        built = self._built
+        if not built:
+            return ({"_id": i} for i in ordered)
+        return (built.get(n) or {"_id": i} for n, i in zip(rows, ordered))
 
     def __eq__(self, other) -> bool:  # the rows it stands for
         if isinstance(other, FilledOnRead):

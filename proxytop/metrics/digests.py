@@ -663,26 +663,73 @@ def _deltas_one_by_one(previous: Parsed, current: Parsed) -> Deltas:
     return Deltas(rated, *columns)
 
 
-_groups_memo: List[Tuple[Tuple[RowKey, ...], Tuple[str, ...], List[tuple]]] = []
+class DigestIds(SequenceABC):
+    """Each row's group under the digest grouping, ``(digest,)``, made when asked for: a list
+    of them held for 20,000 digests was a megabyte."""
+
+    __slots__ = ("keys",)
+
+    def __init__(self, keys: Sequence[RowKey]):
+        self.keys = keys
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitem__(self, n):
+        if isinstance(n, slice):
+            return [(key[4],) for key in self.keys[n]]
+        return (self.keys[n][4],)
+
+    def __iter__(self) -> Iterator[tuple]:
+        return zip(map(itemgetter(4), self.keys))
+
+    def in_order(self, rows: Iterable[int]) -> Iterator[tuple]:
+        """The ids of ``rows``, in C."""
+        return zip(map(itemgetter(4), map(self.keys.__getitem__, rows)))
+
+    def index(self, group: Any, start: int = 0, stop: int = 2 ** 63) -> int:  # type: ignore[override]
+        """Where ``group`` is (ValueError when it is not one of them), the digests searched in C."""
+        if not isinstance(group, tuple) or len(group) != 1:
+            raise ValueError(f"{group!r} is not a digest group")
+        return list(map(itemgetter(4), self.keys)).index(group[0], start, stop)
 
 
-def _groups(current: Parsed, fields: Sequence[str]) -> List[tuple]:
+# [keys, grouping, groups, whether every row is a group of its own (None: not known yet)]
+_groups_memo: List[list] = []
+
+
+def _grouping(current: Parsed, fields: Sequence[str]) -> list:
+    keys, fields = current.keys, tuple(fields)
+    for entry in _groups_memo:
+        if entry[0] is keys and entry[1] == fields:
+            return entry
+    groups: Sequence[tuple] = DigestIds(keys) if not fields else \
+        list(zip(map(itemgetter(4), keys), *(map(itemgetter(_FIELD_AT[name]), keys) for name in fields)))
+    entry = [keys, fields, groups, None]
+    _groups_memo[:] = _groups_memo[-1:] + [entry]
+    return entry
+
+
+def _groups(current: Parsed, fields: Sequence[str]) -> Sequence[tuple]:
     """Each row's group under a grouping: (digest,) plus the grouping's fields; made once
     for the keys that readings of the same rows share."""
-    keys, fields = current.keys, tuple(fields)
-    for seen, grouping, groups in _groups_memo:
-        if seen is keys and grouping == fields:
-            return groups
-    groups = list(zip(map(itemgetter(4), keys), *(map(itemgetter(_FIELD_AT[name]), keys) for name in fields)))
-    _groups_memo[:] = _groups_memo[-1:] + [(keys, fields, groups)]
-    return groups
+    return _grouping(current, fields)[2]
 
 
-def _members(current: Parsed, fields: Sequence[str], groups: Optional[List[tuple]] = None) \
+def _members(current: Parsed, fields: Sequence[str], groups: Optional[Sequence[tuple]] = None) \
         -> Optional[Dict[tuple, List[int]]]:
-    """{group: its rows} under a grouping; None when every row is a group of its own."""
-    groups = _groups(current, fields) if groups is None else groups
-    if len(set(groups)) == len(groups):
+    """{group: its rows} under a grouping; None when every row is a group of its own (found
+    once for the keys that readings of the same rows share)."""
+    entry = _grouping(current, fields)
+    groups = entry[2] if groups is None else groups
+    if groups is entry[2] and entry[3] is not None:
+        unique = entry[3]
+    else:
+        values = list(map(itemgetter(4), current.keys)) if isinstance(groups, DigestIds) else groups
+        unique = len(set(values)) == len(values)
+        if groups is entry[2]:
+            entry[3] = unique
+    if unique:
         return None
     members: Dict[tuple, List[int]] = {}
     for n, group in enumerate(groups):
