@@ -569,9 +569,13 @@ class ShownRows(FilledOnRead):
     def sorted(self, key: str, descending: bool) -> "ShownRows":
         """Sorted on a numeric column, rows without a value last (ties keep their order)."""
         values = self.frame.column(key)
-        present = [n for n in self.order if values[n] is not None]
+        if None in values:
+            present = [n for n in self.order if values[n] is not None]
+            missing = [n for n in self.order if values[n] is None]
+        else:  # every row has one (the usual case): no pass to pick them
+            present, missing = list(self.order), []
         present.sort(key=values.__getitem__, reverse=descending)
-        return ShownRows(self.frame, present + [n for n in self.order if values[n] is None])
+        return ShownRows(self.frame, present + missing)
 
 
 def _by_id(rows: Sequence[Row]) -> Mapping[Any, Row]:

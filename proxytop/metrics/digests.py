@@ -17,7 +17,7 @@ from array import array
 from collections.abc import Mapping, Sequence as SequenceABC
 from dataclasses import dataclass
 from itertools import compress, repeat
-from operator import and_, eq, gt, itemgetter, le, ne, not_, or_, sub
+from operator import and_, eq, gt, itemgetter, le, ne, not_, or_, sub, truediv
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from proxytop.metrics.rates import to_number
@@ -879,13 +879,15 @@ class DigestColumns:
             if change is None:
                 return [None] * size
             if key in ("time_s", "share"):
-                times = [d / 1000.0 / seconds if ok else None for d, ok in zip(change.sum_time, change.rated)]  # type: ignore[operator]
+                # d / 1000.0 / seconds, as row() works it out, every row at once in C
+                times = _unrated_none(list(map(truediv, map(truediv, change.sum_time, repeat(1000.0)),
+                                               repeat(seconds))), change.rated)
                 if key == "time_s":
                     return times
                 total = self.total_time
                 return [100.0 * t / total if t is not None and total > 0 else None for t in times]
             source = getattr(change, _RATES[key])
-            return [d / seconds if ok else None for d, ok in zip(source, change.rated)]  # type: ignore[operator]
+            return _unrated_none(list(map(truediv, source, repeat(seconds))), change.rated)
         if key == "count":
             return list(self._count)
         return [self.row(n).get(key) for n in range(size)]
@@ -904,6 +906,18 @@ def digest_columns(previous: Optional[Parsed], current: Parsed, seconds: Optiona
     rated = seconds is not None and seconds > 0 and previous is not None
     change = deltas(previous, current) if rated else None  # type: ignore[arg-type]
     return DigestColumns(current, change, seconds, groups)
+
+
+def _unrated_none(values: List[Any], rated: Sequence[bool]) -> List[Any]:
+    """``values`` with None for the rows that have no rate.
+
+    >>> _unrated_none([1.0, 2.0, 3.0], [True, False, True])
+    [1.0, None, 3.0]
+    """
+    if not all(rated):
+        for n in compress(range(len(values)), map(not_, rated)):
+            values[n] = None
+    return values
 
 
 def _or(column: array, default: Any) -> Sequence[Any]:
