@@ -17,7 +17,7 @@ from array import array
 from collections.abc import Mapping, Sequence as SequenceABC
 from dataclasses import dataclass
 from itertools import compress, repeat
-from operator import and_, eq, gt, itemgetter, le, ne, not_, or_, sub, truediv
+from operator import and_, eq, gt, is_, itemgetter, le, ne, not_, or_, sub, truediv
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from proxytop.metrics.rates import to_number
@@ -936,6 +936,8 @@ def _lines_of(texts: Mapping[str, Optional[str]]) -> Dict[str, Optional[str]]:
         if seen is texts:
             return lines
     lines = {digest: _line(text) for digest, text in texts.items()}
+    if all(map(is_, lines.values(), texts.values())):  # every text one line already (the usual case)
+        lines = texts  # type: ignore[assignment]  # (no second dict of 20,000 digests)
     _lines_memo[:] = _lines_memo[-1:] + [(texts, lines)]
     return lines
 
