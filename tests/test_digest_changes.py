@@ -260,3 +260,14 @@ def test_rows_cut_where_the_last_result_was_cut_are_the_rows_read(served, case, 
     assert result.heads_digest == digests.fingerprint([h for h in result.heads])
     assert [list(c) for c in digests.parse_columns(result, 1.0).columns] == \
         [list(c) for c in digests.parse(expected.columns, expected.rows, 1.0).columns]
+
+
+@pytest.mark.parametrize("text, shown", [("SELECT a FROM t WHERE id=?", "SELECT a FROM t WHERE id=?"),
+                                         ("SELECT a\n  FROM t\tWHERE id=?", "SELECT a FROM t WHERE id=?")])
+def test_the_table_shows_each_digest_text_on_one_line(text, shown):
+    rows = [[None if v is None else str(v) for v in (row(n, 1)[c] for c in DIGEST_COLUMNS)] for n in range(3)]
+    rows[1][DIGEST_COLUMNS.index("digest_text")] = text
+    reading = digests.parse(DIGEST_COLUMNS, rows, 1.0)
+    frame = digests.digest_columns(None, reading, None)
+    assert [frame.row(n)["text"] for n in range(3)] == [rows[0][5], shown, rows[2][5]]
+    assert sorted(r["text"] for r in digests.digest_rows(None, reading, None)) == sorted([rows[0][5], shown, rows[2][5]])
