@@ -70,6 +70,9 @@ class QueryDigest(Collector):
         self._position = None  # digest -> index, shared by the kept totals of an unchanged digest set
         self._kept: Optional[digests.DigestTotals] = None  # the last reading shrunk (lends its first_seen)
         self._last: Optional[digests.Parsed] = None  # the last reading (lends its keys and texts)
+        # its rows' counters as sent (the next reading parses only the rows whose bytes differ):
+        # kept here, not in the reading, so that one copy lives, not one per reading kept
+        self._last_sent: Optional[List[bytes]] = None
 
     @property
     def min_interval(self) -> float:  # type: ignore[override]
@@ -95,7 +98,8 @@ class QueryDigest(Collector):
         """A reading read as columns (proxytop.polling.columns), parsed here against the last one (only
         the rows that changed are converted) and kept as columns as :meth:`compact` does; a
         reading they would not give back exactly is kept as rows, as read."""
-        reading = digests.parse_columns(result, wall_time, self.tables.schema_column, self._last)
+        reading = digests.parse_columns(result, wall_time, self.tables.schema_column, self._last, self._last_sent)
+        self._last_sent = result.tails if reading.plain else None
         if not reading.exact or not reading.keys:
             self._last = reading if reading.heads is not None else None
             return result.table()
@@ -110,9 +114,9 @@ class QueryDigest(Collector):
         reading = digests.parse(table.columns, table.rows, wall_time, self.tables.schema_column, self._last)
         rows = digests.compact_rows(table.columns, table.rows, reading, self.tables.schema_column)
         if rows is None:
-            self._last = None
+            self._last = self._last_sent = None
             return table
-        self._last = reading
+        self._last, self._last_sent = reading, None
         return Table(table.columns, rows)  # type: ignore[arg-type]
 
     def shrink(self, data: Any) -> Any:

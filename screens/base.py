@@ -79,30 +79,66 @@ class Confirm:
 
 
 class FilledOnRead(list):
-    """A screen's rows, each a stub ``{"_id": ...}`` until it is read by index (the table draws
-    rows[top:bottom], the cursor reads rows[cursor]), then filled in place from ``frame``, which
-    keeps a reading as columns (``stubs()``, ``row(n)``). Iterating gives the stubs: what the
-    table iterates for is ids and row kinds. 20,000 rows need a few dozen full ones, not all."""
+    """A screen's rows over a ``frame`` that keeps a reading as columns (``ids[n]``, ``row(n)``;
+    ``ids.in_order(rows)``, when it has it, gives many ids at once):
+    the list holds the frame's row numbers in display order, and a row is built (``fill``) only
+    when read by index (the table draws rows[top:bottom], the cursor reads rows[cursor]), then
+    kept. Iterating gives the rows built and a stub ``{"_id": ...}`` for each of the others:
+    what the table iterates for is ids and row kinds. 20,000 rows need a few dozen built, and
+    no object per row is made or kept for the others (20,000 dicts held were 4 MB, and set off
+    the cyclic garbage collector's full passes at every reading)."""
 
     def __init__(self, frame, order: Sequence[int]):
-        stubs = frame.stubs()
-        super().__init__(map(stubs.__getitem__, order))
-        self.frame, self.order = frame, list(order)
+        self.order = list(order)
+        super().__init__(self.order)
+        self.frame = frame
+        self._built: Dict[int, dict] = {}  # row number -> its row
 
     def fill(self, row: dict, n: int) -> None:
         row.update(self.frame.row(n))
 
+    def _row(self, n: int) -> dict:
+        row = self._built.get(n)
+        if row is None:
+            row = self._built[n] = {"_id": self.frame.ids[n]}
+            self.fill(row, n)
+        return row
+
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[n] for n in range(*i.indices(len(self)))]
-        row = list.__getitem__(self, i)
-        if len(row) == 1:
-            self.fill(row, self.order[i])
-        return row
+        return self._row(list.__getitem__(self, i))
+
+    def __iter__(self):
+        return self._stubs(list.__iter__(self))
+
+    def __reversed__(self):
+        return self._stubs(list.__reversed__(self))
+
+    def _stubs(self, rows):
+        rows = list(rows)
+        ids = self.frame.ids
+        in_order = getattr(ids, "in_order", None)  # ids made when asked for can give many at once
+        ordered = in_order(rows) if in_order is not None else map(ids.__getitem__, rows)
+        built = self._built
+        if not built:
+            return ({"_id": i} for i in ordered)
+        return (built.get(n) or {"_id": i} for n, i in zip(rows, ordered))
+
+    def __eq__(self, other) -> bool:  # the rows it stands for
+        if isinstance(other, FilledOnRead):
+            other = other.filled()
+        return self.filled() == other if isinstance(other, list) else NotImplemented
+
+    def __ne__(self, other) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None  # type: ignore[assignment]
 
     def filled(self) -> List[dict]:
         """Every row, filled."""
-        return [self[n] for n in range(len(self))]
+        return list(map(self._row, list.__iter__(self)))
 
 
 class Screen:

@@ -569,29 +569,35 @@ class ShownRows(FilledOnRead):
     def sorted(self, key: str, descending: bool) -> "ShownRows":
         """Sorted on a numeric column, rows without a value last (ties keep their order)."""
         values = self.frame.column(key)
-        present = [n for n in self.order if values[n] is not None]
+        if None in values:
+            present = [n for n in self.order if values[n] is not None]
+            missing = [n for n in self.order if values[n] is None]
+        else:  # every row has one (the usual case): no pass to pick them
+            present, missing = list(self.order), []
         present.sort(key=values.__getitem__, reverse=descending)
-        return ShownRows(self.frame, present + [n for n in self.order if values[n] is None])
+        return ShownRows(self.frame, present + missing)
 
 
-def _by_id(rows: Sequence[Row]) -> Dict[Any, Row]:
+def _by_id(rows: Sequence[Row]) -> Mapping[Any, Row]:
     """{row id: row}; filled rows of a ShownRows are built only when asked for."""
     if isinstance(rows, ShownRows):
-        frame = rows.frame
-        return _LazyById(frame)
+        return _RowById(rows.frame)
     return {r["_id"]: r for r in rows}
 
 
-class _LazyById(dict):
-    """{row id: row} over DigestColumns, each row built when looked up."""
+class _RowById:
+    """``get(row id)`` over DigestColumns: the row found among the ids (searched in C) and
+    built when looked up; no dict of every id is made or kept."""
 
     def __init__(self, frame: digests.DigestColumns):
-        super().__init__(zip(frame.ids, range(len(frame))))
         self.frame = frame
 
     def get(self, key, default=None):
-        n = super().get(key)
-        return default if n is None else self.frame.row(n)
+        try:
+            n = self.frame.ids.index(key)
+        except ValueError:
+            return default
+        return self.frame.row(n)
 
 
 # ----- QueryRules' drill-down: the queries a rule catches ----------------------------------------

@@ -4,14 +4,16 @@
 served frame of the digest with generated rows: every recorded row is a template (hostgroup,
 schema, user, digest text with its table names renumbered, latencies), each generated digest
 gets its own hash, and the counters grow with every read at the template's pace, so rates,
-grouping and resets behave as on a busy ProxySQL.
+grouping and resets behave as on a busy ProxySQL. Two thirds of the digests run in every
+interval; ``changing=0.1`` makes only that share of them run (the rest idle), as on a real
+ProxySQL, where most of a large digest table is idle at any moment.
 """
 from __future__ import annotations
 
 import random
 import re
 import threading
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 DIGEST_COLUMNS = ("hostgroup", "schemaname", "username", "client_address", "digest", "digest_text", "count_star",
                   "first_seen", "last_seen", "sum_time", "min_time", "max_time", "sum_rows_affected", "sum_rows_sent")
@@ -28,13 +30,14 @@ class ScaleDigests:
     """A stateful transform: frame n has counters n intervals further on."""
 
     def __init__(self, recording, digests: int = 20_000, seed: int = 7, seconds_per_read: float = 5.0,
-                 start: int = 1_795_385_000):
+                 start: int = 1_795_385_000, changing: Optional[float] = None):
         self.lock = threading.Lock()
         self.reads = 0
         self.seconds = seconds_per_read
         self.start = start
         shapes = templates(recording)
         rng = random.Random(seed)
+        share = random.Random(seed + 1)  # its own draws: the default shape stays as it was
         self.rows: List[Tuple] = []
         for n in range(digests):
             shape = shapes[n % len(shapes)]
@@ -44,6 +47,8 @@ class ScaleDigests:
             sent = int(shape["sum_rows_sent"] or 0) // count
             affected = int(shape["sum_rows_affected"] or 0) // count
             per_read = rng.choice((0, 0, 1, 2, 5, 20))
+            if changing is not None:
+                per_read = share.choice((1, 2, 5, 20)) if share.random() < changing else 0
             self.rows.append((shape["hostgroup"], shape["schemaname"], shape["username"], "",
                               f"0x{rng.getrandbits(64):016X}", text, count, mean, sent, affected, per_read,
                               int(shape["min_time"] or 1), int(shape["max_time"] or 1)))

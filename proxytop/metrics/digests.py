@@ -11,18 +11,17 @@ interval.
 """
 from __future__ import annotations
 
-import hashlib
 import json
+import weakref
 from array import array
-from collections import deque
 from collections.abc import Mapping, Sequence as SequenceABC
 from dataclasses import dataclass
-from itertools import accumulate, chain, compress, repeat
-from operator import and_, eq, gt, itemgetter, le, ne, not_, or_, sub
+from itertools import compress, repeat
+from operator import and_, eq, gt, is_, itemgetter, le, ne, not_, or_, sub, truediv
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from proxytop.metrics.rates import to_number
-from proxytop.polling.columns import decimals_to_columns, decode_column
+from proxytop.polling.columns import decimals_to_lists, decode_column, rows_digest
 
 # Groupings the ``b`` key cycles through: (name, the row-key fields that make a group).
 GROUPINGS = (
@@ -83,14 +82,16 @@ class Parsed:
     wall_time: float
     null_counters: int = 0  # rows whose count_star or sum_time are NULL or not numbers
     # Read by parse_columns: a fingerprint of every row's values before the counters (key
-    # and text) and the rows' counters as sent, joined, with where each row's end (the next
-    # reading compares them and converts only what changed); and whether the columns give
-    # back exactly the rows that were read (see compact_rows).
+    # and text: the next reading compares it, and converts only the counters that changed);
+    # and whether the columns give back exactly the rows that were read (see compact_rows).
     heads: Optional[bytes] = None
-    tails: Optional["SentCounters"] = None
     exact: bool = False
-    plain: bool = False  # every counter was a plain decimal (str() of each gives its text back)
+    plain: bool = False  # every counter was a plain decimal (str() of each gives its text back): no MISSING
     layout: Optional[tuple] = None  # the columns read (the next reading compares its rows only if the same)
+    # (the reading before, weakly, and :func:`deltas` from it), worked out where this reading
+    # was parsed from the rows that changed: the screen's deltas() then has nothing to do
+    change: Optional[Tuple[Any, "Deltas"]] = None
+    heaviest: Optional[array] = None  # heaviest_first(self), worked out where the reading was parsed
 
     @property
     def entries(self) -> "Entries":
@@ -211,12 +212,14 @@ KEY_COLUMNS = ("hostgroup", "schemaname", "username", "client_address", "digest"
 
 
 def parse_columns(result, wall_time: float, schema_column: str = "schemaname",
-                  previous: Optional[Parsed] = None) -> Parsed:
+                  previous: Optional[Parsed] = None, sent_before: Optional[Sequence[bytes]] = None) -> Parsed:
     """:func:`parse` of a digest read as :class:`proxytop.polling.columns.Columns`, converting only
     what changed since ``previous``: when the rows' values before the counters (key and
     text) are the previous reading's, in the same order, its keys, index and texts are
-    shared; rows whose counters are the same bytes keep its numbers, the others are parsed
-    in one pass (columns.decimals_to_columns). Anything unusual is read column by column,
+    shared; given ``sent_before`` (the previous reading's ``result.tails``: each row's
+    counters as sent), rows whose counters are the same bytes keep its numbers, the others
+    are parsed in one pass (columns.decimals_to_columns), and the interval's deltas are
+    worked out on those rows alone (``change``). Anything unusual is read column by column,
     with the same result as :func:`parse` of the rows."""
     names = [schema_column if name == "schemaname" else name for name in KEY_COLUMNS]
     tails = result.tails
@@ -225,7 +228,7 @@ def parse_columns(result, wall_time: float, schema_column: str = "schemaname",
         table = result.table()  # not the usual layout: the rows, as a row-by-row read gives them
         return parse(table.columns, table.rows, wall_time, schema_column, previous)
     layout = (result.names, schema_column)
-    heads = fingerprint(result.heads)
+    heads = getattr(result, "heads_digest", None) or fingerprint(result.heads)
     same_rows = previous is not None and previous.heads == heads and previous.layout == layout
     if same_rows:
         keys, index, texts, exact = previous.keys, previous.index, previous.texts, previous.exact  # type: ignore[union-attr]
@@ -237,22 +240,38 @@ def parse_columns(result, wall_time: float, schema_column: str = "schemaname",
         keys, index, texts, exact = found
         exact = exact and len(result.names) == len(TABLE_COLUMNS) and set(result.names) == set(
             names + list(TABLE_COLUMNS[len(KEY_COLUMNS):]))
-    counters, plain, sent = None, False, None
-    if same_rows and previous.plain and previous.tails is not None:  # type: ignore[union-attr]
-        changed = _changed_counters(tails, previous, result.tail_width, result.names[result.head_width:])  # type: ignore[arg-type]
+    counters, plain, change = None, False, None
+    if same_rows and previous.plain and sent_before is not None:  # type: ignore[union-attr]
+        changed = _changed_counters(tails, sent_before, previous, result.tail_width,  # type: ignore[arg-type]
+                                    result.names[result.head_width:])
         if changed is not None:
-            counters, sent, plain = changed[0], changed[1], True
+            counters, plain, change = changed[0], True, (weakref.ref(previous), changed[1])  # type: ignore[arg-type]
     if counters is None:
-        sent = SentCounters.of(tails)
         numbers = [result.numbers(name) for name in COUNTERS]
         if all(column is not None for column in numbers):
             counters, plain = tuple(numbers), True
         else:  # NULLs or text where numbers belong: as parse reads them
             counters = tuple(_counters(result.texts(name)) for name in COUNTERS)
     nulls = 0
-    if MISSING in counters[COUNT] or MISSING in counters[SUM_TIME]:
+    if not plain and (MISSING in counters[COUNT] or MISSING in counters[SUM_TIME]):
         nulls = sum(1 for c, t in zip(counters[COUNT], counters[SUM_TIME]) if c == MISSING or t == MISSING)
-    return Parsed(keys, index, counters, texts, wall_time, nulls, heads, sent, exact and plain, plain, layout)
+    heaviest = array("i", _heaviest(counters[SUM_TIME])) if plain else None
+    return Parsed(keys, index, counters, texts, wall_time, nulls, heads, exact and plain, plain, layout, change, heaviest)
+
+
+def heaviest_first(parsed: Parsed) -> List[int]:
+    """The rows, heaviest (lifetime sum_time, NULL as 0) first; equal weights keep their order.
+
+    >>> heaviest_first(parse(("digest", "sum_time"), [("0x1", "5"), ("0x2", "9"), ("0x3", None), ("0x4", "5")], 1.0))
+    [1, 0, 3, 2]
+    """
+    if parsed.heaviest is not None:
+        return list(parsed.heaviest)
+    return _heaviest(parsed.columns[SUM_TIME] if parsed.plain else _or(parsed.columns[SUM_TIME], 0))
+
+
+def _heaviest(sum_time: Sequence[int]) -> List[int]:
+    return sorted(range(len(sum_time)), key=list(sum_time).__getitem__, reverse=True)
 
 
 def _keys_and_texts(result, names: Sequence[str], previous: Optional[Parsed]):
@@ -282,74 +301,89 @@ def _keys_and_texts(result, names: Sequence[str], previous: Optional[Parsed]):
     return keys, index, texts, exact
 
 
-def fingerprint(rows: Sequence[bytes]) -> bytes:
-    """A digest of rows as sent (each row's values are length-encoded, so joined rows can't be
-    read two ways): two readings with the same rows in the same order have the same one.
-
-    >>> fingerprint([b"\\x01a", b"\\x01b"]) == fingerprint([b"\\x01a", b"\\x01b"]) != fingerprint([b"\\x01b", b"\\x01a"])
-    True
-    """
-    digest = hashlib.blake2b(len(rows).to_bytes(8, "little"), digest_size=24)
-    deque(map(digest.update, rows), maxlen=0)  # row by row, in C: no joined copy of every row
-    return digest.digest()
+fingerprint = rows_digest  # of the rows' values before the counters: the same rows, in the same order
 
 
-class SentCounters:
-    """The counters of every row as sent, joined (a fraction of the memory of one bytes
-    object per row): ``row(n)`` is row n's."""
-
-    __slots__ = ("block", "ends")
-
-    def __init__(self, block: bytes, ends: array):
-        self.block, self.ends = block, ends
-
-    @classmethod
-    def of(cls, rows: Sequence[bytes]) -> "SentCounters":
-        return cls(b"".join(rows), array("q", accumulate(map(len, rows))))
-
-    def __len__(self) -> int:
-        return len(self.ends)
-
-    def rows(self) -> Iterator[bytes]:
-        """Each row's bytes, one at a time."""
-        ends = self.ends
-        starts = chain((0,), ends)
-        return map(self.block.__getitem__, map(slice, starts, ends))
+def _picker(positions: Sequence[int]):
+    """itemgetter(*positions) that gives a tuple however many positions there are."""
+    if len(positions) == 1:
+        only = positions[0]
+        return lambda values: (values[only],)
+    return itemgetter(*positions)
 
 
-def _changed_counters(tails: List[bytes], previous: Parsed, width: int, tail_names: Sequence[str]):
-    """(counters, sent counters) of a reading whose rows are the previous reading's: the
-    counters of rows whose tails are the same bytes copied, the others parsed; None when
-    they are not all plain decimals."""
-    before = previous.tails
-    if before is None or len(before) != len(tails):
+def _changed_counters(tails: Sequence[bytes], before: Sequence[bytes], previous: Parsed, width: int,
+                      tail_names: Sequence[str]) -> Optional[Tuple[Tuple[array, ...], "Deltas"]]:
+    """(counters, deltas) of a reading whose rows are the previous reading's, ``before`` being
+    its rows' counters as sent: rows sent as the same bytes keep the previous numbers (and did
+    nothing in the interval), the others are parsed, and their deltas worked out alone.
+    None when a counter that changed is not a plain decimal."""
+    count = len(tails)
+    if len(before) != count:
         return None
-    block = b"".join(tails)
-    ends = array("q", accumulate(map(len, tails)))
-    if block == before.block and ends == before.ends:
-        return previous.columns, before
-    changed = list(compress(range(len(tails)), map(ne, tails, before.rows())))
+    changed = list(compress(range(count), map(ne, tails, before)))
     if not changed:
-        return previous.columns, before
-    parsed = decimals_to_columns(b"".join(itemgetter(*changed)(tails)) if len(changed) > 1 else tails[changed[0]],
-                                 width)
+        return previous.columns, _unchanged(count)
+    picked = _picker(changed)
+    parsed = decimals_to_lists(b"".join(picked(tails)), width, len(changed))
     if parsed is None:
         return None
-    # every column gathered in C from the previous values followed by the parsed ones
-    count = len(tails)
-    pick = list(range(count))
-    for k, n in enumerate(changed, count):
-        pick[n] = k
-    gather = itemgetter(*pick) if count > 1 else (lambda values: (values[pick[0]],))
     at = {name: i for i, name in enumerate(tail_names)}
-    counters = []
+    counters: List[array] = []
+    olds: List[Optional[tuple]] = []  # each column's values before, at the rows that changed (None: none moved)
+    news: List[List[int]] = []
     for c, name in enumerate(COUNTERS):
         before_column, values = previous.columns[c], parsed[at[name]]
-        if (itemgetter(*changed)(before_column) if len(changed) > 1 else (before_column[changed[0]],)) == tuple(values):
+        old = picked(before_column)
+        news.append(values)
+        if old == tuple(values):
             counters.append(before_column)  # none of its values moved (first_seen, min, max): shared
+            olds.append(None)
         else:
-            counters.append(array("q", gather(before_column + values)))
-    return tuple(counters), SentCounters(block, ends)
+            counters.append(_scatter(before_column, changed, values))
+            olds.append(old)
+    return tuple(counters), _changed_deltas(count, changed, olds, news)
+
+
+def _scatter(column: array, at: Sequence[int], values: Sequence[int]) -> array:
+    """A copy of ``column`` with ``values`` at the positions ``at``."""
+    copy = array("q", column)
+    for n, value in zip(at, values):
+        copy[n] = value
+    return copy
+
+
+def _unchanged(count: int) -> "Deltas":
+    """The deltas of rows that all did nothing in the interval."""
+    zeros = array("q", bytes(8 * count))
+    return Deltas([True] * count, zeros, zeros, zeros, zeros)
+
+
+def _changed_deltas(count: int, changed: List[int], before: List[Optional[tuple]], now: List[List[int]]) -> "Deltas":
+    """:func:`deltas` of a reading whose rows are the previous reading's, from the counters of
+    the rows that changed (before and now, in COUNTERS order; before None: that counter
+    moved in none of them): the other rows did nothing."""
+    def moved(c: int) -> Optional[List[int]]:
+        return None if before[c] is None else list(map(sub, now[c], before[c]))  # type: ignore[arg-type]
+
+    d_count, d_time, d_affected, d_sent = moved(COUNT), moved(SUM_TIME), moved(AFFECTED), moved(SENT)
+    # rated: first_seen kept (within ProxySQL's jitter), count_star and sum_time not down
+    flags = [] if before[FIRST] is None else [list(_firsts_kept(before[FIRST], now[FIRST]))]  # type: ignore[arg-type]
+    flags += [list(map(le, repeat(0), d)) for d in (d_count, d_time) if d is not None and min(d) < 0]
+    unrated = sorted(set().union(*(compress(range(len(changed)), map(not_, flag)) for flag in flags)))
+    for d in (d_affected, d_sent):  # rows affected or sent that went down count as none
+        if d is not None and min(d) < 0:
+            d[:] = map(max, d, repeat(0))
+    for d in (d_count, d_time, d_affected, d_sent):
+        if d is not None:
+            for k in unrated:
+                d[k] = 0
+    zeros = array("q", bytes(8 * count))
+    rated = [True] * count
+    for k in unrated:
+        rated[changed[k]] = False
+    return Deltas(rated, *(zeros if d is None or not any(d) else _scatter(zeros, changed, d)
+                           for d in (d_count, d_time, d_affected, d_sent)))
 
 
 TABLE_COLUMNS = ("hostgroup", "schemaname", "username", "client_address", "digest", "digest_text") + COUNTERS
@@ -487,13 +521,14 @@ def resets(previous: Optional[Parsed], current: Parsed) -> int:
         return 0
     order, gone = aligned(current, previous)  # the current rows in the previous reading's order
     before_count, before_first = previous.columns[COUNT], previous.columns[FIRST]
+    complete = previous.plain and current.plain  # no NULL anywhere: nothing to look for
     if previous.index is current.index:  # the same rows in the same order: no gathering
         now_count, now_first = current.columns[COUNT], current.columns[FIRST]
-        if now_first is before_first and MISSING not in before_count and MISSING not in now_count:
+        if now_first is before_first and (complete or MISSING not in before_count and MISSING not in now_count):
             return sum(map(gt, before_count, now_count))  # first_seen unmoved (one array shared)
     else:
         now_count, now_first = _gather(current.columns[COUNT], order), _gather(current.columns[FIRST], order)
-    if MISSING in before_count or MISSING in current.columns[COUNT]:  # NULL counts: not "down"
+    if not complete and (MISSING in before_count or MISSING in current.columns[COUNT]):  # NULL counts: not "down"
         down = [b != MISSING and n != MISSING and n < b for b, n in zip(before_count, now_count)]
     else:
         down = list(map(gt, before_count, now_count))
@@ -584,9 +619,12 @@ def deltas(previous: Parsed, current: Parsed) -> Deltas:
     >>> d.rated, d.count, d.sum_time, d.sent
     ([True, False, True], [2, 0, 3], [600, 0, 300], [2, 0, 3])
     """
+    change = current.change
+    if change is not None and change[0]() is previous:  # worked out when the reading was parsed
+        return change[1]
     now = current.columns
     before = previous.columns
-    if any(MISSING in now[c] or MISSING in before[c] for c in _RATED):
+    if not (current.plain and previous.plain) and any(MISSING in now[c] or MISSING in before[c] for c in _RATED):
         return _deltas_one_by_one(previous, current)
     order, new = aligned(previous, current)
     same = order if not new and previous.index is current.index else None
@@ -625,26 +663,73 @@ def _deltas_one_by_one(previous: Parsed, current: Parsed) -> Deltas:
     return Deltas(rated, *columns)
 
 
-_groups_memo: List[Tuple[Tuple[RowKey, ...], Tuple[str, ...], List[tuple]]] = []
+class DigestIds(SequenceABC):
+    """Each row's group under the digest grouping, ``(digest,)``, made when asked for: a list
+    of them held for 20,000 digests was a megabyte."""
+
+    __slots__ = ("keys",)
+
+    def __init__(self, keys: Sequence[RowKey]):
+        self.keys = keys
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitem__(self, n):
+        if isinstance(n, slice):
+            return [(key[4],) for key in self.keys[n]]
+        return (self.keys[n][4],)
+
+    def __iter__(self) -> Iterator[tuple]:
+        return zip(map(itemgetter(4), self.keys))
+
+    def in_order(self, rows: Iterable[int]) -> Iterator[tuple]:
+        """The ids of ``rows``, in C."""
+        return zip(map(itemgetter(4), map(self.keys.__getitem__, rows)))
+
+    def index(self, group: Any, start: int = 0, stop: int = 2 ** 63) -> int:  # type: ignore[override]
+        """Where ``group`` is (ValueError when it is not one of them), the digests searched in C."""
+        if not isinstance(group, tuple) or len(group) != 1:
+            raise ValueError(f"{group!r} is not a digest group")
+        return list(map(itemgetter(4), self.keys)).index(group[0], start, stop)
 
 
-def _groups(current: Parsed, fields: Sequence[str]) -> List[tuple]:
+# [keys, grouping, groups, whether every row is a group of its own (None: not known yet)]
+_groups_memo: List[list] = []
+
+
+def _grouping(current: Parsed, fields: Sequence[str]) -> list:
+    keys, fields = current.keys, tuple(fields)
+    for entry in _groups_memo:
+        if entry[0] is keys and entry[1] == fields:
+            return entry
+    groups: Sequence[tuple] = DigestIds(keys) if not fields else \
+        list(zip(map(itemgetter(4), keys), *(map(itemgetter(_FIELD_AT[name]), keys) for name in fields)))
+    entry = [keys, fields, groups, None]
+    _groups_memo[:] = _groups_memo[-1:] + [entry]
+    return entry
+
+
+def _groups(current: Parsed, fields: Sequence[str]) -> Sequence[tuple]:
     """Each row's group under a grouping: (digest,) plus the grouping's fields; made once
     for the keys that readings of the same rows share."""
-    keys, fields = current.keys, tuple(fields)
-    for seen, grouping, groups in _groups_memo:
-        if seen is keys and grouping == fields:
-            return groups
-    groups = list(zip(map(itemgetter(4), keys), *(map(itemgetter(_FIELD_AT[name]), keys) for name in fields)))
-    _groups_memo[:] = _groups_memo[-1:] + [(keys, fields, groups)]
-    return groups
+    return _grouping(current, fields)[2]
 
 
-def _members(current: Parsed, fields: Sequence[str], groups: Optional[List[tuple]] = None) \
+def _members(current: Parsed, fields: Sequence[str], groups: Optional[Sequence[tuple]] = None) \
         -> Optional[Dict[tuple, List[int]]]:
-    """{group: its rows} under a grouping; None when every row is a group of its own."""
-    groups = _groups(current, fields) if groups is None else groups
-    if len(set(groups)) == len(groups):
+    """{group: its rows} under a grouping; None when every row is a group of its own (found
+    once for the keys that readings of the same rows share)."""
+    entry = _grouping(current, fields)
+    groups = entry[2] if groups is None else groups
+    if groups is entry[2] and entry[3] is not None:
+        unique = entry[3]
+    else:
+        values = list(map(itemgetter(4), current.keys)) if isinstance(groups, DigestIds) else groups
+        unique = len(set(values)) == len(values)
+        if groups is entry[2]:
+            entry[3] = unique
+    if unique:
         return None
     members: Dict[tuple, List[int]] = {}
     for n, group in enumerate(groups):
@@ -741,17 +826,15 @@ class DigestColumns:
         self.seconds = seconds
         self.ids = groups
         columns = current.columns
-        self._count = _or(columns[COUNT], 0)
-        self._sum_time = _or(columns[SUM_TIME], 0)
+        self._count = columns[COUNT] if current.plain else _or(columns[COUNT], 0)
+        self._sum_time = columns[SUM_TIME] if current.plain else _or(columns[SUM_TIME], 0)
         self._lines = _lines_of(current.texts)
         self._labels: Dict[str, str] = {}
         self.total_time = 0.0
         if change is not None:
             # the integers added up in C, then scaled once
             self.total_time = sum(compress(change.sum_time, change.rated)) / 1000.0 / seconds  # type: ignore[operator]
-        # heaviest (lifetime sum_time) first; equal weights keep their order
-        self.order = sorted(range(len(groups)), key=self._sum_time.__getitem__, reverse=True)
-        self._stubs: Optional[List[Dict[str, Any]]] = None
+        self.order = heaviest_first(current)
 
     def __len__(self) -> int:
         return len(self.order)
@@ -796,23 +879,18 @@ class DigestColumns:
             if change is None:
                 return [None] * size
             if key in ("time_s", "share"):
-                times = [d / 1000.0 / seconds if ok else None for d, ok in zip(change.sum_time, change.rated)]  # type: ignore[operator]
+                # d / 1000.0 / seconds, as row() works it out, every row at once in C
+                times = _unrated_none(list(map(truediv, map(truediv, change.sum_time, repeat(1000.0)),
+                                               repeat(seconds))), change.rated)
                 if key == "time_s":
                     return times
                 total = self.total_time
                 return [100.0 * t / total if t is not None and total > 0 else None for t in times]
             source = getattr(change, _RATES[key])
-            return [d / seconds if ok else None for d, ok in zip(source, change.rated)]  # type: ignore[operator]
+            return _unrated_none(list(map(truediv, source, repeat(seconds))), change.rated)
         if key == "count":
             return list(self._count)
         return [self.row(n).get(key) for n in range(size)]
-
-    def stubs(self) -> List[Dict[str, Any]]:
-        """One ``{"_id": ...}`` per row, made once: a screen fills each in place with
-        :meth:`row` when it is shown, and keeps them filled across sorts."""
-        if self._stubs is None:
-            self._stubs = [{"_id": group} for group in self.ids]
-        return self._stubs
 
     def rows(self) -> List[Dict[str, Any]]:
         """Every row, heaviest first."""
@@ -828,6 +906,18 @@ def digest_columns(previous: Optional[Parsed], current: Parsed, seconds: Optiona
     rated = seconds is not None and seconds > 0 and previous is not None
     change = deltas(previous, current) if rated else None  # type: ignore[arg-type]
     return DigestColumns(current, change, seconds, groups)
+
+
+def _unrated_none(values: List[Any], rated: Sequence[bool]) -> List[Any]:
+    """``values`` with None for the rows that have no rate.
+
+    >>> _unrated_none([1.0, 2.0, 3.0], [True, False, True])
+    [1.0, None, 3.0]
+    """
+    if not all(rated):
+        for n in compress(range(len(values)), map(not_, rated)):
+            values[n] = None
+    return values
 
 
 def _or(column: array, default: Any) -> Sequence[Any]:
@@ -846,6 +936,8 @@ def _lines_of(texts: Mapping[str, Optional[str]]) -> Dict[str, Optional[str]]:
         if seen is texts:
             return lines
     lines = {digest: _line(text) for digest, text in texts.items()}
+    if all(map(is_, lines.values(), texts.values())):  # every text one line already (the usual case)
+        lines = texts  # type: ignore[assignment]  # (no second dict of 20,000 digests)
     _lines_memo[:] = _lines_memo[-1:] + [(texts, lines)]
     return lines
 
@@ -986,11 +1078,18 @@ def totals(parsed: Parsed, position: Optional[Mapping[str, int]] = None,
     first_seen moves only when a row resets (beyond ProxySQL's jitter), so most kept readings
     share one array."""
     sum_time, first_seen = parsed.columns[SUM_TIME], parsed.columns[FIRST]
+    known = _positions.get(parsed.keys)
+    if known is not None and (position is None or known is position):  # the same rows as the last reading shrunk
+        # a plain reading's columns are never changed once made: the totals share them
+        sum_time = sum_time if parsed.plain else _no_missing(sum_time)
+        first_seen = first_seen if parsed.plain else _no_missing(first_seen)
+        return shared_with(DigestTotals(known, sum_time, first_seen, parsed.wall_time), before)
     digests = [key[4] for key in parsed.keys]
     if len(set(digests)) == len(digests):  # one row per digest: the columns are the totals
         if position is None or len(position) != len(digests) or any(map(ne, map(position.get, digests),
                                                                          range(len(digests)))):
             position = dict(zip(digests, range(len(digests))))
+        _positions.set(parsed.keys, position)
         kept = DigestTotals(position, _no_missing(sum_time), _no_missing(first_seen), parsed.wall_time)
     else:
         sums: Dict[str, int] = {}
@@ -1000,6 +1099,24 @@ def totals(parsed: Parsed, position: Optional[Mapping[str, int]] = None,
             firsts[digest] = max(firsts.get(digest, 0), first if first != MISSING else 0)
         kept = _totals(sums, firsts, position, parsed.wall_time)
     return shared_with(kept, before)
+
+
+class _KeptPosition:
+    """The position (digest -> index) made for the row keys of the last reading shrunk, when
+    each row was a digest of its own: the next readings share those keys (parse lends them)."""
+
+    def __init__(self):
+        self._kept: Tuple[Optional[tuple], Optional[Mapping[str, int]]] = (None, None)  # one object: read whole
+
+    def get(self, keys: tuple) -> Optional[Mapping[str, int]]:
+        kept_keys, position = self._kept
+        return position if keys is kept_keys else None
+
+    def set(self, keys: tuple, position: Mapping[str, int]) -> None:
+        self._kept = (keys, position)
+
+
+_positions = _KeptPosition()
 
 
 def shared_with(kept: DigestTotals, before: Optional[DigestTotals]) -> DigestTotals:
@@ -1017,8 +1134,8 @@ def shared_with(kept: DigestTotals, before: Optional[DigestTotals]) -> DigestTot
         return kept
     # within ProxySQL's jitter the older array stands for both (every reading's is within a
     # second of the true figure), so that most kept readings share one
-    first_seen = before.first_seen if len(before.first_seen) == len(kept.first_seen) and all(
-        _firsts_kept(before.first_seen, kept.first_seen)) else kept.first_seen
+    first_seen = before.first_seen if kept.first_seen is before.first_seen or len(before.first_seen) == len(
+        kept.first_seen) and all(_firsts_kept(before.first_seen, kept.first_seen)) else kept.first_seen
     keyframe = before.keyframe or before
     since = before.since_keyframe + 1
     if since < KEYFRAME_EVERY:

@@ -24,7 +24,10 @@ packet's sequence number is checked as PyMySQL checks it.
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
+import re
+import weakref
 from array import array
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -38,6 +41,11 @@ _DIGITS = b"0123456789"
 # Length bytes of short decimals become commas; anything else that is no digit becomes "!"
 # (a NULL, a sign, a longer value): the block is then not plain decimals.
 _SEPARATORS = bytes(b",!"[0 if n <= _NUMBER_DIGITS else 1] if n not in _DIGITS else n for n in range(256))
+# A block of plain decimals, value by value: the length byte n (0 to 20), then n digits; the
+# commonest lengths first (epoch seconds have 10 digits).
+_PLAIN_BLOCK = re.compile(b"(?:%s)*" % b"|".join(
+    re.escape(bytes((n,))) + b"[0-9]{%d}" % n for n in (10, 1, 2, 3, 4, 5, 6, 7, 8, 9) + tuple(range(11, 21)) + (0,)))
+_INT64_MAX = 2 ** 63 - 1
 _SHARED_DISTINCT = 64  # a text column with at most this many distinct values shares them
 _shared_text: Dict[str, str] = {}
 _SHARED_LIMIT = 20_000
@@ -53,8 +61,9 @@ class Columns:
     changed; the columns are split out of them when first asked for."""
 
     def __init__(self, names: Sequence[str], heads: List[bytes], tails: Optional[List[bytes]] = None,
-                 tail_width: int = 0, converters: Sequence[tuple] = ()):
+                 tail_width: int = 0, converters: Sequence[tuple] = (), heads_digest: Optional[bytes] = None):
         self.names = tuple(names)
+        self.heads_digest = heads_digest  # rows_digest(heads), when the reader worked it out
         self.count = len(heads)
         self.heads = heads
         self.tails = tails if tail_width else None
@@ -254,39 +263,90 @@ def plain_decimals(block: bytes) -> Optional[Tuple[bytes, int]]:
     >>> plain_decimals(b"\\x02-1"), plain_decimals(b"\\xfb"), plain_decimals(b"\\x0212\\x01"), plain_decimals(b"")
     (None, None, None, None)
     """
+    # each length byte must be the length of the run of digits after it: then reading the
+    # block by its length bytes gives exactly these runs (one C pass, no object per value)
+    if not block or _PLAIN_BLOCK.fullmatch(block) is None:
+        return None
+    marked = block.translate(_SEPARATORS)
+    return marked, marked.count(b",")
+
+
+def decimals_to_lists(block: bytes, width: int, rows: Optional[int] = None) -> Optional[List[List[int]]]:
+    """``width`` columns of ints from a block of rows of ``width`` plain-decimal values (see
+    :func:`plain_decimals`), or None when a value is not one (an empty value, a leading zero,
+    a number beyond int64). Given the number of ``rows``, the block is checked by its counts
+    (see :func:`counted_decimals`) rather than value by value.
+
+    >>> decimals_to_lists(b"\\x0212\\x010\\x013\\x014", 2)
+    [[12, 3], [0, 4]]
+    >>> decimals_to_lists(b"\\x0201", 1), decimals_to_lists(b"\\x00", 1), decimals_to_lists(b"\\x011", 2)
+    (None, None, None)
+    >>> decimals_to_lists(b"\\x139223372036854775807", 1), decimals_to_lists(b"\\x139223372036854775808", 1)
+    ([[9223372036854775807]], None)
+    >>> decimals_to_lists(b"\\x0212\\x010\\x013\\x014", 2, rows=2), decimals_to_lists(b"\\x0212\\x010\\x013\\x014", 2, rows=1)
+    ([[12, 3], [0, 4]], None)
+    """
+    values = _decimals(block, width, rows)
+    return None if values is None else [values[c::width] for c in range(width)]
+
+
+def counted_decimals(block: bytes, count: int) -> Optional[bytes]:
+    """``block`` with every length byte turned into a comma when it holds ``count`` values that
+    are plain decimals of at most 20 digits, checked by counts alone (no pass per value):
+    every byte is a digit or a length byte (0 to 20), the block starts with one, there are
+    ``count`` of them, and they add up to the number of digits. (A value whose length byte is
+    a digit, 48 bytes or more, would need 49 or more in bytes below 21 among its own to add up,
+    three of them at least, and then there would be more than ``count`` values.)
+
+    >>> counted_decimals(b"\\x0212\\x010\\x03900", 3)
+    b',12,0,900'
+    >>> counted_decimals(b"\\x0212\\x010", 3), counted_decimals(b"\\x0312\\x010", 2), counted_decimals(b"\\x02-1", 1)
+    (None, None, None)
+    """
     marked = block.translate(_SEPARATORS)
     if not marked.startswith(b",") or b"!" in marked:
         return None
-    pieces = marked.split(b",")
-    # each length byte must be the length of the run of digits after it: then reading the
-    # block by its length bytes gives exactly these runs
-    if block.translate(None, _DIGITS) != bytes(map(len, pieces[1:])):
+    lengths = block.translate(None, _DIGITS)
+    if len(lengths) != count or sum(lengths) != len(block) - count:
         return None
-    return marked, len(pieces) - 1
+    return marked
 
 
 def decimals_to_columns(block: bytes, width: int) -> Optional[List[array]]:
-    """``width`` int64 columns from a block of rows of ``width`` plain-decimal values (see
-    :func:`plain_decimals`), or None when a value is not one (an empty value, a leading zero,
-    a number beyond int64).
+    """:func:`decimals_to_lists` as int64 arrays.
 
     >>> [list(c) for c in decimals_to_columns(b"\\x0212\\x010\\x013\\x014", 2)]
     [[12, 3], [0, 4]]
     >>> decimals_to_columns(b"\\x0201", 1), decimals_to_columns(b"\\x00", 1), decimals_to_columns(b"\\x011", 2)
     (None, None, None)
     """
-    found = plain_decimals(block)
+    values = _decimals(block, width)
+    if values is None:
+        return None
+    numbers = array("q", values)
+    return [numbers[c::width] for c in range(width)]
+
+
+def _decimals(block: bytes, width: int, rows: Optional[int] = None) -> Optional[List[int]]:
+    if rows is not None:
+        marked = counted_decimals(block, width * rows) if rows and width else None
+        found = None if marked is None else (marked, width * rows)
+    else:
+        found = plain_decimals(block)
     if found is None or not width or found[1] % width:
         return None
     marked = found[0]
     try:
         # one C parse of every number; JSON has no leading zeros and no empty numbers
-        values = array("q", json.loads(b"[" + marked[1:] + b"]"))
-    except (ValueError, OverflowError):
+        values = json.loads(b"[" + marked[1:] + b"]")
+    except ValueError:
         return None
     if len(values) != found[1]:  # a lone empty value reads as no value at all
         return None
-    return [values[c::width] for c in range(width)]
+    # beyond int64: 19 digits or more (no sign: none is below 0)
+    if values and max(block.translate(None, _DIGITS)) >= 19 and max(values) > _INT64_MAX:
+        return None
+    return values
 
 
 class ColumnsResult(DescribedOnce):
@@ -307,35 +367,72 @@ class ColumnsResult(DescribedOnce):
             tail = 0  # typed columns: PyMySQL's converters decide
         heads: List[bytes] = []
         tails: Optional[List[bytes]] = [] if tail else None
-        self._read_rows(conn, len(names) - tail, heads, tails)
+        self._names = names
+        digest = self._read_rows(conn, len(names) - tail, heads, tails)
         self.connection = None
-        self.columns = Columns(names, heads, tails, tail, self.converters)
+        self.columns = Columns(names, heads, tails, tail, self.converters, digest)
         self.affected_rows = len(heads)
         self.rows = ()
 
-    def _read_rows(self, conn, width: int, heads: List[bytes], tails: Optional[List[bytes]]) -> None:
+    def _read_rows(self, conn, width: int, heads: List[bytes], tails: Optional[List[bytes]]) -> Optional[bytes]:
         """Row packets until the EOF packet: the first ``width`` values of each row into
-        ``heads``, the rest into ``tails`` (when given, else whole rows into ``heads``)."""
+        ``heads``, the rest into ``tails`` (when given, else whole rows into ``heads``).
+
+        With tails, returns :func:`rows_digest` of the heads. Each row is cut where the same
+        row of the last result of these columns on this connection was cut (the digest's
+        rows come back in the same order while ProxySQL's digest map is unchanged); the cuts
+        are right when the heads' digest is that result's, else every row is walked again."""
         keep_head = heads.append
         if tails is None:
             heads.extend(row_payloads(self, conn))
-            return
+            return None
         keep_tail = tails.append
+        seen = _heads_seen.get(conn)
+        cuts = iter(seen[2]) if seen is not None and seen[:2] == (self._names, width) else iter(())
         head_range = range(width)
         for data in row_payloads(self, conn):
-            position = 0
-            try:
-                for _ in head_range:  # short values, the usual case, stepped over inline
-                    size = data[position]
-                    if size >= 251:
+            position = next(cuts, -1)
+            if position < 0:  # no cut known: its values walked
+                position = 0
+                try:
+                    for _ in head_range:  # short values, the usual case, stepped over inline
+                        size = data[position]
+                        if size >= 251:
+                            raise IndexError
+                        position += size + 1
+                    if position > len(data):
                         raise IndexError
-                    position += size + 1
-                if position > len(data):
-                    raise IndexError
-            except IndexError:  # NULL, a long value or a row that ends early
-                position = _skip(data, 0, width)
+                except IndexError:  # NULL, a long value or a row that ends early
+                    position = _skip(data, 0, width)
             keep_head(data[:position])
             keep_tail(data[position:])
+        digest = rows_digest(heads)
+        if seen is not None and seen[:2] == (self._names, width) and (len(heads) != len(seen[2]) or digest != seen[3]):
+            # other rows than the last time: the rows cut where those were, walked again
+            for n in range(min(len(heads), len(seen[2]))):
+                data = heads[n] + tails[n]
+                position = _skip(data, 0, width)
+                heads[n], tails[n] = data[:position], data[position:]
+            digest = rows_digest(heads)
+        _heads_seen[conn] = (self._names, width, array("I", map(len, heads)), digest)
+        return digest
+
+
+# connection -> (column names, head width, each row's head length, rows_digest of the heads) of
+# the last result read with a numeric tail
+_heads_seen: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def rows_digest(rows: Sequence[bytes]) -> bytes:
+    """A digest of rows as sent (each row's values are length-encoded, so joined rows can't be
+    read two ways): two results with the same rows in the same order have the same one.
+    (SHA-256 of the joined rows: several times faster than hashing row by row, for a copy
+    that lives a moment.)
+
+    >>> rows_digest([b"\\x01a", b"\\x01b"]) == rows_digest([b"\\x01a", b"\\x01b"]) != rows_digest([b"\\x01b", b"\\x01a"])
+    True
+    """
+    return hashlib.sha256(len(rows).to_bytes(8, "little") + b"".join(rows)).digest()
 
 
 def _name(value) -> str:
@@ -499,4 +596,5 @@ def count_columns(names: Sequence[str], wanted: Sequence[str]) -> int:
 
 
 __all__: Tuple[str, ...] = ("Columns", "ColumnsTable", "ColumnsResult", "query_columns", "decode_column", "decimals_to_columns",
+                            "decimals_to_lists", "counted_decimals", "rows_digest",
                             "plain_decimals", "count_columns", "split_values", "split_some")
