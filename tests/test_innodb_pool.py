@@ -85,7 +85,11 @@ def test_a_fleet_larger_than_the_pool_is_read_while_two_servers_hang(mariadb, cl
                 assert "timeout" in next(line for line in text.splitlines() if address in line)
             assert "2 of 14 server(s) down" in text
             threads = proxytop_threads()
-            assert len([t for t in threads if t.startswith("pool-")]) <= 3, threads
+            # This engine's pool (threads left by earlier tests may still be ending): its three
+            # threads, more only when turns waited past a second (a busy machine) and never past
+            # its bound.
+            pool = engine._pool._threads
+            assert len(pool) <= 3 * engine_module.POOL_GROWTH, [t.name for t in pool]
             assert not [t for t in threads if t.startswith("poll-mysql")], threads  # no thread per server
             # A hung server is only ever tried on one thread at a time.
             wait(lambda: all(watch.most[f"mysql:{a}"] >= 1 for a in hung), 10, "the hung servers tried")
