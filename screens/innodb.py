@@ -376,6 +376,15 @@ class InnoDBScreen(Screen):
         self._rows: Dict[str, tuple] = {}  # server -> (what its row was made from, the row)
         self._summary = None  # what the notes and the status line say, gathered by rows()
         self._arranged = None  # (what the order depends on, the order as positions in rows)
+        # What rows() looks at: the listed servers (made again when the servers or ProxySQL's
+        # list of them changed), each server by its collectors' names and its source's state,
+        # the engine's generation last seen, and each server's (row, ASYNC/SYNC, down).
+        self._listing = None
+        self._listed: List[Server] = []
+        self._server_of: Dict[object, Server] = {}
+        self._seen = 0
+        self._cells: Dict[str, tuple] = {}
+        self._down: List[Server] = []  # down servers: their countdown changes their rows
         if args is not None and getattr(args, "mysql_password", None) is PROMPT:
             try:
                 credentials = resolve_credentials(args, os.environ, prompt)
@@ -461,22 +470,44 @@ class InnoDBScreen(Screen):
 
     def rows_token(self, view: DataView):
         """Connection states change rows without new snapshots; a down server's retry
-        countdown changes every second."""
-        states = tuple(view.state(s.source) for s in self.servers.values() if s.listed)
+        countdown changes every second. An engine that numbers its changes tells the
+        controller of the states' (proxytop.ui.screen_news): only the countdowns are left."""
         now = view.now()
+        if view.numbers_changes:
+            states = tuple(view.state(server.source) for server in self._down)
+        else:
+            states = tuple(view.state(s.source) for s in self.servers.values() if s.listed)
         return states, tuple(state.retry_seconds(now) for state in states
                              if state is not None and not state.connected)
 
     def rows(self, view: DataView) -> List[Row]:
         """Every listed server's row; a row is made again only when its server's readings,
         state or errors changed (at 500 servers read every 5 s, a tenth of them per frame).
-        What the notes and the status line summarise is gathered on the way."""
+        Only those servers are looked at (the engine says which changed since the last rows),
+        and the ones down (their countdown). What the notes and the status line summarise is
+        gathered on the way."""
         self._sync_discovered()
-        rows, alarms, down = [], {ASYNC: [], SYNC: []}, 0
+        changes = view.changed_since(self._seen)
+        listing = (len(self.servers), view.latest(DISCOVERY) if self.discover else None)
+        if self._listing is None or self._listing[0] != listing[0] or self._listing[1] is not listing[1]:
+            self._listing = listing
+            self._listed = [server for server in self.servers.values() if server.listed]
+            self._server_of = {}
+            for server in self._listed:
+                for key in server.names + (("state", server.source),):
+                    self._server_of[key] = server
+            self._cells.clear()
+            look_at = self._listed
+        elif changes is None or self._seen == 0:
+            look_at = self._listed
+        else:
+            changed = {self._server_of[key].key for key in changes[1] if key in self._server_of}
+            changed.update(server.key for server in self._down)
+            look_at = [server for server in self._listed if server.key in changed] if changed else []
+        if changes is not None:
+            self._seen = changes[0]
         now = view.now()
-        for server in self.servers.values():
-            if not server.listed:
-                continue
+        for server in look_at:
             state = view.state(server.source)
             countdown = state.retry_seconds(now) if state is not None and not state.connected else None
             token = (view.latest(server.status_name), view.latest(server.engine_name), view.latest(server.vars_name),
@@ -488,12 +519,20 @@ class InnoDBScreen(Screen):
             else:
                 row = self.server_row(server, view)
                 self._rows[server.key] = (token, row)
+            connected = state is not None and state.connected
+            self._cells[server.key] = (row, row.get("state") if connected else None,
+                                       state is not None and bool(state.error) and not connected)
+        rows, alarms, down = [], {ASYNC: [], SYNC: []}, []
+        cells = self._cells
+        for server in self._listed:
+            row, alarm, is_down = cells[server.key]
             rows.append(row)
-            if row.get("state") in alarms and state is not None and state.connected:
-                alarms[row["state"]].append(server.key)
-            if state is not None and state.error and not state.connected:
-                down += 1
-        self._summary = (alarms, down, len(rows))
+            if alarm in alarms:
+                alarms[alarm].append(server.key)
+            if is_down:
+                down.append(server)
+        self._down = down
+        self._summary = (alarms, len(down), len(rows))
         return rows
 
     def arrange(self, rows: List[Row], state) -> List[Row]:

@@ -125,7 +125,11 @@ def _backend_alarm(ctl) -> Optional[str]:
 
 def _latest_of_screen(ctl):
     """The newest snapshot of the screen's collectors (the header's "data N s old"). A fleet's
-    screen has 1,500 of them: the answer is kept until the engine keeps a new snapshot."""
+    screen has 1,500 of them: the controller follows the few changed since the last frame
+    (proxytop.ui.screen_news)."""
+    follow = getattr(ctl, "newest_of_screen", None)
+    if follow is not None:
+        return follow()
     news = getattr(ctl.engine, "news", None)
     cached = getattr(ctl, "_newest", None)
     if news is not None and cached is not None and cached[0] == news and cached[1] is ctl.screen:
