@@ -158,6 +158,11 @@ class Screen:
     def rows(self, view: DataView) -> List[Row]:
         return []
 
+    def complete_rows(self, rows: Sequence[Row], view: DataView) -> None:
+        """Fill in, in place, what ``rows()`` left to be worked out when needed, for the rows
+        about to be shown or written out (a fleet's hundreds of servers, a few of them drawn).
+        Most screens make whole rows: nothing to do."""
+
     def rows_token(self, view: DataView) -> Any:
         """What, besides the snapshots, changes ``rows()`` (a source's connection state, a
         retry countdown): the controller recomputes the rows when this value changes."""

@@ -225,6 +225,7 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
     texts = getattr(ctl, "_cell_texts", None)
     if texts is None or not texts.fits(fitted):
         texts = ctl._cell_texts = table.CellTexts(fitted)
+    screen.complete_rows(rows[top:top + body], ctl.view)
     lines: List[Line] = [_join(table.header_cells(fitted, ctl.state))]
     for i in range(top, min(len(rows), top + body)):
         cells = table.row_cells(rows[i], fitted, texts)
