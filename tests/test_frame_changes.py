@@ -92,6 +92,18 @@ def test_rows_made_as_servers_change_are_the_rows_made_at_once(mariadb, clean_ho
         fresh.complete_rows(at_once, controller.view)
         assert incremental == cells(at_once)
         assert all("age" in row and "_pending" not in row for row in incremental)
+        # a sort on an assessed column, or a filter, works on whole rows
+        from proxytop.ui import filters
+        from proxytop.ui.table import TableState
+
+        for state in (TableState(sort_key="age_pct", descending=True),
+                      TableState(sort_key="server", filter=filters.parse("OK", screen.columns))):
+            again = InnoDBScreen(controller.config)
+            again.fleet = screen.fleet
+            made = again.rows(controller.view)
+            assert any("_pending" in row for row in made)
+            arranged = again.arrange(made, state)
+            assert len(arranged) == SERVERS and all("age" in row and "_pending" not in row for row in arranged)
         assert [r["state"] for r in incremental] == ["OK"] * SERVERS
 
 
