@@ -61,7 +61,9 @@ class ScreenNews:
         mine = [key for key in changed if key in names]
         if not mine:
             return True
-        self._news_changed = generation  # at least as late as the last of them: a new number
+        # the generation of the last of them (not the engine's now): rows parked with it are
+        # still good when the screen comes back and nothing of it changed meanwhile
+        self._news_changed = engine.last_changed(mine)
         for name in mine:
             if type(name) is not str:
                 continue  # a source's state
