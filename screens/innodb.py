@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import getpass
 import os
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.collectors.innodb import DISCOVERY, Discovery
 from proxytop.collectors.innodb_fleet import Fleet, Server
 from proxytop.metrics import units
 from proxytop.polling.connection import DEFAULT_TIMEOUT
 from proxytop.metrics.innodb import (ASYNC, ENABLE_HINT, FLUSH_TYPE_METRICS, NEEDS_PROCESS, OK, SYNC, Assessment, EngineReading,
-                             assess, bar)
+                             assess, assess_state, bar)
 from proxytop.errors import OptionError
 from proxytop.config.mysql_options import PROMPT, Credentials, add_arguments, login_name, resolve_credentials  # noqa: F401 (add_arguments: this screen's options)
 from proxytop.metrics.rates import to_number
@@ -36,6 +36,8 @@ from proxytop.ui.table import Column, Row
 
 
 STATE_STYLE = {OK: "good", ASYNC: "warning_bold", SYNC: "danger", "DOWN": "danger"}
+# the columns a row made with its state alone has as they will stay (see InnoDBScreen.server_row)
+STATE_ONLY_KEYS = frozenset(("server", "proxysql", "state"))
 NEEDS_WORDS = {  # what a user without PROCESS misses, in the table's terms
     "age": "CkptAge",
     "pending_writes": "PendW",
@@ -376,6 +378,16 @@ class InnoDBScreen(Screen):
         self._rows: Dict[str, tuple] = {}  # server -> (what its row was made from, the row)
         self._summary = None  # what the notes and the status line say, gathered by rows()
         self._arranged = None  # (what the order depends on, the order as positions in rows)
+        # What rows() looks at: the listed servers (made again when the servers or ProxySQL's
+        # list of them changed), each server by its collectors' names and its source's state,
+        # the engine's generation last seen, and each server's (row, ASYNC/SYNC, down).
+        self._listing = None
+        self._view: Optional[DataView] = None
+        self._listed: List[Server] = []
+        self._server_of: Dict[object, Server] = {}
+        self._seen = 0
+        self._cells: Dict[str, tuple] = {}
+        self._down: List[Server] = []  # down servers: their countdown changes their rows
         if args is not None and getattr(args, "mysql_password", None) is PROMPT:
             try:
                 credentials = resolve_credentials(args, os.environ, prompt)
@@ -461,22 +473,45 @@ class InnoDBScreen(Screen):
 
     def rows_token(self, view: DataView):
         """Connection states change rows without new snapshots; a down server's retry
-        countdown changes every second."""
-        states = tuple(view.state(s.source) for s in self.servers.values() if s.listed)
+        countdown changes every second. An engine that numbers its changes tells the
+        controller of the states' (proxytop.ui.screen_news): only the countdowns are left."""
         now = view.now()
+        if view.numbers_changes:
+            states = tuple(view.state(server.source) for server in self._down)
+        else:
+            states = tuple(view.state(s.source) for s in self.servers.values() if s.listed)
         return states, tuple(state.retry_seconds(now) for state in states
                              if state is not None and not state.connected)
 
     def rows(self, view: DataView) -> List[Row]:
         """Every listed server's row; a row is made again only when its server's readings,
         state or errors changed (at 500 servers read every 5 s, a tenth of them per frame).
-        What the notes and the status line summarise is gathered on the way."""
+        Only those servers are looked at (the engine says which changed since the last rows),
+        and the ones down (their countdown). What the notes and the status line summarise is
+        gathered on the way."""
         self._sync_discovered()
-        rows, alarms, down = [], {ASYNC: [], SYNC: []}, 0
+        changes = view.changed_since(self._seen)
+        listing = (len(self.servers), view.latest(DISCOVERY) if self.discover else None)
+        if self._listing is None or self._listing[0] != listing[0] or self._listing[1] is not listing[1]:
+            self._listing = listing
+            self._listed = [server for server in self.servers.values() if server.listed]
+            self._server_of = {}
+            for server in self._listed:
+                for key in server.names + (("state", server.source),):
+                    self._server_of[key] = server
+            self._cells.clear()
+            look_at = self._listed
+        elif changes is None or self._seen == 0:
+            look_at = self._listed
+        else:
+            changed = {self._server_of[key].key for key in changes[1] if key in self._server_of}
+            changed.update(server.key for server in self._down)
+            look_at = [server for server in self._listed if server.key in changed] if changed else []
+        if changes is not None:
+            self._seen = changes[0]
+        self._view = view  # what arrange() completes rows with
         now = view.now()
-        for server in self.servers.values():
-            if not server.listed:
-                continue
+        for server in look_at:
             state = view.state(server.source)
             countdown = state.retry_seconds(now) if state is not None and not state.connected else None
             token = (view.latest(server.status_name), view.latest(server.engine_name), view.latest(server.vars_name),
@@ -486,20 +521,31 @@ class InnoDBScreen(Screen):
             if cached is not None and _same(cached[0], token):
                 row = cached[1]
             else:
-                row = self.server_row(server, view)
+                row = self.server_row(server, view, whole=False)
                 self._rows[server.key] = (token, row)
+            connected = state is not None and state.connected
+            self._cells[server.key] = (row, row.get("state") if connected else None,
+                                       state is not None and bool(state.error) and not connected)
+        rows, alarms, down = [], {ASYNC: [], SYNC: []}, []
+        cells = self._cells
+        for server in self._listed:
+            row, alarm, is_down = cells[server.key]
             rows.append(row)
-            if row.get("state") in alarms and state is not None and state.connected:
-                alarms[row["state"]].append(server.key)
-            if state is not None and state.error and not state.connected:
-                down += 1
-        self._summary = (alarms, down, len(rows))
+            if alarm in alarms:
+                alarms[alarm].append(server.key)
+            if is_down:
+                down.append(server)
+        self._down = down
+        self._summary = (alarms, len(down), len(rows))
         return rows
 
     def arrange(self, rows: List[Row], state) -> List[Row]:
         """Screen.arrange, with the order kept while the sort column's values and the servers
         stay the same (sorting 500 rows by a text column again on every frame took 2 ms): the
-        rows made since are put in the order found for the rows they replace."""
+        rows made since are put in the order found for the rows they replace. A filter, or a
+        sort on a column the assessment gives, needs every row whole."""
+        if (not state.filter.empty or state.sort_key not in STATE_ONLY_KEYS) and self._view is not None:
+            self.complete_rows(rows, self._view)
         if not state.filter.empty:
             return super().arrange(rows, state)
         key = state.sort_key
@@ -519,8 +565,10 @@ class InnoDBScreen(Screen):
             self.rows(view)
         return self._summary
 
-    def server_row(self, server: Server, view: DataView) -> Row:
-        """One server's row: its assessment, or why it can't be read (over the numbers)."""
+    def server_row(self, server: Server, view: DataView, whole: bool = True) -> Row:
+        """One server's row: its assessment, or why it can't be read (over the numbers). Not
+        ``whole``: only its state (what the summary counts), the other figures worked out
+        when the row is shown, sorted or filtered on (:meth:`complete_rows`)."""
         state_override, connection_note, down = self._connection_note(server, view)
         session = getattr(view.source(server.source), "session", None)
         flavour = getattr(session, "flavour", None)
@@ -535,6 +583,36 @@ class InnoDBScreen(Screen):
             row.update(state=state_override, note=connection_note, _spill="note",
                        _note_style="danger" if state_override else "dim")
             return row
+        if not whole:
+            row["state"] = self.state_of(server, view)
+            row["_pending"] = True
+            return row
+        self._fill(row, server, view)
+        return row
+
+    def state_of(self, server: Server, view: DataView) -> Optional[str]:
+        """The server's checkpoint state alone, from its latest readings (metrics.innodb.assess_state)."""
+        status, variables = view.latest(server.status_name), view.latest(server.vars_name)
+        engine = view.latest(server.engine_name)
+        session = getattr(view.source(server.source), "session", None)
+        return assess_state(status.data if status is not None else None,
+                            variables.data if variables is not None else None,
+                            engine.data if engine is not None and isinstance(engine.data, EngineReading) else None,
+                            getattr(session, "flavour", None))
+
+    def complete_rows(self, rows: Sequence[Row], view: DataView) -> None:
+        """The figures of rows made with their state alone, for the rows about to be shown or
+        written out: at 500 servers a tenth is read between two frames, and assessing each
+        (about 60 us) was most of the UI's cost, though a screen shows some forty rows."""
+        for row in rows:
+            if row.get("_pending"):
+                server = self.servers.get(row["_id"])
+                del row["_pending"]
+                if server is not None:
+                    self._fill(row, server, view)
+
+    def _fill(self, row: Row, server: Server, view: DataView) -> None:
+        """A server's assessed figures and notes into its row."""
         a = self.assessment(server, view)
         if a.flavour is not None:
             row["flavour"] = a.flavour.short
@@ -544,7 +622,6 @@ class InnoDBScreen(Screen):
         notes = [e for e in errors if e] + ([needs] if needs else [])
         row["note"] = "; ".join(notes) if notes else None
         row["_note_style"] = "warning" if (needs or any(errors)) else "dim"
-        return row
 
     def notes(self, view: DataView):
         lines = []

@@ -302,6 +302,21 @@ class Engine:
     def error(self, name: str) -> Optional[str]:
         return self._readings.error(name)
 
+    @property
+    def generation(self) -> int:
+        """The number of the last change of any reading, error or source state."""
+        return self._readings.generation
+
+    def changed_since(self, generation: int) -> Tuple[int, List[object]]:
+        """(the generation now, what changed after ``generation``, newest first): collectors'
+        names (a snapshot or an error) and ``("state", source name)`` for a source's state.
+        What the UI looks at each frame, as many steps as there were changes."""
+        return self._readings.changed_since(generation)
+
+    def last_changed(self, keys: Iterable[object]) -> int:
+        """The generation of the last change of any of these collectors (or states)."""
+        return self._readings.last_changed(keys)
+
     def state(self, source_name: str) -> Optional[SourceState]:
         return self._states.get(source_name)
 
@@ -325,6 +340,7 @@ class Engine:
             old = self._states[name]
             values = {**old.__dict__, **changes}
             state = self._states[name] = SourceState(**values)
+        self._readings.touch(("state", name))
         if self._observers:
             self._notify("state", state)
         self._tell_listeners()

@@ -179,6 +179,7 @@ class Block:
 
 def build_block(screen: Screen, state: TableState, data_view) -> Block:
     raw = screen.rows(data_view)
+    screen.complete_rows(raw, data_view)  # every row is written out whole
     note_lines = [tuple(line) for line in screen.notes(data_view)]
     notes = ["".join(text for text, _ in line).rstrip() for line in note_lines]
     return Block(screen=screen, state=state, rows=screen.arrange(raw, state), total=len(raw),

@@ -15,13 +15,14 @@ from proxytop.ui.cursor import CursorMoves
 from proxytop.ui.key_modes import MODE_KEYS, ConfirmMode, DetailMode, HelpMode, TextInputModes
 from proxytop.ui.pacing import Pacing
 from proxytop.ui.row_cache import RowCache
+from proxytop.ui.screen_news import ScreenNews
 from proxytop.ui.screen_switching import ScreenSwitching
 from proxytop.ui.sort_filter import SortAndFilter
 
 MESSAGE_SECONDS = 6.0
 
 
-class Controller(ScreenSwitching, Pacing, RowCache, CursorMoves, SortAndFilter,
+class Controller(ScreenSwitching, Pacing, RowCache, ScreenNews, CursorMoves, SortAndFilter,
                  TextInputModes, HelpMode, DetailMode, ConfirmMode):
     def __init__(self, engine, screens: Sequence[Screen], config, clock=time.monotonic):
         self.engine = engine

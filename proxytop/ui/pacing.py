@@ -17,13 +17,23 @@ from proxytop.screens.sided import header_collector
 
 class Pacing:
     def minimum_interval(self, screen: Screen) -> float:
+        paced = self._paced
+        if paced is not None and paced[0] is self._activated and paced[1] is screen:
+            return paced[2]  # asked twice a frame: kept while the screen polls the same set
         collectors = [self.engine.collector(n) for n in screen.active_collectors()]
         minimums = [c.min_interval for c in collectors if c is not None and not c.own_pace]
         return max(minimums, default=0.5)
 
     def screen_uses_proxysql(self) -> bool:
+        paced = self._paced
+        if paced is not None and paced[0] is self._activated and paced[1] is self.screen:
+            return paced[3] or not self.screen.built
         sources = {getattr(self.engine.collector(n), "source", None) for n in self.screen.active_collectors()}
         return "proxysql" in sources or not self.screen.built
+
+    # (the activated names, the screen, its minimum interval, whether it reads ProxySQL): what a
+    # frame asks of a fleet's 1,501 collectors, worked out when the screen's set is polled
+    _paced = None
 
     def interval(self) -> float:
         return self.intervals[self.screen.key]
@@ -37,8 +47,10 @@ class Pacing:
             # on the table, rows() sees the set differ and stops them
             names += [n for n in screen.detail_collectors(self.detail_row) if n not in names]
         self._activated = tuple(names)
+        self._paced = None
         # A screen's minimum may have grown (e.g. a large fleet found at runtime).
-        self.intervals[screen.key] = max(self.intervals[screen.key], self.minimum_interval(screen))
+        minimum = self.minimum_interval(screen)
+        self.intervals[screen.key] = max(self.intervals[screen.key], minimum)
         interval = self.interval()
         for name in names:
             collector = self.engine.collector(name)
@@ -56,6 +68,9 @@ class Pacing:
                 self.engine.set_interval(name, max(interval, pace))
                 names.append(name)
         self.engine.set_active(names)
+        uses_proxysql = "proxysql" in {getattr(self.engine.collector(n), "source", None)
+                                       for n in screen.active_collectors()}
+        self._paced = (self._activated, screen, minimum, uses_proxysql)
         # The ProxySQL readings start in one batch (the slower ones then stay in step with it):
         # after a switch the header's (read anew) and the pool's (kept at the alarm's pace)
         # were a fraction of a second apart for good, two wake-ups and two frames an interval.

@@ -18,8 +18,12 @@ class RowCache:
             # The screen's set changed (e.g. servers discovered at runtime), or the alarm's (a
             # PostgreSQL side learnt on connecting, a pool read empty): poll the new set.
             self.activate()
-        token = (screen.key, self.state, tuple(sorted(screen.options.items())),
-                 tuple(id(self.engine.latest(n)) for n in names), screen.rows_token(self.view))
+        # What the rows are made of changed: the generation of the last change of the screen's
+        # collectors (one number, however many), or, from an engine that doesn't number its
+        # changes (a replay), the ids of their snapshots.
+        changed_at = self.screen_changed_at()
+        data = changed_at if changed_at is not None else tuple(id(self.engine.latest(n)) for n in names)
+        token = (screen.key, self.state, tuple(sorted(screen.options.items())), data, screen.rows_token(self.view))
         if token != self._rows_token:
             parked = self._parked.pop(screen.key, None)
             if parked is not None and parked[0][:3] == token[:3]:
@@ -34,8 +38,8 @@ class RowCache:
                 self.total_rows = len(raw)
                 self._rows = screen.arrange(raw, self.state)
             self._rows_token = token
-            # the snapshots are held with the token, so that their ids can't be reused meanwhile
-            self._rows_held = tuple(self.engine.latest(n) for n in names)
+            # the snapshots are held with a token of their ids, so that the ids can't be reused meanwhile
+            self._rows_held = () if changed_at is not None else tuple(self.engine.latest(n) for n in names)
             self._follow_cursor()
         return self._rows
 

@@ -125,7 +125,11 @@ def _backend_alarm(ctl) -> Optional[str]:
 
 def _latest_of_screen(ctl):
     """The newest snapshot of the screen's collectors (the header's "data N s old"). A fleet's
-    screen has 1,500 of them: the answer is kept until the engine keeps a new snapshot."""
+    screen has 1,500 of them: the controller follows the few changed since the last frame
+    (proxytop.ui.screen_news)."""
+    follow = getattr(ctl, "newest_of_screen", None)
+    if follow is not None:
+        return follow()
     news = getattr(ctl.engine, "news", None)
     cached = getattr(ctl, "_newest", None)
     if news is not None and cached is not None and cached[0] == news and cached[1] is ctl.screen:
@@ -221,6 +225,7 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
     texts = getattr(ctl, "_cell_texts", None)
     if texts is None or not texts.fits(fitted):
         texts = ctl._cell_texts = table.CellTexts(fitted)
+    screen.complete_rows(rows[top:top + body], ctl.view)
     lines: List[Line] = [_join(table.header_cells(fitted, ctl.state))]
     for i in range(top, min(len(rows), top + body)):
         cells = table.row_cells(rows[i], fitted, texts)
