@@ -148,6 +148,11 @@ class FilledOnRead(list):
 
     __hash__ = None  # type: ignore[assignment]
 
+    def rows_without_subtotals(self) -> int:
+        """How many rows the table counts: all of them (a frame's rows are never subtotal
+        lines), without a stub made for each."""
+        return len(self)
+
     def filled(self) -> List[dict]:
         """Every row, filled."""
         return list(map(self._row, list.__iter__(self)))

@@ -12,7 +12,6 @@ text decoded and formatted) only when it is drawn; a filter builds every row.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import textwrap
 from collections import Counter
@@ -113,7 +112,6 @@ class SessionColumns:
         missing = len(self.columns)  # a column this version lacks reads the None appended to the row
         self._pick = itemgetter(*(at.get(name, missing) for name in
                                   ("user", self.db_name, "cli_host", "cli_port", "srv_host", "srv_port", "info")))
-        self._stubs: Optional[List[Row]] = None
 
     def __len__(self) -> int:
         return len(self.kept)
@@ -156,25 +154,6 @@ class SessionColumns:
         """Every session kept, in the order of the reading."""
         self.building_all()
         return [self.row(n) for n in self.kept]
-
-    def stubs(self) -> List[Optional[Row]]:
-        """One ``{"_id": ...}`` per session kept (None for the others), made once: filled in
-        place with :meth:`row` when shown."""
-        if self._stubs is None:
-            ids = self.ids
-            stubs: List[Optional[Row]] = [None] * len(ids)
-            # 10,000 new dicts would set off the cyclic garbage collector several times over,
-            # each pass walking every object the program holds; these hold no cycles
-            enabled = gc.isenabled()
-            gc.disable()
-            try:
-                for n in self.kept:
-                    stubs[n] = {"_id": ids[n]}
-            finally:
-                if enabled:
-                    gc.enable()
-            self._stubs = stubs
-        return self._stubs
 
     def order(self, key: str, descending: bool, kept: Optional[Sequence[int]] = None) -> Optional[List[int]]:
         """The sessions (by n) as :func:`sort_sessions` orders their rows, when ``key`` and the
