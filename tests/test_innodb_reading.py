@@ -46,25 +46,34 @@ def test_after_the_first_reading_a_mariadb_reading_is_one_statement(mariadb):
         source.close(session)
 
 
+def compared_while_still(session, read, check, wanted: int = 3) -> int:
+    """Reads the status text between two ``read()``s that agree (nothing moved in between)
+    and ``check(text, figures)``s it, until ``wanted`` such comparisons; how many were made."""
+    compared = 0
+    for _ in range(30):
+        before = read()
+        text = status_text(session)
+        if read() != before:
+            continue  # the server wrote meanwhile: try again
+        check(text, before)
+        compared += 1
+        if compared >= wanted:
+            break
+    return compared
+
+
 def test_the_lsns_of_the_status_variables_are_the_status_texts(mariadb):
     """Read between two readings of the status variables that agree, the status text shows the
     same LSN, flushed LSN and last checkpoint (nothing was written in between)."""
     source, session = open_source(mariadb)
     status = InnoDBStatus(source.endpoint)
-    compared = 0
+    names = ("Innodb_lsn_current", "Innodb_lsn_flushed", "Innodb_lsn_last_checkpoint", "Innodb_checkpoint_age")
+
+    def check(text, figures):
+        assert (text.lsn, text.flushed_lsn, text.checkpoint_lsn, text.age) == tuple(int(v) for v in figures)
+
     try:
-        for _ in range(30):
-            before = status.collect(session)
-            text = status_text(session)
-            after = status.collect(session)
-            names = ("Innodb_lsn_current", "Innodb_lsn_flushed", "Innodb_lsn_last_checkpoint")
-            if any(before[n] != after[n] for n in names):
-                continue  # the server wrote meanwhile: try again
-            assert (text.lsn, text.flushed_lsn, text.checkpoint_lsn) == tuple(int(before[n]) for n in names)
-            assert text.age == int(before["Innodb_checkpoint_age"])
-            compared += 1
-            if compared >= 3:
-                break
+        compared = compared_while_still(session, lambda: tuple(status.collect(session)[n] for n in names), check)
     finally:
         source.close(session)
     assert compared >= 3
@@ -72,18 +81,13 @@ def test_the_lsns_of_the_status_variables_are_the_status_texts(mariadb):
 
 def test_the_pools_pending_writes_are_the_status_texts(mariadb):
     source, session = open_source(mariadb)
-    compared = 0
+
+    def check(text, pending):
+        assert (text.pending_lru, text.pending_flush_list) == pending
+
     try:
-        for _ in range(30):
-            before = split_reading(session.query(ENGINE_SQL_MARIADB).rows)[2]
-            text = status_text(session)
-            after = split_reading(session.query(ENGINE_SQL_MARIADB).rows)[2]
-            if before != after:
-                continue
-            assert (text.pending_lru, text.pending_flush_list) == before
-            compared += 1
-            if compared >= 3:
-                break
+        compared = compared_while_still(session, lambda: split_reading(session.query(ENGINE_SQL_MARIADB).rows)[2],
+                                        check)
     finally:
         source.close(session)
     assert compared >= 3
