@@ -446,28 +446,7 @@ def split_values(segments: Sequence[bytes], width: int) -> List[List[Optional[by
     >>> split_values([b"\\x01a\\xfb", b"\\x02bc\\xfc\\x03\\x00xyz", b"\\x01d"], 2)
     [[b'a', b'bc', b'd'], [None, b'xyz', None]]
     """
-    split: List[List[Optional[bytes]]] = [[] for _ in range(width)]
-    appends = [values.append for values in split]
-    for row, data in enumerate(segments):
-        position = 0
-        try:  # short values and NULLs inline, the usual case
-            for append in appends:
-                size = data[position]
-                if size < 251:
-                    position += 1
-                    append(data[position:position + size])
-                    position += size
-                elif size == 251:
-                    append(None)
-                    position += 1
-                else:
-                    raise IndexError
-        except IndexError:  # a longer value or a row that ends early: this row again, value by value
-            for values in split:
-                if len(values) > row:
-                    values.pop()
-            _walk(data, 0, appends)
-    return split
+    return split_some(segments, range(width))
 
 
 def split_some(segments: Sequence[bytes], wanted: Sequence[int]) -> List[List[Optional[bytes]]]:
