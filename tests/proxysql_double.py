@@ -1,6 +1,7 @@
 """A ProxySQL admin interface test double.
 
-A real MySQL-protocol server (handshake, mysql_native_password, COM_QUERY, text result sets)
+A real MySQL-protocol server (handshake, mysql_native_password — or caching_sha2_password's full
+authentication with the server's RSA key, ``sha2_rsa_key=`` —, COM_QUERY, text result sets)
 on a local port, answering from SQLite like ProxySQL does, with the tables and time series
 recorded from a real ProxySQL 2.7.2 (tests/data/proxysql-2.7.2.jsonl.gz).
 
@@ -329,7 +330,12 @@ class ProxySQLDouble:
 
     def __init__(self, port: int = 0, host: str = "127.0.0.1", start_frame: int = 20,
                  version: str = "2.7", recording: Optional[Recording] = None, loop: bool = True,
-                 tls=None, traffic: bool = False):
+                 tls=None, traffic: bool = False, sha2_rsa_key=None):
+        # A cryptography RSA private key: accounts log in with caching_sha2_password and always
+        # take its full authentication (nothing cached), where a client without TLS encrypts
+        # the password with this key's public half, as MySQL 8 after a restart.
+        self.sha2_rsa_key = sha2_rsa_key
+        self.rsa_logins = 0  # logins whose password came encrypted with that key
         self.tls = tls  # an ssl.SSLContext (server side): offer TLS as ProxySQL does with its certificates
         self.tls_sessions: List[str] = []  # the TLS version of each client that switched to TLS
         self.traffic = traffic  # play ProxySQL's traffic port (6033) instead of its admin port
@@ -498,7 +504,8 @@ class ProxySQLDouble:
         greeting = (b"\x0a" + server_version.encode() + b"\x00" + struct.pack("<I", conn_id)
                     + scramble[:8] + b"\x00" + struct.pack("<H", capabilities & 0xFFFF) + b"\x21"
                     + struct.pack("<H", 2) + struct.pack("<H", capabilities >> 16) + bytes([21])
-                    + b"\x00" * 10 + scramble[8:] + b"\x00" + b"mysql_native_password\x00")
+                    + b"\x00" * 10 + scramble[8:] + b"\x00"
+                    + (b"caching_sha2_password\x00" if self.sha2_rsa_key is not None else b"mysql_native_password\x00"))
         io.seq = 0
         io.write(greeting)
         response = io.read()
@@ -522,12 +529,44 @@ class ProxySQLDouble:
         token_len = response[pos]
         token = response[pos + 1: pos + 1 + token_len]
         known = (TRAFFIC_USERS if self.traffic else USERS).get(user)
+        if self.sha2_rsa_key is not None:
+            password = self._sha2_full_authentication(io, scramble)
+            if known is not None and password == known[0]:
+                io.write(ok_packet())
+                return user
+            io.write(err_packet(1045, f"ProxySQL Error: Access denied for user '{user}'@'127.0.0.1' "
+                                      f"(using password: {'YES' if password else 'NO'})"))
+            return None
         if known is None or token != native_password_token(known[0], scramble):
             io.write(err_packet(1045, f"ProxySQL Error: Access denied for user '{user}'@'127.0.0.1' "
                                       f"(using password: {'YES' if token else 'NO'})"))
             return None
         io.write(ok_packet())
         return user
+
+    def _sha2_full_authentication(self, io: PacketIO, scramble: bytes) -> Optional[str]:
+        """caching_sha2_password's full authentication (the client's fast-auth token is not
+        checked: nothing is cached): the password, or None if the client gave none."""
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import padding
+
+        io.write(b"\x01\x04")  # extra auth data: perform full authentication
+        request = io.read()
+        if request in (b"", b"\x00"):
+            return None
+        if request == b"\x02":  # the client asks for the public key (no TLS)
+            public = self.sha2_rsa_key.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+            io.write(b"\x01" + public)
+            encrypted = io.read()
+            message = self.sha2_rsa_key.decrypt(encrypted, padding.OAEP(
+                mgf=padding.MGF1(algorithm=hashes.SHA1()), algorithm=hashes.SHA1(), label=None))
+            plain = bytes(b ^ scramble[i % len(scramble)] for i, b in enumerate(message))
+            with self._lock:
+                self.rsa_logins += 1
+        else:
+            plain = request  # the clear password, over TLS
+        return plain.rstrip(b"\x00").decode("utf-8", "replace")
 
     def _send_result(self, io: PacketIO, result) -> None:
         if result is None:
