@@ -21,8 +21,8 @@ import psutil
 
 from proxytop.collectors.base import Collector, CollectorError
 from proxytop.polling.devices import DeviceMapper, map_roles
-from proxytop.metrics.iostat import (CPU_FIELDS, DIRECTIONS, Baseline, BaselineLearner, DiskCounters, device_stats,
-                             load_state, save_state)
+from proxytop.collectors.baseline_file import load_state, save_state
+from proxytop.metrics.iostat import CPU_FIELDS, DIRECTIONS, Baseline, BaselineLearner, DiskCounters, device_stats
 
 log = logging.getLogger(__name__)
 

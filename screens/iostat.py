@@ -36,8 +36,9 @@ import psutil
 from proxytop.collectors.diskstats import NAME as DISKSTATS, DiskSnapshot, DiskStats
 from proxytop.metrics import units
 from proxytop.polling.devices import role_label, server_role_paths
+from proxytop.collectors.baseline_file import state_path
 from proxytop.metrics.iostat import (READ, RULES, WRITE, Baseline, UNKNOWN, cpu_stats, device_stats, saturation,
-                             saturation_level, state_path)
+                             saturation_level)
 from proxytop.metrics.rates import to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.ui.keys import Binding

@@ -48,7 +48,8 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from proxytop.metrics.iostat import DIRECTIONS, RULES, STATE_NAME, percentile
+from proxytop.collectors.baseline_file import STATE_NAME
+from proxytop.metrics.iostat import DIRECTIONS, RULES, percentile
 from proxytop.polling.devices import DeviceMapper
 from proxytop.recordings.recording import iter_lines
 from tests.mariadb import MariaDBServer

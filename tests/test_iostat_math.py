@@ -16,11 +16,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from proxytop.collectors.baseline_file import load_state, save_state, state_path
 from proxytop.collectors.diskstats import DiskSnapshot, DiskStats, merge_psutil, parse_diskstats, parse_line
 from proxytop.metrics import iostat
 from proxytop.metrics.iostat import (READ, WRITE, Baseline, BaselineLearner, BaselineRules, DeviceStats, DiskCounters,
-                             cpu_stats, device_stats, load_state, percentile, quiet_await, save_state,
-                             saturation, saturation_level, state_path, wrapped_delta)
+                             cpu_stats, device_stats, percentile, quiet_await, saturation, saturation_level,
+                             wrapped_delta)
 
 DATA = Path(__file__).parent / "data" / "diskstats"
 WRAP = 2 ** 32
