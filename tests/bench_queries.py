@@ -40,13 +40,15 @@ TARGET_RSS_MB = 80.0
 IDLE_SHARE = 0.1  # the "realistic" line: a tenth of the digests run in each interval
 # (label, digests, target ms, share of the digests that run in each interval: None = the
 # generated shape, two thirds)
-SIZES = (("typical", 200, TARGET_TYPICAL_MS, None), ("scale", 20_000, TARGET_SCALE_MS, None),
-         ("realistic", 20_000, TARGET_SCALE_MS, IDLE_SHARE))
+NEW_PER_READ = 2  # the "new digests" line: digests that appear before each read
+SIZES = (("typical", 200, TARGET_TYPICAL_MS, None, 0), ("scale", 20_000, TARGET_SCALE_MS, None, 0),
+         ("realistic", 20_000, TARGET_SCALE_MS, IDLE_SHARE, 0),
+         ("new", 20_000, TARGET_SCALE_MS, None, NEW_PER_READ))
 
 
-def serve(recording: Recording, digests: int, changing: Optional[float] = None) -> ProxySQLDouble:
+def serve(recording: Recording, digests: int, changing: Optional[float] = None, new: int = 0) -> ProxySQLDouble:
     double = ProxySQLDouble(recording=recording, start_frame=30)
-    double.transforms[DIGEST] = ScaleDigests(recording, digests=digests, changing=changing)
+    double.transforms[DIGEST] = ScaleDigests(recording, digests=digests, changing=changing, new_per_read=new)
     return double.start()
 
 
@@ -59,8 +61,8 @@ def interval_in_force(stepper: Stepper) -> float:
 
 def bench_cpu(recording: Recording, cycles: int) -> List[dict]:
     results = []
-    for label, digests, target, changing in SIZES:
-        double = serve(recording, digests, changing)
+    for label, digests, target, changing, new in SIZES:
+        double = serve(recording, digests, changing, new)
         stepper = Stepper(["-P", str(double.port), "--screen", "queries", "-d", "5", "--connect-timeout", "30"])
         try:
             stepper.connect()
@@ -74,7 +76,7 @@ def bench_cpu(recording: Recording, cycles: int) -> List[dict]:
             derive = [s[1] for s in samples]
             total = [a + b for a, b in zip(collect, derive)]
             detail = drill_down(stepper)
-            results.append(dict(size=label, digests=digests, changing=changing, collect=ms(statistics.mean(collect)),
+            results.append(dict(size=label, digests=digests, changing=changing, new=new, collect=ms(statistics.mean(collect)),
                                 derive=ms(statistics.mean(derive)), total=ms(statistics.mean(total)),
                                 worst=ms(max(total)), redraw=ms(statistics.median(s[2] for s in samples)),
                                 detail=detail, interval=interval_in_force(stepper), target=target,
@@ -130,6 +132,8 @@ def print_cpu(results: List[dict], cycles: int, out) -> bool:
         ok = r["total"] <= r["target"]
         ok_all &= ok
         data = f"{r['digests']:>6,} digests" if r["changing"] is None else f"{r['digests']:>6,}, {r['changing']:.0%} run"
+        if r.get("new"):
+            data = f"{r['digests']:>6,}, +{r['new']} new"
         print(f"{data:<16}{r['interval']:>6g}s{r['read']:>8.3f}{r['collect']:>9.1f}"
               f"{r['derive']:>14.1f}{r['total']:>8.1f}{r['worst']:>8.1f}{r['redraw']:>8.2f}{r['detail']:>8.1f}"
               f"{r['target']:>8g}  {'yes' if ok else 'NO'}", file=out)
@@ -147,7 +151,8 @@ def print_cpu(results: List[dict], cycles: int, out) -> bool:
     print("  (read s = the last digest read in real time, the test double's work included; every = the interval "
           "in force, at least 20 times that; drill = opening the top digest's drill-down with its route, once; "
           f"\"{IDLE_SHARE:.0%} run\": only that share of the digests run in each interval, as on a real ProxySQL where "
-          "most of a large digest table is idle; the other lines are the generated shape, two thirds running)",
+          "most of a large digest table is idle; \"+N new\": N digests appear before each read, at random places in the "
+          "table, as new query shapes do; the other lines are the generated shape, two thirds running)",
           file=out)
     return ok_all
 

@@ -7,6 +7,7 @@ ProxySQL admin double)."""
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -271,3 +272,107 @@ def test_the_table_shows_each_digest_text_on_one_line(text, shown):
     frame = digests.digest_columns(None, reading, None)
     assert [frame.row(n)["text"] for n in range(3)] == [rows[0][5], shown, rows[2][5]]
     assert sorted(r["text"] for r in digests.digest_rows(None, reading, None)) == sorted([rows[0][5], shown, rows[2][5]])
+
+
+# ----- new digests among the same rows: only the new rows decoded ------------------------------
+
+def new_digest(n: int, first_seen: int, username: str = "app9", digest: str = "", text: str = "") -> list:
+    values = row(n, 2)
+    values.update(username=username, digest=digest or f"0x{0xA000 + n:016X}",
+                  digest_text=text or f"INSERT INTO n{n} VALUES (?)", first_seen=first_seen, count_star=3,
+                  sum_time=900)
+    return [None if values[c] is None else str(values[c]) for c in DIGEST_COLUMNS]
+
+
+def inserted(rows: list, at_rows: dict) -> list:
+    """``rows`` with ``at_rows[position]`` inserted before each position (positions of ``rows``)."""
+    out = []
+    for n, r in enumerate(rows + [None]):
+        out.extend(at_rows.get(n, []))
+        if r is not None:
+            out.append(r)
+    return out
+
+
+def just_now() -> int:
+    return int(time.time()) + 2  # first seen after the previous reading: its counts are the interval's
+
+
+NEW_ROWS = [  # (case, the next reading's rows from the last one's, worked out from the new rows alone)
+    ("new digests at the start, in the middle and at the end",
+     lambda rows: inserted(rows, {0: [new_digest(1, just_now())], 30: [new_digest(2, just_now())],
+                                  len(rows): [new_digest(3, just_now())]}), True),
+    ("two new digests side by side", lambda rows: inserted(rows, {7: [new_digest(4, just_now()), new_digest(5, just_now())]}),
+     True),
+    ("a known digest run by another user",
+     lambda rows: inserted(rows, {12: [new_digest(6, just_now(), username="app7", digest=rows[4][4], text=rows[4][5])]}), True),
+    ("a new row first seen before the last reading (no figure for it)",
+     lambda rows: inserted(rows, {20: [new_digest(7, FIRST_SEEN)]}), True),
+    ("a known digest with another text",
+     lambda rows: inserted(rows, {3: [new_digest(8, just_now(), username="app7", digest=rows[4][4], text="SELECT 1")]}),
+     False),
+    ("a new row and a row gone", lambda rows: inserted(rows[:10] + rows[11:], {5: [new_digest(9, just_now())]}), False),
+    ("a new row and two rows swapped",
+     lambda rows: inserted(rows[:2] + [rows[3], rows[2]] + rows[4:], {40: [new_digest(10, just_now())]}), False),
+    ("a new row with a NULL user", lambda rows: inserted(rows, {9: [new_digest(11, just_now())[:2] + [None] +
+                                                                   new_digest(11, just_now())[3:]]}), False),
+    ("a new row without text", lambda rows: inserted(rows, {9: [new_digest(12, just_now())[:5] + [""] +
+                                                               new_digest(12, just_now())[6:]]}), False),
+    ("the same new key twice", lambda rows: inserted(rows, {9: [new_digest(13, just_now())], 19: [new_digest(13, just_now())]}),
+     False),
+]
+
+
+@pytest.mark.parametrize("case, change, worked_out", NEW_ROWS, ids=[c for c, _, _ in NEW_ROWS])
+def test_new_digests_among_the_same_rows_read_as_the_rows_read(served, case, change, worked_out):
+    """A reading with rows inserted among the last reading's rows (new digests: ProxySQL's map
+    keeps its order until it grows) is worked out from the new rows alone and gives what
+    parsing every row gives: keys, texts, counters and the interval's deltas; anything else
+    (a row gone, another order, a NULL, another text for a known digest) is parsed whole."""
+    session, readings = served
+    collector = QueryDigest()
+    pairs = []
+    for rows in (reading_rows(2), change(reading_rows(3))):
+        readings.fixed = [list(r) for r in rows]
+        try:
+            table = collector.collect(session)
+            served_rows = run_query(session.conn, SQL)
+        finally:
+            del readings.fixed
+        mine = parsed(table, 0.0)
+        pairs.append((mine, digests.parse(served_rows.columns, served_rows.rows, mine.wall_time), table, served_rows))
+    (before, reference_before, _, _), (now, reference_now, table, served_rows) = pairs
+    assert (now.change is not None) == worked_out
+    assert now.keys == reference_now.keys and dict(now.index) == dict(reference_now.index)
+    assert dict(now.texts) == dict(reference_now.texts)
+    assert [list(c) for c in now.columns] == [list(c) for c in reference_now.columns]
+    assert tuple(table.rows) == served_rows.rows
+    assert deltas_as_lists(digests.deltas(before, now)) == \
+        deltas_as_lists(digests.deltas(reference_before, reference_now))
+    if worked_out:
+        assert now.heaviest is not None and list(now.heaviest) == digests.heaviest_first(reference_now)
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(st.lists(st.tuples(st.integers(0, ROWS), st.booleans()), min_size=1, max_size=6))
+def test_new_digests_anywhere_read_as_the_rows_read(served, places):
+    """New digests at any places, seen just now or long ago, read as parsing every row reads them."""
+    session, readings = served
+    collector = QueryDigest()
+    base = reading_rows(2)
+    added: dict = {}
+    for k, (position, recent) in enumerate(places):
+        added.setdefault(position, []).append(new_digest(100 + k, just_now() if recent else FIRST_SEEN))
+    got = []
+    for rows in (base, inserted(reading_rows(3), added)):
+        readings.fixed = [list(r) for r in rows]
+        try:
+            mine = parsed(collector.collect(session), 0.0)
+            served_rows = run_query(session.conn, SQL)
+        finally:
+            del readings.fixed
+        got.append((mine, digests.parse(served_rows.columns, served_rows.rows, mine.wall_time)))
+    (before, reference_before), (now, reference_now) = got
+    assert now.change is not None
+    assert now.keys == reference_now.keys
+    assert deltas_as_lists(digests.deltas(before, now)) == deltas_as_lists(digests.deltas(reference_before, reference_now))

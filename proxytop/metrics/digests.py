@@ -212,15 +212,20 @@ KEY_COLUMNS = ("hostgroup", "schemaname", "username", "client_address", "digest"
 
 
 def parse_columns(result, wall_time: float, schema_column: str = "schemaname",
-                  previous: Optional[Parsed] = None, sent_before: Optional[Sequence[bytes]] = None) -> Parsed:
+                  previous: Optional[Parsed] = None, sent_before: Optional[Sequence[bytes]] = None,
+                  row_hashes: Optional[Tuple[Sequence[int], Sequence[int]]] = None) -> Parsed:
     """:func:`parse` of a digest read as :class:`proxytop.polling.columns.Columns`, converting only
     what changed since ``previous``: when the rows' values before the counters (key and
     text) are the previous reading's, in the same order, its keys, index and texts are
     shared; given ``sent_before`` (the previous reading's ``result.tails``: each row's
     counters as sent), rows whose counters are the same bytes keep its numbers, the others
     are parsed in one pass (columns.decimals_to_columns), and the interval's deltas are
-    worked out on those rows alone (``change``). Anything unusual is read column by column,
-    with the same result as :func:`parse` of the rows."""
+    worked out on those rows alone (``change``). Given ``row_hashes`` (hash() of each row's
+    values before the counters, in the previous reading and in this one), a reading that is
+    the previous one's rows in their order with rows inserted (new digests: ProxySQL's map
+    keeps its order until it grows its table) decodes only the inserted rows and works its
+    deltas out the same way. Anything unusual is read column by column, with the same result
+    as :func:`parse` of the rows."""
     names = [schema_column if name == "schemaname" else name for name in KEY_COLUMNS]
     tails = result.tails
     if tails is None or not set(COUNTERS) <= set(result.names[result.head_width:]) or \
@@ -230,8 +235,14 @@ def parse_columns(result, wall_time: float, schema_column: str = "schemaname",
     layout = (result.names, schema_column)
     heads = getattr(result, "heads_digest", None) or fingerprint(result.heads)
     same_rows = previous is not None and previous.heads == heads and previous.layout == layout
+    inserted = None
+    if not same_rows and previous is not None and previous.plain and previous.exact and sent_before is not None \
+            and row_hashes is not None and previous.layout == layout:
+        inserted = _inserted_rows(result, names, previous, *row_hashes)
     if same_rows:
         keys, index, texts, exact = previous.keys, previous.index, previous.texts, previous.exact  # type: ignore[union-attr]
+    elif inserted is not None:
+        keys, index, texts, exact = inserted[:4]
     else:
         found = _keys_and_texts(result, names, previous)
         if found is None:  # a key twice: parse keeps the last row of each
@@ -242,8 +253,13 @@ def parse_columns(result, wall_time: float, schema_column: str = "schemaname",
             names + list(TABLE_COLUMNS[len(KEY_COLUMNS):]))
     counters, plain, change = None, False, None
     if same_rows and previous.plain and sent_before is not None:  # type: ignore[union-attr]
-        changed = _changed_counters(tails, sent_before, previous, result.tail_width,  # type: ignore[arg-type]
+        changed = _changed_counters(tails, sent_before, previous.columns, result.tail_width,  # type: ignore[union-attr]
                                     result.names[result.head_width:])
+        if changed is not None:
+            counters, plain, change = changed[0], True, (weakref.ref(previous), changed[1])  # type: ignore[arg-type]
+    elif inserted is not None:
+        changed = _counters_with_inserted(tails, sent_before, previous, inserted[4], result.tail_width,  # type: ignore[arg-type]
+                                          result.names[result.head_width:])
         if changed is not None:
             counters, plain, change = changed[0], True, (weakref.ref(previous), changed[1])  # type: ignore[arg-type]
     if counters is None:
@@ -312,18 +328,18 @@ def _picker(positions: Sequence[int]):
     return itemgetter(*positions)
 
 
-def _changed_counters(tails: Sequence[bytes], before: Sequence[bytes], previous: Parsed, width: int,
-                      tail_names: Sequence[str]) -> Optional[Tuple[Tuple[array, ...], "Deltas"]]:
+def _changed_counters(tails: Sequence[bytes], before: Sequence[Optional[bytes]], before_columns: Tuple[array, ...],
+                      width: int, tail_names: Sequence[str]) -> Optional[Tuple[Tuple[array, ...], "Deltas"]]:
     """(counters, deltas) of a reading whose rows are the previous reading's, ``before`` being
-    its rows' counters as sent: rows sent as the same bytes keep the previous numbers (and did
-    nothing in the interval), the others are parsed, and their deltas worked out alone.
-    None when a counter that changed is not a plain decimal."""
+    its rows' counters as sent and ``before_columns`` their numbers: rows sent as the same
+    bytes keep the previous numbers (and did nothing in the interval), the others are parsed,
+    and their deltas worked out alone. None when a counter that changed is not a plain decimal."""
     count = len(tails)
     if len(before) != count:
         return None
     changed = list(compress(range(count), map(ne, tails, before)))
     if not changed:
-        return previous.columns, _unchanged(count)
+        return before_columns, _unchanged(count)
     picked = _picker(changed)
     parsed = decimals_to_lists(b"".join(picked(tails)), width, len(changed))
     if parsed is None:
@@ -333,7 +349,7 @@ def _changed_counters(tails: Sequence[bytes], before: Sequence[bytes], previous:
     olds: List[Optional[tuple]] = []  # each column's values before, at the rows that changed (None: none moved)
     news: List[List[int]] = []
     for c, name in enumerate(COUNTERS):
-        before_column, values = previous.columns[c], parsed[at[name]]
+        before_column, values = before_columns[c], parsed[at[name]]
         old = picked(before_column)
         news.append(values)
         if old == tuple(values):
@@ -343,6 +359,69 @@ def _changed_counters(tails: Sequence[bytes], before: Sequence[bytes], previous:
             counters.append(_scatter(before_column, changed, values))
             olds.append(old)
     return tuple(counters), _changed_deltas(count, changed, olds, news)
+
+
+def _inserted_rows(result, names: Sequence[str], previous: Parsed, hashes_before: Sequence[int],
+                   hashes: Sequence[int]):
+    """(keys, index, texts, exact, positions) of a reading that is ``previous``'s rows, in
+    their order, with rows inserted at ``positions`` (ascending), each row known by the
+    hash() of its values before the counters (64 bits: two different rows of one table share
+    one with a chance of about 1 in 10^10); only the inserted rows are decoded. None when
+    the reading is anything else (a row gone, the order changed, a key twice, an inserted
+    row with a NULL or empty value, or with another text for a digest already there)."""
+    known = set(hashes_before)
+    if len(known) != len(hashes_before) or len(hashes) <= len(hashes_before):
+        return None
+    kept = list(map(known.__contains__, hashes))
+    if list(compress(hashes, kept)) != list(hashes_before):
+        return None
+    positions = list(compress(range(len(hashes)), map(not_, kept)))
+    at = [result.names.index(name) for name in names] + [result.names.index("digest_text")]
+    keys = list(previous.keys)
+    texts = previous.texts
+    for n in positions:
+        values = result.row_raw(n)
+        decoded = decode_column([values[i] for i in at])
+        if None in decoded or not decoded[5]:  # a NULL, or no text: parse tells those apart
+            return None
+        key, text = tuple(decoded[:5]), decoded[5]
+        known_text = texts.get(key[4], text)
+        if known_text != text:
+            return None
+        if key[4] not in texts:
+            texts = dict(texts) if texts is previous.texts else texts
+            texts[key[4]] = text
+        keys.insert(n, key)
+    index = dict(zip(keys, range(len(keys))))
+    if len(index) != len(keys):
+        return None
+    return tuple(keys), index, texts, True, positions
+
+
+def _counters_with_inserted(tails: Sequence[bytes], sent_before: Sequence[bytes], previous: Parsed,
+                            positions: Sequence[int], width: int, tail_names: Sequence[str]):
+    """:func:`_changed_counters` of a reading with rows inserted at ``positions``: the previous
+    rows compared as sent, the inserted ones parsed, and their deltas :func:`deltas`' for a
+    new row (all its counts are the interval's when it was first seen after the previous
+    reading, give or take NEW_ROW_SLACK; else no figure)."""
+    before: List[Optional[bytes]] = list(sent_before)
+    columns = [array("q", column) for column in previous.columns]
+    for n in positions:
+        before.insert(n, None)  # never equal: parsed
+        for column in columns:
+            column.insert(n, 0)
+    changed = _changed_counters(tails, before, tuple(columns), width, tail_names)
+    if changed is None:
+        return None
+    counters, change = changed
+    edge = previous.wall_time - NEW_ROW_SLACK
+    rated = list(change.rated)
+    moved = [array("q", values) for values in (change.count, change.sum_time, change.affected, change.sent)]
+    for n in positions:
+        rated[n] = counters[FIRST][n] >= edge
+        for values, c in zip(moved, (COUNT, SUM_TIME, AFFECTED, SENT)):
+            values[n] = counters[c][n] if rated[n] else 0
+    return counters, Deltas(rated, *moved)
 
 
 def _scatter(column: array, at: Sequence[int], values: Sequence[int]) -> array:
