@@ -240,6 +240,10 @@ READ_AGAIN = [  # (case, how the next reading's rows differ from the last one's)
     ("a NULL user", lambda rows: rows[:3] + [rows[3][:2] + [None] + rows[3][3:]] + rows[4:]),
     ("a row more", lambda rows: rows + [rows[0][:4] + ["0x00000000000000EE"] + rows[0][5:]]),
     ("a row less", lambda rows: rows[1:]),
+    ("rows more in the middle", lambda rows: rows[:10] + [rows[0][:4] + ["0x00000000000000ED"] + rows[0][5:]] + rows[10:30]
+     + [rows[1][:4] + ["0x00000000000000EC"] + rows[1][5:]] + rows[30:]),
+    ("a row more and a row less", lambda rows: rows[:5] + [rows[0][:4] + ["0x00000000000000EB"] + rows[0][5:]]
+     + rows[5:20] + rows[21:]),
 ]
 
 

@@ -381,7 +381,8 @@ class ColumnsResult(DescribedOnce):
         With tails, returns :func:`rows_digest` of the heads. Each row is cut where the same
         row of the last result of these columns on this connection was cut (the digest's
         rows come back in the same order while ProxySQL's digest map is unchanged); the cuts
-        are right when the heads' digest is that result's, else every row is walked again."""
+        are right when the heads' digest is that result's, else the rows are cut again,
+        following the last result's rows by their hashes (:func:`_cut_again`)."""
         keep_head = heads.append
         if tails is None:
             heads.extend(row_payloads(self, conn))
@@ -408,19 +409,43 @@ class ColumnsResult(DescribedOnce):
             keep_tail(data[position:])
         digest = rows_digest(heads)
         if seen is not None and seen[:2] == (self._names, width) and (len(heads) != len(seen[2]) or digest != seen[3]):
-            # other rows than the last time: the rows cut where those were, walked again
-            for n in range(min(len(heads), len(seen[2]))):
-                data = heads[n] + tails[n]
-                position = _skip(data, 0, width)
-                heads[n], tails[n] = data[:position], data[position:]
+            _cut_again(heads, tails, width, seen[2], seen[4])  # other rows than the last time
             digest = rows_digest(heads)
-        _heads_seen[conn] = (self._names, width, array("I", map(len, heads)), digest)
+        _heads_seen[conn] = (self._names, width, array("I", map(len, heads)), digest, array("q", map(hash, heads)))
         return digest
 
 
-# connection -> (column names, head width, each row's head length, rows_digest of the heads) of
-# the last result read with a numeric tail
+# connection -> (column names, head width, each row's head length, rows_digest of the heads,
+# hash() of each head) of the last result read with a numeric tail
 _heads_seen: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _cut_again(heads: List[bytes], tails: List[bytes], width: int, lengths: Sequence[int],
+               hashes: Sequence[int]) -> None:
+    """Rows cut where the same row of the last result was cut, when the rows are not the
+    same: each cut again where its row of the last result was cut, following rows inserted
+    or gone (new digests shift the rows after them), and walked only when that is not a
+    head of the last result (a new or changed row). A head is taken for the last result's
+    when their hash() agree (64 bits: a wrong match about once in 10^15 rows)."""
+    previous: Optional[Dict[int, int]] = None  # hash -> row of the last result, made when needed
+    shift = 0  # this row's position minus its row's position in the last result
+    count = len(lengths)
+    for n in range(len(heads)):
+        m = n - shift
+        if shift == 0 and m < count and hash(heads[n]) == hashes[m]:
+            continue  # cut where its own row was: right
+        data = heads[n] + tails[n]
+        if 0 <= m < count:
+            head = data[:lengths[m]]
+            if hash(head) == hashes[m]:
+                heads[n], tails[n] = head, data[lengths[m]:]
+                continue
+        position = _skip(data, 0, width)
+        heads[n], tails[n] = data[:position], data[position:]
+        if previous is None:
+            previous = dict(zip(hashes, range(count)))
+        found = previous.get(hash(heads[n]))
+        shift = shift + 1 if found is None else n - found
 
 
 def rows_digest(rows: Sequence[bytes]) -> bytes:
