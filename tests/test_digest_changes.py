@@ -306,6 +306,8 @@ NEW_ROWS = [  # (case, the next reading's rows from the last one's, worked out f
     ("new digests at the start, in the middle and at the end",
      lambda rows: inserted(rows, {0: [new_digest(1, just_now())], 30: [new_digest(2, just_now())],
                                   len(rows): [new_digest(3, just_now())]}), True),
+    ("a new digest whose text spans lines",
+     lambda rows: inserted(rows, {15: [new_digest(14, just_now(), text="SELECT a\n  FROM t14\tWHERE id=?")]}), True),
     ("two new digests side by side", lambda rows: inserted(rows, {7: [new_digest(4, just_now()), new_digest(5, just_now())]}),
      True),
     ("a known digest run by another user",
@@ -355,6 +357,13 @@ def test_new_digests_among_the_same_rows_read_as_the_rows_read(served, case, cha
         deltas_as_lists(digests.deltas(reference_before, reference_now))
     if worked_out:
         assert now.heaviest is not None and list(now.heaviest) == digests.heaviest_first(reference_now)
+        assert now.inserted is not None and now.inserted[0]() is before
+    # what the screen derives from the two readings: rows (texts on one line), alignment, resets
+    digests.digest_rows(None, before, None)  # the last reading drawn: its texts made into lines
+    assert digests.digest_rows(before, now, 5.0) == digests.digest_rows(reference_before, reference_now, 5.0)
+    assert digests.aligned(before, now) == digests.aligned(reference_before, reference_now)
+    assert digests.aligned(now, before) == digests.aligned(reference_now, reference_before)
+    assert digests.resets(before, now) == digests.resets(reference_before, reference_now)
 
 
 @settings(max_examples=40, **SETTINGS)

@@ -67,6 +67,14 @@ MISSING = -(2 ** 63)  # a NULL or non-numeric counter in a Parsed column
 _LARGEST = 2 ** 63 - 1
 
 
+class Texts(dict):
+    """{digest: full digest text} of a reading. ``grown_from``: (the texts of the reading
+    before, weakly, and the digests added to them) when made by adding a few digests to
+    those, so that what is derived from them can be made the same way (see _lines_of)."""
+
+    grown_from: Optional[Tuple[Any, Tuple[str, ...]]] = None
+
+
 @dataclass(frozen=True, eq=False)
 class Parsed:
     """One reading of the digest table as columns: row ``n`` has the key ``keys[n]`` and the
@@ -92,6 +100,9 @@ class Parsed:
     # was parsed from the rows that changed: the screen's deltas() then has nothing to do
     change: Optional[Tuple[Any, "Deltas"]] = None
     heaviest: Optional[array] = None  # heaviest_first(self), worked out where the reading was parsed
+    # (the reading before, weakly, and the positions of the rows inserted among its rows):
+    # this reading is that one's rows in their order with those rows inserted (see aligned)
+    inserted: Optional[Tuple[Any, Tuple[int, ...]]] = None
 
     @property
     def entries(self) -> "Entries":
@@ -199,7 +210,7 @@ def parse(columns: Sequence[str], rows: Iterable[Sequence[Any]], wall_time: floa
     if MISSING in counters[COUNT] or MISSING in counters[SUM_TIME]:
         nulls = sum(1 for c, t in zip(counters[COUNT], counters[SUM_TIME]) if c == MISSING or t == MISSING)
     # the first row of a digest gives its text
-    texts: Dict[str, Optional[str]] = dict(zip(reversed(parts[4]), reversed(column("digest_text"))))
+    texts: Dict[str, Optional[str]] = Texts(zip(reversed(parts[4]), reversed(column("digest_text"))))
     if "" in texts.values():  # an empty text is no text
         for digest in [d for d, text in texts.items() if text == ""]:
             texts[digest] = None
@@ -272,7 +283,9 @@ def parse_columns(result, wall_time: float, schema_column: str = "schemaname",
     if not plain and (MISSING in counters[COUNT] or MISSING in counters[SUM_TIME]):
         nulls = sum(1 for c, t in zip(counters[COUNT], counters[SUM_TIME]) if c == MISSING or t == MISSING)
     heaviest = array("i", _heaviest(counters[SUM_TIME])) if plain else None
-    return Parsed(keys, index, counters, texts, wall_time, nulls, heads, exact and plain, plain, layout, change, heaviest)
+    hint = (weakref.ref(previous), tuple(inserted[4])) if inserted is not None else None
+    return Parsed(keys, index, counters, texts, wall_time, nulls, heads, exact and plain, plain, layout, change, heaviest,
+                  hint)
 
 
 def heaviest_first(parsed: Parsed) -> List[int]:
@@ -307,7 +320,7 @@ def _keys_and_texts(result, names: Sequence[str], previous: Optional[Parsed]):
         if len(index) != len(keys):
             return None
     row_texts = decode_column(result.raw("digest_text"))
-    texts: Dict[str, Optional[str]] = dict(zip(reversed(parts[4]), reversed(row_texts)))
+    texts: Dict[str, Optional[str]] = Texts(zip(reversed(parts[4]), reversed(row_texts)))
     if "" in texts.values():  # an empty text is no text
         for digest in [d for d, text in texts.items() if text == ""]:
             texts[digest] = None
@@ -379,6 +392,7 @@ def _inserted_rows(result, names: Sequence[str], previous: Parsed, hashes_before
     at = [result.names.index(name) for name in names] + [result.names.index("digest_text")]
     keys = list(previous.keys)
     texts = previous.texts
+    added: List[str] = []
     for n in positions:
         values = result.row_raw(n)
         decoded = decode_column([values[i] for i in at])
@@ -389,12 +403,15 @@ def _inserted_rows(result, names: Sequence[str], previous: Parsed, hashes_before
         if known_text != text:
             return None
         if key[4] not in texts:
-            texts = dict(texts) if texts is previous.texts else texts
+            texts = Texts(texts) if texts is previous.texts else texts
             texts[key[4]] = text
+            added.append(key[4])
         keys.insert(n, key)
     index = dict(zip(keys, range(len(keys))))
     if len(index) != len(keys):
         return None
+    if added and isinstance(previous.texts, Texts):
+        texts.grown_from = (weakref.ref(previous.texts), tuple(added))  # type: ignore[attr-defined]
     return tuple(keys), index, texts, True, positions
 
 
@@ -421,7 +438,8 @@ def _counters_with_inserted(tails: Sequence[bytes], sent_before: Sequence[bytes]
         rated[n] = counters[FIRST][n] >= edge
         for values, c in zip(moved, (COUNT, SUM_TIME, AFFECTED, SENT)):
             values[n] = counters[c][n] if rated[n] else 0
-    return counters, Deltas(rated, *moved)
+    inserted = set(positions)
+    return counters, Deltas(rated, *moved, reset_rows=tuple(n for n in change.reset_rows or () if n not in inserted))
 
 
 def _scatter(column: array, at: Sequence[int], values: Sequence[int]) -> array:
@@ -435,7 +453,7 @@ def _scatter(column: array, at: Sequence[int], values: Sequence[int]) -> array:
 def _unchanged(count: int) -> "Deltas":
     """The deltas of rows that all did nothing in the interval."""
     zeros = array("q", bytes(8 * count))
-    return Deltas([True] * count, zeros, zeros, zeros, zeros)
+    return Deltas([True] * count, zeros, zeros, zeros, zeros, reset_rows=())
 
 
 def _changed_deltas(count: int, changed: List[int], before: List[Optional[tuple]], now: List[List[int]]) -> "Deltas":
@@ -450,6 +468,10 @@ def _changed_deltas(count: int, changed: List[int], before: List[Optional[tuple]
     flags = [] if before[FIRST] is None else [list(_firsts_kept(before[FIRST], now[FIRST]))]  # type: ignore[arg-type]
     flags += [list(map(le, repeat(0), d)) for d in (d_count, d_time) if d is not None and min(d) < 0]
     unrated = sorted(set().union(*(compress(range(len(changed)), map(not_, flag)) for flag in flags)))
+    # reset (as resets() counts them): first_seen moved or count_star down
+    reset = set() if before[FIRST] is None else set(compress(range(len(changed)), map(not_, flags[0])))
+    if d_count is not None and min(d_count) < 0:
+        reset.update(compress(range(len(changed)), map(gt, repeat(0), d_count)))
     for d in (d_affected, d_sent):  # rows affected or sent that went down count as none
         if d is not None and min(d) < 0:
             d[:] = map(max, d, repeat(0))
@@ -462,7 +484,8 @@ def _changed_deltas(count: int, changed: List[int], before: List[Optional[tuple]
     for k in unrated:
         rated[changed[k]] = False
     return Deltas(rated, *(zeros if d is None or not any(d) else _scatter(zeros, changed, d)
-                           for d in (d_count, d_time, d_affected, d_sent)))
+                           for d in (d_count, d_time, d_affected, d_sent)),
+                  reset_rows=tuple(changed[k] for k in sorted(reset)))
 
 
 TABLE_COLUMNS = ("hostgroup", "schemaname", "username", "client_address", "digest", "digest_text") + COUNTERS
@@ -576,6 +599,18 @@ def aligned(previous: Parsed, current: Parsed) -> Tuple[List[int], List[int]]:
     if previous.index is current.index:
         return list(range(len(current.keys))), []
     past = len(previous.keys)
+    hint = current.inserted
+    if hint is not None and hint[0]() is previous:  # previous's rows, with rows inserted
+        order = list(range(past))
+        for n in hint[1]:
+            order.insert(n, past)
+        return order, list(hint[1])
+    hint = previous.inserted
+    if hint is not None and hint[0]() is current:  # asked the other way round (see resets)
+        kept = [True] * past
+        for n in hint[1]:
+            kept[n] = False
+        return list(compress(range(past), kept)), []
     order = list(map(previous.index.get, current.keys, repeat(past)))
     new = [n for n, m in enumerate(order) if m == past] if past in order else []
     return order, new
@@ -598,14 +633,25 @@ def resets(previous: Optional[Parsed], current: Parsed) -> int:
     """
     if previous is None:
         return 0
-    order, gone = aligned(current, previous)  # the current rows in the previous reading's order
+    change = current.change
+    if change is not None and change[1].reset_rows is not None and change[0]() is previous:
+        return len(change[1].reset_rows)  # worked out where the reading was parsed
     before_count, before_first = previous.columns[COUNT], previous.columns[FIRST]
     complete = previous.plain and current.plain  # no NULL anywhere: nothing to look for
-    if previous.index is current.index:  # the same rows in the same order: no gathering
+    hint = current.inserted
+    gone: List[int] = []
+    if hint is not None and hint[0]() is previous:  # previous's rows with rows inserted: those left out
+        kept = [True] * len(current.keys)
+        for n in hint[1]:
+            kept[n] = False
+        now_count = array("q", compress(current.columns[COUNT], kept))
+        now_first = array("q", compress(current.columns[FIRST], kept))
+    elif previous.index is current.index:  # the same rows in the same order: no gathering
         now_count, now_first = current.columns[COUNT], current.columns[FIRST]
         if now_first is before_first and (complete or MISSING not in before_count and MISSING not in now_count):
             return sum(map(gt, before_count, now_count))  # first_seen unmoved (one array shared)
     else:
+        order, gone = aligned(current, previous)  # the current rows in the previous reading's order
         now_count, now_first = _gather(current.columns[COUNT], order), _gather(current.columns[FIRST], order)
     if not complete and (MISSING in before_count or MISSING in current.columns[COUNT]):  # NULL counts: not "down"
         down = [b != MISSING and n != MISSING and n < b for b, n in zip(before_count, now_count)]
@@ -681,8 +727,12 @@ class Deltas:
     is False when row n has no honest figure (reset, NULL, unseen before); the differences
     of count_star, sum_time, sum_rows_affected and sum_rows_sent (affected and sent at least 0)."""
 
-    def __init__(self, rated: List[bool], count: List[int], sum_time: List[int], affected: List[int], sent: List[int]):
+    def __init__(self, rated: List[bool], count: List[int], sum_time: List[int], affected: List[int], sent: List[int],
+                 reset_rows: Optional[Tuple[int, ...]] = None):
         self.rated, self.count, self.sum_time, self.affected, self.sent = rated, count, sum_time, affected, sent
+        # the rows of the previous reading that were reset, at their rows in this one, when
+        # worked out where the reading was parsed (no row gone): resets() has nothing to do
+        self.reset_rows = reset_rows
 
 
 _RATED = (COUNT, SUM_TIME, FIRST, AFFECTED, SENT)
@@ -1013,6 +1063,18 @@ def _lines_of(texts: Mapping[str, Optional[str]]) -> Dict[str, Optional[str]]:
     """{digest: its one-line text}, once per texts mapping (readings share an unchanged one)."""
     for seen, lines in _lines_memo:
         if seen is texts:
+            return lines
+    grown = getattr(texts, "grown_from", None)
+    base = grown[0]() if grown is not None else None
+    for seen, base_lines in _lines_memo:
+        if base is not None and seen is base:  # a few digests added to texts already made into lines
+            added = {digest: _line(texts[digest]) for digest in grown[1]}  # type: ignore[index]
+            if base_lines is base and all(added[digest] is texts[digest] for digest in added):
+                lines = texts  # type: ignore[assignment]
+            else:
+                lines = dict(base_lines)
+                lines.update(added)
+            _lines_memo[:] = _lines_memo[-1:] + [(texts, lines)]
             return lines
     lines = {digest: _line(text) for digest, text in texts.items()}
     if all(map(is_, lines.values(), texts.values())):  # every text one line already (the usual case)

@@ -378,74 +378,60 @@ class ColumnsResult(DescribedOnce):
         """Row packets until the EOF packet: the first ``width`` values of each row into
         ``heads``, the rest into ``tails`` (when given, else whole rows into ``heads``).
 
-        With tails, returns :func:`rows_digest` of the heads. Each row is cut where the same
-        row of the last result of these columns on this connection was cut (the digest's
-        rows come back in the same order while ProxySQL's digest map is unchanged); the cuts
-        are right when the heads' digest is that result's, else the rows are cut again,
-        following the last result's rows by their hashes (:func:`_cut_again`)."""
+        With tails, returns :func:`rows_digest` of the heads. Each row is cut where its row
+        of the last result of these columns on this connection was cut, when the head that
+        gives is that row's (their hash() agree: 64 bits, a wrong match about once in 10^15
+        rows); the digest's rows come back in the same order while ProxySQL's digest map is
+        unchanged, and a new digest shifts the rows after it, which are followed. Only a
+        new or changed row has its values walked."""
         keep_head = heads.append
         if tails is None:
             heads.extend(row_payloads(self, conn))
             return None
         keep_tail = tails.append
         seen = _heads_seen.get(conn)
-        cuts = iter(seen[2]) if seen is not None and seen[:2] == (self._names, width) else iter(())
+        lengths, hashes = seen[2:] if seen is not None and seen[:2] == (self._names, width) else ((), ())
+        count = len(lengths)
+        rows_before: Optional[Dict[int, int]] = None  # hash -> row of the last result, made when needed
+        shift = 0  # this row's position minus its row's position in the last result
         head_range = range(width)
+        n = -1
         for data in row_payloads(self, conn):
-            position = next(cuts, -1)
-            if position < 0:  # no cut known: its values walked
-                position = 0
-                try:
-                    for _ in head_range:  # short values, the usual case, stepped over inline
-                        size = data[position]
-                        if size >= 251:
-                            raise IndexError
-                        position += size + 1
-                    if position > len(data):
+            n += 1
+            m = n - shift
+            if 0 <= m < count:
+                position = lengths[m]
+                head = data[:position]
+                if hash(head) == hashes[m]:  # its row of the last result: cut there
+                    keep_head(head)
+                    keep_tail(data[position:])
+                    continue
+            position = 0
+            try:
+                for _ in head_range:  # short values, the usual case, stepped over inline
+                    size = data[position]
+                    if size >= 251:
                         raise IndexError
-                except IndexError:  # NULL, a long value or a row that ends early
-                    position = _skip(data, 0, width)
-            keep_head(data[:position])
+                    position += size + 1
+                if position > len(data):
+                    raise IndexError
+            except IndexError:  # NULL, a long value or a row that ends early
+                position = _skip(data, 0, width)
+            head = data[:position]
+            keep_head(head)
             keep_tail(data[position:])
-        digest = rows_digest(heads)
-        if seen is not None and seen[:2] == (self._names, width) and (len(heads) != len(seen[2]) or digest != seen[3]):
-            _cut_again(heads, tails, width, seen[2], seen[4])  # other rows than the last time
-            digest = rows_digest(heads)
-        _heads_seen[conn] = (self._names, width, array("I", map(len, heads)), digest, array("q", map(hash, heads)))
-        return digest
+            if count:  # a new or changed row: where are the rows after it in the last result?
+                if rows_before is None:
+                    rows_before = dict(zip(hashes, range(count)))
+                found = rows_before.get(hash(head))
+                shift = shift + 1 if found is None else n - found
+        _heads_seen[conn] = (self._names, width, array("I", map(len, heads)), array("q", map(hash, heads)))
+        return rows_digest(heads)
 
 
-# connection -> (column names, head width, each row's head length, rows_digest of the heads,
-# hash() of each head) of the last result read with a numeric tail
+# connection -> (column names, head width, each row's head length, hash() of each head) of the
+# last result read with a numeric tail
 _heads_seen: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def _cut_again(heads: List[bytes], tails: List[bytes], width: int, lengths: Sequence[int],
-               hashes: Sequence[int]) -> None:
-    """Rows cut where the same row of the last result was cut, when the rows are not the
-    same: each cut again where its row of the last result was cut, following rows inserted
-    or gone (new digests shift the rows after them), and walked only when that is not a
-    head of the last result (a new or changed row). A head is taken for the last result's
-    when their hash() agree (64 bits: a wrong match about once in 10^15 rows)."""
-    previous: Optional[Dict[int, int]] = None  # hash -> row of the last result, made when needed
-    shift = 0  # this row's position minus its row's position in the last result
-    count = len(lengths)
-    for n in range(len(heads)):
-        m = n - shift
-        if shift == 0 and m < count and hash(heads[n]) == hashes[m]:
-            continue  # cut where its own row was: right
-        data = heads[n] + tails[n]
-        if 0 <= m < count:
-            head = data[:lengths[m]]
-            if hash(head) == hashes[m]:
-                heads[n], tails[n] = head, data[lengths[m]:]
-                continue
-        position = _skip(data, 0, width)
-        heads[n], tails[n] = data[:position], data[position:]
-        if previous is None:
-            previous = dict(zip(hashes, range(count)))
-        found = previous.get(hash(heads[n]))
-        shift = shift + 1 if found is None else n - found
 
 
 def rows_digest(rows: Sequence[bytes]) -> bytes:
