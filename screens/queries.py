@@ -177,8 +177,16 @@ class KeptRoutes:
         keys, texts, found = self._last
         if current.keys is keys and current.texts is texts:
             return found
-        found, kept, before = {}, {}, self._kept
-        for key in current.keys:
+        hint = current.inserted
+        previous = hint[0]() if hint is not None else None
+        if previous is not None and previous.keys is keys and previous.texts is texts:
+            # the last reading's rows with rows inserted (and texts only added): those evaluated
+            found, kept, before = dict(found), dict(self._kept), self._kept
+            rows: Sequence[digests.RowKey] = [current.keys[n] for n in hint[1]]  # type: ignore[index]
+        else:
+            found, kept, before = {}, {}, self._kept
+            rows = current.keys
+        for key in rows:
             who = (key[4], key[2], key[1], key[3])
             if who in found:
                 continue

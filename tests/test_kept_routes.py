@@ -3,6 +3,8 @@ the same routes as evaluating every row, re-evaluated only for new rows, changed
 changed rules."""
 from __future__ import annotations
 
+import dataclasses
+import weakref
 from unittest import mock
 
 from proxytop.metrics import digests
@@ -58,3 +60,21 @@ def test_caught_rows_are_the_passing_digests_by_time():
     assert [r["digest"] for r in caught] == [r["digest"] for r in as_rows] == ["0x3", "0x1"]
     assert caught[0] == as_rows[0] and len(caught) == 2 and caught[:1] == as_rows[:1]
     assert queries.passing("2", found) == ({"0x2"}, set())
+
+
+def test_a_reading_with_rows_inserted_adds_the_routes_of_those_rows():
+    """A reading that is the last one's rows with rows inserted (Parsed.inserted, as the
+    digest collector reads new digests) keeps the routes found and evaluates the new rows."""
+    first = reading({"0x1": "SELECT a FROM t", "0x2": "UPDATE t SET a=?", "0x3": "SELECT c FROM t"})
+    grown = reading({"0x1": "SELECT a FROM t", "0x9": "UPDATE z SET q=?", "0x2": "UPDATE t SET a=?",
+                     "0x3": "SELECT c FROM t", "0x8": "SELECT new FROM n"})
+    texts = digests.Texts(first.texts)
+    texts.update({"0x9": "UPDATE z SET q=?", "0x8": "SELECT new FROM n"})
+    grown = dataclasses.replace(grown, texts=texts, inserted=(weakref.ref(first), (1, 4)))
+    expected = queries.routes(grown, RULES)
+    kept = queries.KeptRoutes()
+    kept.routes(first, RULES)
+    with mock.patch.object(queries, "evaluate", wraps=queries.evaluate) as evaluated:
+        assert kept.routes(grown, RULES) == expected
+        assert evaluated.call_count == 2
+    assert queries.passing("2", kept.routes(grown, RULES))[0] == {"0x2", "0x9"}
