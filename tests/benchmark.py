@@ -987,7 +987,8 @@ def machine() -> str:
 
     return (f"{os.cpu_count()} CPU cores ({model or platform.processor() or platform.machine()}), "
             f"{memory:.0f} GiB RAM, {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}, PyMySQL {pymysql.__version__}")
+            # pymysql.__version__ is what it claims to be for mysqlclient compatibility ("2.2.x")
+            f"Python {platform.python_version()}, PyMySQL {'.'.join(map(str, pymysql.VERSION[:3]))}")
 
 
 # ----- main --------------------------------------------------------------------------------------
