@@ -987,7 +987,7 @@ def machine() -> str:
 
     return (f"{os.cpu_count()} CPU cores ({model or platform.processor() or platform.machine()}), "
             f"{memory:.0f} GiB RAM, {platform.system()} {platform.release()}, "
-            # pymysql.__version__ is what it claims to be for mysqlclient compatibility ("2.2.x")
+            # pymysql.__version__ is the mysqlclient release it stands in for ("2.2.x"), not its own
             f"Python {platform.python_version()}, PyMySQL {'.'.join(map(str, pymysql.VERSION[:3]))}")
 
 
