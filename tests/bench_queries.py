@@ -8,7 +8,9 @@ cpu     CPU per refresh of the Queries screen at 200 and 20,000 digests (the Pro
         other screens: a Controller from proxytop.cli.build on a real Engine stepped on this
         thread, its clock advanced by the interval in force; "collect" is the digest read off
         the socket and its parse into columns (the worker's thread in the real program),
-        "derive+render" the rates, grouping, sort and the 200x50 screen. Also the drill-down with its route, and QueryRules' "queries this rule
+        "derive+render" the rates, grouping, sort and the 200x50 screen; at 20,000 three
+        lines: the generated shape, a tenth of the digests running, and two new digests at
+        random places before each read. Also the drill-down with its route, and QueryRules' "queries this rule
         catches" at 20,000 digests (computed once per reading, then redrawn).
 memory  Resident memory of a process running proxytop's engine and Queries screen (stepped
         as for cpu) through 61 reads of 20,000 digests: the digest's whole history (the
