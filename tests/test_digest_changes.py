@@ -329,25 +329,28 @@ NEW_ROWS = [  # (case, the next reading's rows from the last one's, worked out f
 ]
 
 
+def read_fixed(served, collector: QueryDigest, rows: list):
+    """(the collector's reading of these rows, the same rows parsed one by one, its Table, the rows)."""
+    session, readings = served
+    readings.fixed = [list(r) for r in rows]
+    try:
+        table = collector.collect(session)
+        served_rows = run_query(session.conn, SQL)
+    finally:
+        del readings.fixed
+    mine = parsed(table, 0.0)
+    return mine, digests.parse(served_rows.columns, served_rows.rows, mine.wall_time), table, served_rows
+
+
 @pytest.mark.parametrize("case, change, worked_out", NEW_ROWS, ids=[c for c, _, _ in NEW_ROWS])
 def test_new_digests_among_the_same_rows_read_as_the_rows_read(served, case, change, worked_out):
     """A reading with rows inserted among the last reading's rows (new digests: ProxySQL's map
     keeps its order until it grows) is worked out from the new rows alone and gives what
     parsing every row gives: keys, texts, counters and the interval's deltas; anything else
     (a row gone, another order, a NULL, another text for a known digest) is parsed whole."""
-    session, readings = served
     collector = QueryDigest()
-    pairs = []
-    for rows in (reading_rows(2), change(reading_rows(3))):
-        readings.fixed = [list(r) for r in rows]
-        try:
-            table = collector.collect(session)
-            served_rows = run_query(session.conn, SQL)
-        finally:
-            del readings.fixed
-        mine = parsed(table, 0.0)
-        pairs.append((mine, digests.parse(served_rows.columns, served_rows.rows, mine.wall_time), table, served_rows))
-    (before, reference_before, _, _), (now, reference_now, table, served_rows) = pairs
+    before, reference_before, _, _ = read_fixed(served, collector, reading_rows(2))
+    now, reference_now, table, served_rows = read_fixed(served, collector, change(reading_rows(3)))
     assert (now.change is not None) == worked_out
     assert now.keys == reference_now.keys and dict(now.index) == dict(reference_now.index)
     assert dict(now.texts) == dict(reference_now.texts)
@@ -370,22 +373,12 @@ def test_new_digests_among_the_same_rows_read_as_the_rows_read(served, case, cha
 @given(st.lists(st.tuples(st.integers(0, ROWS), st.booleans()), min_size=1, max_size=6))
 def test_new_digests_anywhere_read_as_the_rows_read(served, places):
     """New digests at any places, seen just now or long ago, read as parsing every row reads them."""
-    session, readings = served
     collector = QueryDigest()
-    base = reading_rows(2)
     added: dict = {}
     for k, (position, recent) in enumerate(places):
         added.setdefault(position, []).append(new_digest(100 + k, just_now() if recent else FIRST_SEEN))
-    got = []
-    for rows in (base, inserted(reading_rows(3), added)):
-        readings.fixed = [list(r) for r in rows]
-        try:
-            mine = parsed(collector.collect(session), 0.0)
-            served_rows = run_query(session.conn, SQL)
-        finally:
-            del readings.fixed
-        got.append((mine, digests.parse(served_rows.columns, served_rows.rows, mine.wall_time)))
-    (before, reference_before), (now, reference_now) = got
+    before, reference_before, _, _ = read_fixed(served, collector, reading_rows(2))
+    now, reference_now, _, _ = read_fixed(served, collector, inserted(reading_rows(3), added))
     assert now.change is not None
     assert now.keys == reference_now.keys
     assert deltas_as_lists(digests.deltas(before, now)) == deltas_as_lists(digests.deltas(reference_before, reference_now))
