@@ -27,7 +27,8 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import List, Optional, Sequence, Tuple
+from contextlib import contextmanager
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 import psutil
 
@@ -61,35 +62,54 @@ def interval_in_force(stepper: Stepper) -> float:
     return max(stepper.controller.interval(), collector.min_interval)
 
 
-def bench_cpu(recording: Recording, cycles: int) -> List[dict]:
+@contextmanager
+def served_elsewhere(digests: int, changing: Optional[float] = None, new: int = 0) -> Iterator[int]:
+    """The double in a child process (``--serve``), its port: its work, allocations and garbage
+    collections are not counted as the collect's."""
+    spec = f"{digests},{'' if changing is None else changing},{new}"
+    server = subprocess.Popen([sys.executable, "-m", "tests.bench_queries", "--serve", spec],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        yield int(server.stdout.readline())
+    finally:
+        server.stdin.close()
+        server.wait(timeout=30)
+
+
+def bench_cpu(cycles: int) -> List[dict]:
     results = []
     for label, digests, target, changing, new in SIZES:
-        double = serve(recording, digests, changing, new)
-        stepper = Stepper(["-P", str(double.port), "--screen", "queries", "-d", "5", "--connect-timeout", "30"])
-        try:
-            stepper.connect()
-            samples = []
-            for n in range(3 + cycles):  # three warm-up cycles: two readings make rates
-                stepper.clock.now += interval_in_force(stepper) - stepper.controller.interval()
-                sample = stepper.cycle()
-                if n >= 3:
-                    samples.append(sample)
-            collect = [s[0] for s in samples]
-            derive = [s[1] for s in samples]
-            total = [a + b for a, b in zip(collect, derive)]
-            detail = drill_down(stepper)
-            results.append(dict(size=label, digests=digests, changing=changing, new=new, collect=ms(statistics.mean(collect)),
-                                derive=ms(statistics.mean(derive)), total=ms(statistics.mean(total)),
-                                worst=ms(max(total)), redraw=ms(statistics.median(s[2] for s in samples)),
-                                detail=detail, interval=interval_in_force(stepper), target=target,
-                                read=stepper.engine.collector("proxysql.query_digest").last_duration))
-            print(f"  cpu {label:<8} {results[-1]['total']:8.2f} ms", file=sys.stderr, flush=True)
-            if label == "scale":
-                results[-1]["caught"] = caught(stepper)
-        finally:
-            stepper.close()
-            double.stop()
+        with served_elsewhere(digests, changing, new) as port:
+            stepper = Stepper(["-P", str(port), "--screen", "queries", "-d", "5", "--connect-timeout", "30"])
+            try:
+                results.append(measure_cpu(stepper, cycles, label, digests, target, changing, new))
+            finally:
+                stepper.close()
     return results
+
+
+def measure_cpu(stepper: Stepper, cycles: int, label: str, digests: int, target: float,
+                changing: Optional[float], new: int) -> dict:
+    stepper.connect()
+    samples = []
+    for n in range(3 + cycles):  # three warm-up cycles: two readings make rates
+        stepper.clock.now += interval_in_force(stepper) - stepper.controller.interval()
+        sample = stepper.cycle()
+        if n >= 3:
+            samples.append(sample)
+    collect = [s[0] for s in samples]
+    derive = [s[1] for s in samples]
+    total = [a + b for a, b in zip(collect, derive)]
+    detail = drill_down(stepper)
+    result = dict(size=label, digests=digests, changing=changing, new=new, collect=ms(statistics.mean(collect)),
+                  derive=ms(statistics.mean(derive)), total=ms(statistics.mean(total)),
+                  worst=ms(max(total)), redraw=ms(statistics.median(s[2] for s in samples)),
+                  detail=detail, interval=interval_in_force(stepper), target=target,
+                  read=stepper.engine.collector("proxysql.query_digest").last_duration)
+    print(f"  cpu {label:<8} {result['total']:8.2f} ms", file=sys.stderr, flush=True)
+    if label == "scale":
+        result["caught"] = caught(stepper)
+    return result
 
 
 def drill_down(stepper: Stepper) -> float:
@@ -159,10 +179,13 @@ def print_cpu(results: List[dict], cycles: int, out) -> bool:
     return ok_all
 
 
-def serve_forever(digests: int) -> None:
-    """The double with ``digests`` generated digests in this process, until stdin closes (the
-    memory figure is taken in another process, without the double's own memory)."""
-    double = serve(Recording.load("cluster", node="127.0.0.1:6042"), digests)
+def serve_forever(spec: str) -> None:
+    """The double with generated digests in this process, until stdin closes (the figures are
+    taken in another process, without the double's own work and memory); ``spec``:
+    "digests[,share running[,new per read]]"."""
+    digests, changing, new = (spec.split(",") + ["", ""])[:3]
+    double = serve(Recording.load("cluster", node="127.0.0.1:6042"), int(digests),
+                   float(changing) if changing else None, int(new or 0))
     print(double.port, flush=True)
     try:
         sys.stdin.read()
@@ -187,10 +210,7 @@ def memory_child(readings: int) -> None:
     from proxytop.collectors.digest import QueryDigest
     from proxytop.ui import view
 
-    server = subprocess.Popen([sys.executable, "-m", "tests.bench_queries", "--serve", "20000"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        port = int(server.stdout.readline())
+    with served_elsewhere(20_000) as port:
         sampler = RSSSampler(os.getpid())
         sampler.phase = "queries"
         sampler.start()
@@ -210,9 +230,6 @@ def memory_child(readings: int) -> None:
         print(json.dumps(dict(peak=sampler.peak.get("queries", 0.0), now=now, reads=readings, history=history,
                               seconds=time.monotonic() - started)))
         stepper.close()
-    finally:
-        server.stdin.close()
-        server.wait(timeout=30)
 
 
 def print_memory(result: dict, readings: int, out) -> bool:
@@ -282,7 +299,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--readings", type=int, default=61, help="digest reads before the memory figure")
     parser.add_argument("--memory-timeout", type=float, default=600.0)
     parser.add_argument("--load-seconds", type=float, default=20.0)
-    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)  # the memory run's double
+    parser.add_argument("--serve", help=argparse.SUPPRESS)  # the double, for the other runs
     parser.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)  # the memory run itself
     args = parser.parse_args(argv)
     if args.serve:
@@ -297,7 +314,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(machine(), file=out)
     ok = True
     if "cpu" in only:
-        ok &= print_cpu(bench_cpu(recording, args.cycles), args.cycles, out)
+        ok &= print_cpu(bench_cpu(args.cycles), args.cycles, out)
         out.flush()
     if "load" in only:
         ok &= print_load(bench_load(recording, args.load_seconds), args.load_seconds, out)
