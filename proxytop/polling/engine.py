@@ -107,6 +107,9 @@ class Engine:
         self._schedule = Schedule(clock)
         self._readings = Readings()
         self._states: Dict[str, SourceState] = {}
+        # the states that count down to a retry, kept as states change: what the UI's timer
+        # looks at every frame, a few of a fleet's 501 sources at most
+        self._counting_down: Dict[str, SourceState] = {}
         self._workers: Dict[str, _SourceWorker] = {}
         self._pool: Optional[_WorkerPool] = None  # made with the first pooled source
         self._paused = False
@@ -326,6 +329,12 @@ class Engine:
     def states(self) -> List[SourceState]:
         return list(self._states.values())
 
+    def counting_down(self) -> List[SourceState]:
+        """The states of the sources that are down with a retry planned (their countdown
+        ticks on screen)."""
+        with self._lock:
+            return list(self._counting_down.values())
+
     def now(self) -> float:
         return self._clock()
 
@@ -343,6 +352,10 @@ class Engine:
             old = self._states[name]
             values = {**old.__dict__, **changes}
             state = self._states[name] = SourceState(**values)
+            if not state.connected and state.retry_at is not None:
+                self._counting_down[name] = state
+            else:
+                self._counting_down.pop(name, None)
         self._readings.touch(("state", name))
         if self._observers:
             self._notify("state", state)

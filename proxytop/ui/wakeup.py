@@ -81,7 +81,10 @@ def next_redraw_in(ctl, now: float) -> Optional[float]:
         deadlines.append(message[2] - ctl.clock())
     engine = ctl.engine
     engine_now = engine.now()
-    for state in engine.states():  # "retrying in 3s" counts down: redrawn as each second ticks
+    # "retrying in 3s" counts down: redrawn as each second ticks. A live engine keeps the
+    # states that count down (none or a few of a fleet's 501); a replay's are all looked at.
+    counting_down = getattr(engine, "counting_down", None)
+    for state in counting_down() if counting_down is not None else engine.states():
         change = state.countdown_changes_in(engine_now)
         if change is not None:
             deadlines.append(change + 0.01)
