@@ -20,9 +20,17 @@ class WakeUp:
         self._read, self._write = os.pipe()
         os.set_blocking(self._read, False)
         os.set_blocking(self._write, False)
+        # A wake-up is written and not drained yet: the next ones need not write (a fleet's
+        # pool announces a hundred batches a second, the loop draws at most a few frames).
+        self._pending = False
 
-    def wake(self, *_ignored) -> None:
-        """Never blocks nor raises: a full pipe already holds a wake-up."""
+    def wake(self, *signal_args) -> None:
+        """Never blocks nor raises: a full pipe already holds a wake-up. As a signal handler
+        (a resize) it always writes: a signal may come between the drain's read and its
+        clearing the flag, and the resize must not wait for the next data."""
+        if self._pending and not signal_args:
+            return
+        self._pending = True
         try:
             os.write(self._write, b"!")
         except OSError:
@@ -59,6 +67,9 @@ class WakeUp:
                 pass
         except OSError:
             pass
+        # After the read: a wake-up that found the flag still set came before this point,
+        # and what it announced is in the frame drawn next.
+        self._pending = False
 
     def close(self) -> None:
         for fd in (self._read, self._write):
