@@ -31,6 +31,7 @@ from proxytop.collectors.base import Collector, Table
 from proxytop.metrics.innodb import (ALL_METRICS, LSN_METRICS, EngineReading, Flavour, Metric, detect_flavour,
                                      metrics_from_rows, parse_status_text)
 from proxytop.metrics.rates import to_number
+from proxytop.polling.lean_query import query_packet, text_rows
 from proxytop.polling.connection import (Endpoint, PyMySQLSource, close_quietly, encryption, open_mysql, run_query,
                                        run_rows)
 
@@ -150,6 +151,12 @@ class MySQLSession:
     def query(self, sql: str) -> Table:
         self.queries += 1
         return run_query(self.conn, sql)
+
+    def text_rows(self, packet: bytes) -> Tuple[tuple, ...]:
+        """The rows of a statement whose columns are all text, read by
+        proxytop.polling.lean_query (``packet`` made once by its query_packet)."""
+        self.queries += 1
+        return text_rows(self.conn, packet)
 
     def rows(self, sql: str) -> Tuple[tuple, ...]:
         """:meth:`query`'s rows alone, without a cursor nor the column names: a reading's own
@@ -336,6 +343,9 @@ def packed_lists_fit(group_concat_max_len) -> bool:
         return False
 
 
+PACKED_READING_PACKET = query_packet(PACKED_READING_SQL_MARIADB)
+
+
 def _pairs(packed) -> Optional[List[str]]:
     """"<count> name value ..." as [name, value, ...]; None when it holds other than ``count``
     pairs (cut short, or a value with a space).
@@ -411,7 +421,7 @@ class InnoDBStatus(ServerCollector):
             try:
                 reading = None
                 if session.packed_reading:
-                    rows = session.rows(PACKED_READING_SQL_MARIADB)
+                    rows = session.text_rows(PACKED_READING_PACKET)
                     reading = split_packed_reading(rows[0]) if rows else None
                     if reading is None:
                         log.info("%s: a packed reading did not hold its count of pairs: read row by row",

@@ -229,19 +229,21 @@ def test_a_packed_reading_that_does_not_add_up_is_read_again_row_by_row(mariadb)
         status.collect(session), engine.collect(session)
         whole = set(status.collect(session))
         asked = []
-        real_rows = session.rows
+        real_rows, real_text_rows = session.rows, session.text_rows
 
         def rows(sql):
             asked.append(sql)
-            found = real_rows(sql)
-            if sql == innodb.PACKED_READING_SQL_MARIADB:
-                first = found[0][0]
-                return ((first.replace(" ", "  ", 1),) + tuple(found[0][1:]),)  # one pair too many
-            return found
+            return real_rows(sql)
 
-        session.rows = rows
+        def text_rows(packet):
+            asked.append(packet)
+            found = real_text_rows(packet)
+            first = found[0][0]
+            return ((first.replace(" ", "  ", 1),) + tuple(found[0][1:]),)  # one pair too many
+
+        session.rows, session.text_rows = rows, text_rows
         assert set(status.collect(session)) == whole
-        assert asked == [innodb.PACKED_READING_SQL_MARIADB, innodb.READING_SQL_MARIADB]
+        assert asked == [innodb.PACKED_READING_PACKET, innodb.READING_SQL_MARIADB]
         assert not session.packed_reading
         assert set(status.collect(session)) == whole and asked[2:] == [innodb.READING_SQL_MARIADB]
     finally:
