@@ -31,7 +31,9 @@ from proxytop.collectors.base import Collector, Table
 from proxytop.metrics.innodb import (ALL_METRICS, LSN_METRICS, EngineReading, Flavour, Metric, detect_flavour,
                                      metrics_from_rows, parse_status_text)
 from proxytop.metrics.rates import to_number
-from proxytop.polling.connection import Endpoint, PyMySQLSource, close_quietly, encryption, open_mysql, run_query
+from proxytop.polling.lean_query import query_packet, text_rows
+from proxytop.polling.connection import (Endpoint, PyMySQLSource, close_quietly, encryption, open_mysql, run_query,
+                                       run_rows)
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +130,9 @@ class MySQLSession:
     engine_readable: Optional[bool] = None
     prefetched: Optional[Tuple[float, EngineReading]] = None  # (monotonic time read, the engine's part)
     static_variables: Optional[Dict[str, object]] = None  # STATIC_VARIABLES, once read on this connection
+    # whether a reading may come packed in one row (PACKED_READING_SQL_MARIADB): the server's
+    # group_concat_max_len holds the longest list, and no reading came otherwise than whole
+    packed_reading: bool = False
 
     @property
     def reads_together(self) -> bool:
@@ -146,6 +151,18 @@ class MySQLSession:
     def query(self, sql: str) -> Table:
         self.queries += 1
         return run_query(self.conn, sql)
+
+    def text_rows(self, packet: bytes) -> Tuple[tuple, ...]:
+        """The rows of a statement whose columns are all text, read by
+        proxytop.polling.lean_query (``packet`` made once by its query_packet)."""
+        self.queries += 1
+        return text_rows(self.conn, packet)
+
+    def rows(self, sql: str) -> Tuple[tuple, ...]:
+        """:meth:`query`'s rows alone, without a cursor nor the column names: a reading's own
+        statement, sent every few seconds to every server."""
+        self.queries += 1
+        return run_rows(self.conn, sql)
 
     def reopen(self) -> None:
         """A fresh connection in place: global privileges granted since apply only to new
@@ -179,10 +196,11 @@ class MySQLSource(PyMySQLSource):
         conn = open_mysql(endpoint)
         try:
             session = MySQLSession(conn=conn, endpoint=endpoint, encryption=encryption(conn))
-            table = session.query("SELECT @@version, @@version_comment")
+            table = session.query("SELECT @@version, @@version_comment, @@group_concat_max_len")
             if table.rows:
                 session.version_text = table.rows[0][0] or ""
                 session.version_comment = table.rows[0][1] or ""
+                session.packed_reading = packed_lists_fit(table.rows[0][2])
             session.flavour = detect_flavour(session.version_text, session.version_comment)
         except BaseException:
             close_quietly(conn)
@@ -244,6 +262,21 @@ READING_SQL_MARIADB = (
     "SELECT VARIABLE_NAME, VARIABLE_VALUE, 'status' FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ({}) "
     "UNION ALL {}".format(", ".join(f"'{n.upper()}'" for n in STATUS_VARIABLES), ENGINE_SQL_MARIADB))
 _STATUS_NAMES = {name.upper(): name for name in STATUS_VARIABLES}
+# The same reading packed into one row of three strings, which the server builds and Python
+# splits: "<count> NAME VALUE NAME VALUE ..." for the status variables and the metrics that are
+# on, "<LRU> <flush list>" for the pending writes. Each row of READING_SQL_MARIADB cost a
+# packet, a tuple and three values decoded (a server's 20 rows were a third of its reading);
+# GROUP_CONCAT cuts a list at group_concat_max_len (1 KiB by default before MariaDB 10.2.4): a
+# connection whose limit is below the longest list reads row by row (packed_lists_fit), and so
+# does one whose packed reading did not hold its count of pairs (a value with a space).
+PACKED_READING_SQL_MARIADB = (
+    "SELECT (SELECT CONCAT(COUNT(*), ' ', IFNULL(GROUP_CONCAT(VARIABLE_NAME, ' ', VARIABLE_VALUE SEPARATOR ' '), '')) "
+    "FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ({})), "
+    "(SELECT CONCAT(COUNT(*), ' ', IFNULL(GROUP_CONCAT(NAME, ' ', COUNT SEPARATOR ' '), '')) "
+    "FROM information_schema.INNODB_METRICS WHERE ENABLED AND NAME IN ({})), "
+    "(SELECT CONCAT(SUM(PENDING_FLUSH_LRU), ' ', SUM(PENDING_FLUSH_LIST)) "
+    "FROM information_schema.INNODB_BUFFER_POOL_STATS)".format(
+        ", ".join(f"'{n.upper()}'" for n in STATUS_VARIABLES), _METRIC_NAMES))
 
 
 def counter(value):
@@ -291,6 +324,79 @@ def split_reading(rows: Sequence[Sequence]) -> Tuple[Dict[str, object], Dict[str
     return status, metrics, pending
 
 
+# The longest list a packed reading may hold: every name asked for, a 20-digit value (the
+# largest BIGINT UNSIGNED) and two separators each.
+PACKED_LIST_LIMIT = max(sum(len(name) + 22 for name in STATUS_VARIABLES) + 21,
+                        sum(len(name) + 22 for name in ALL_METRICS if name not in LSN_METRICS) + 21)
+
+
+def packed_lists_fit(group_concat_max_len) -> bool:
+    """Whether GROUP_CONCAT keeps a packed reading's lists whole on this connection (a server
+    set to cut them shorter than PACKED_LIST_LIMIT, under 1 KiB, is read row by row).
+
+    >>> packed_lists_fit(512), packed_lists_fit(1024), packed_lists_fit(None)
+    (False, True, False)
+    """
+    try:
+        return int(group_concat_max_len) >= PACKED_LIST_LIMIT
+    except (TypeError, ValueError):
+        return False
+
+
+PACKED_READING_PACKET = query_packet(PACKED_READING_SQL_MARIADB)
+
+
+def _pairs(packed) -> Optional[List[str]]:
+    """"<count> name value ..." as [name, value, ...]; None when it holds other than ``count``
+    pairs (cut short, or a value with a space).
+
+    >>> _pairs("2 A 1 B 22"), _pairs("0 "), _pairs("3 A 1 B 22"), _pairs(None)
+    (['A', '1', 'B', '22'], [], None, None)
+    """
+    if not packed:
+        return None
+    parts = packed.split(" ")
+    count = parts[0]
+    if not count.isdigit():
+        return None
+    del parts[0]
+    if parts == [""]:
+        parts = []
+    return parts if len(parts) == 2 * int(count) else None
+
+
+def split_packed_reading(row: Sequence) -> Optional[Tuple[Dict[str, object], Dict[str, Metric],
+                                                          Optional[Tuple[int, int]]]]:
+    """:func:`split_reading` for the one row of PACKED_READING_SQL_MARIADB; None when a list
+    did not come whole (then the rows of READING_SQL_MARIADB are read instead).
+
+    >>> status, metrics, pending = split_packed_reading(("2 INNODB_LOG_WAITS 3 INNODB_CHECKPOINT_AGE 40",
+    ...                                                  "1 trx_rseg_history_len 12", "0 5"))
+    >>> status, metrics, pending
+    ({'Innodb_log_waits': 3, 'Innodb_checkpoint_age': 40}, {'trx_rseg_history_len': Metric(count=12, enabled=True)}, (0, 5))
+    >>> split_packed_reading(("0 ", "0 ", None))  # no metric on, no buffer pool to sum
+    ({}, {}, None)
+    >>> split_packed_reading(("3 INNODB_LOG_WAITS 3 INNODB_CHECKPOINT_AGE 40", "0 ", "0 0")) is None  # cut short
+    True
+    """
+    status_pairs, metric_pairs = _pairs(row[0]), _pairs(row[1])
+    if status_pairs is None or metric_pairs is None:
+        return None
+    names = _STATUS_NAMES
+    status = {names.get(name, name): counter(value)
+              for name, value in zip(status_pairs[::2], status_pairs[1::2])}
+    metrics: Dict[str, Metric] = {}
+    for name, value in zip(metric_pairs[::2], metric_pairs[1::2]):
+        number = to_number(value)
+        metrics[name] = Metric(int(number) if number is not None else None, True)
+    pending = None
+    if row[2]:
+        counts = [to_number(part) for part in row[2].split()]
+        if len(counts) == 2 and None not in counts:
+            pending = (int(counts[0]), int(counts[1]))
+    return status, metrics, pending
+
+
 class InnoDBStatus(ServerCollector):
     """The InnoDB status variables the screen reads (STATUS_VARIABLES, those the server has) as
     {name: value}, the numbers as int. Needs no privilege.
@@ -313,14 +419,23 @@ class InnoDBStatus(ServerCollector):
         if session.reads_together:
             started = self.clock()
             try:
-                table = session.query(READING_SQL_MARIADB)
+                reading = None
+                if session.packed_reading:
+                    rows = session.text_rows(PACKED_READING_PACKET)
+                    reading = split_packed_reading(rows[0]) if rows else None
+                    if reading is None:
+                        log.info("%s: a packed reading did not hold its count of pairs: read row by row",
+                                 self.server)
+                        session.packed_reading = False
+                if reading is None:
+                    reading = split_reading(session.rows(READING_SQL_MARIADB))
             except pymysql.err.MySQLError as exc:
                 if _code(exc) not in ACCESS_DENIED:
                     raise
                 # PROCESS revoked: status alone; the engine collector finds out on its own
                 session.engine_readable = False
             else:
-                status, metrics, pending = split_reading(table.rows)
+                status, metrics, pending = reading
                 session.prefetched = (started, EngineReading(metrics=metrics, pool_pending=pending))
                 return status
         return status_values(session.query(STATUS_SQL))

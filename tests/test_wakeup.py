@@ -90,3 +90,28 @@ def test_batch_json_carries_the_time_of_the_reading(proxysql_double):
         assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", record["data_time"])
         # the reading is never newer than the report, and the processlist is read every 2 s
         assert record["timestamp"] - 3.0 <= record["data_timestamp"] <= record["timestamp"] + 0.01
+
+
+def test_wake_ups_until_the_drain_write_one_byte_and_the_next_one_writes_again():
+    """A hundred batches a second announce themselves: one byte waits in the pipe until the
+    loop drains it, and the first wake-up after the drain wakes the loop again."""
+    waker = wakeup.WakeUp()
+    key_read, key_write = os.pipe()
+    try:
+        for _ in range(50):
+            waker.wake()
+        assert os.read(waker._read, 100) == b"!"  # read by hand: one byte for the fifty
+        os.write(waker._write, b"!")
+        assert waker.wait(key_read, 1.0) is False  # drained: nothing pending any more
+        waker.wake()
+        started = time.monotonic()
+        assert waker.wait(key_read, 5.0) is False and time.monotonic() - started < 4.0  # woken, not timed out
+        started = time.monotonic()
+        assert waker.wait(key_read, 0.2) is False and time.monotonic() - started >= 0.15  # nothing left
+        waker.wake(28, None)  # as SIGWINCH's handler: writes even with a wake-up pending
+        waker.wake(28, None)
+        assert os.read(waker._read, 100) == b"!!"
+    finally:
+        waker.close()
+        os.close(key_read)
+        os.close(key_write)

@@ -159,6 +159,14 @@ def run_query(conn, sql: str) -> Table:
     return Table(columns, rows)
 
 
+def run_rows(conn, sql: str) -> Tuple[tuple, ...]:
+    """:func:`run_query`'s rows alone: the query sent and its result read as a cursor does,
+    without making one, nor decoding the column names nobody reads."""
+    conn.query(sql)
+    result = conn._result
+    return result.rows if result is not None and result.rows is not None else ()
+
+
 @dataclass
 class AdminSession:
     """An open admin connection plus what was learnt about the server when it opened."""

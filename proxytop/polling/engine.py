@@ -33,6 +33,9 @@ IDLE_WAIT = 60.0  # seconds a worker sleeps at most without being woken (a safet
 POOL_THREADS = 8  # threads shared by the pooled sources (a fleet's MySQL servers)
 POOL_GROWTH = 4  # with turns overdue, the pool grows to at most this many times POOL_THREADS
 OVERDUE = 1.0  # seconds a turn may wait for a thread before the pool grows
+# seconds between the looks of the pool's deputy (see _WorkerPool): how late a turn may come when
+# the thread that took the one before hangs in it
+DEPUTY_LOOKS_EVERY = 0.1
 
 
 def backoff_delay(failures: int) -> float:
@@ -104,6 +107,9 @@ class Engine:
         self._schedule = Schedule(clock)
         self._readings = Readings()
         self._states: Dict[str, SourceState] = {}
+        # the states that count down to a retry, kept as states change: what the UI's timer
+        # looks at every frame, a few of a fleet's 501 sources at most
+        self._counting_down: Dict[str, SourceState] = {}
         self._workers: Dict[str, _SourceWorker] = {}
         self._pool: Optional[_WorkerPool] = None  # made with the first pooled source
         self._paused = False
@@ -323,6 +329,12 @@ class Engine:
     def states(self) -> List[SourceState]:
         return list(self._states.values())
 
+    def counting_down(self) -> List[SourceState]:
+        """The states of the sources that are down with a retry planned (their countdown
+        ticks on screen)."""
+        with self._lock:
+            return list(self._counting_down.values())
+
     def now(self) -> float:
         return self._clock()
 
@@ -340,6 +352,10 @@ class Engine:
             old = self._states[name]
             values = {**old.__dict__, **changes}
             state = self._states[name] = SourceState(**values)
+            if not state.connected and state.retry_at is not None:
+                self._counting_down[name] = state
+            else:
+                self._counting_down.pop(name, None)
         self._readings.touch(("state", name))
         if self._observers:
             self._notify("state", state)
@@ -632,9 +648,14 @@ class _WorkerPool:
     the pool adds threads, up to POOL_GROWTH times its size.
 
     One idle thread at a time (the timer) sleeps until the next turn is due; the others sleep
-    until they are needed: when the timer takes a turn, one of them becomes the timer. (Every
-    idle thread waited for the same moment and all woke for each turn: at 500 servers, 100 turns
-    a second, a fifth of the pool threads' CPU.)"""
+    until they are needed. (Every idle thread waited for the same moment and all woke for each
+    turn: at 500 servers, 100 turns a second, a fifth of the pool threads' CPU.) The timer takes
+    a turn itself and, back from it a fraction of a millisecond later, times the next one: no
+    other thread is woken to time turns meanwhile (that hand-off, a second wake-up per turn, was
+    about 45 us of a turn's CPU). In case the step hangs, one idle thread, the deputy, looks
+    every DEPUTY_LOOKS_EVERY seconds: finding nobody timing the turns, it becomes the timer. Turns
+    already due when the timer takes one (many sources due at once) still wake an idle thread
+    at once, and so does a turn taken with no deputy to look."""
 
     def __init__(self, engine: Engine, size: int):
         self.engine = engine
@@ -648,6 +669,7 @@ class _WorkerPool:
         self._threads: List[threading.Thread] = []
         self._stopping = False
         self._idle = 0  # threads waiting for a turn
+        self._deputy_waiting = False  # an idle thread looks every DEPUTY_LOOKS_EVERY seconds
         self._members: Dict[str, _PooledWorker] = {}
 
     def wake(self, worker: _PooledWorker) -> None:
@@ -661,8 +683,10 @@ class _WorkerPool:
                 return
             self._plan(worker, self.engine._clock())
 
-    def _plan(self, worker: _PooledWorker, at: Optional[float]) -> None:
-        """(the lock is held) The source's next turn at ``at``; None: none until woken."""
+    def _plan(self, worker: _PooledWorker, at: Optional[float], by_pool_thread: bool = False) -> None:
+        """(the lock is held) The source's next turn at ``at``; None: none until woken.
+        ``by_pool_thread``: planned by a pool thread back from a turn, which times the turns
+        next itself when nobody else does (no idle thread is woken for it)."""
         if at is not None and worker.planned is not None and worker.planned <= at:
             return  # an earlier turn is planned already
         worker.planned = at
@@ -681,7 +705,7 @@ class _WorkerPool:
         if self._timer_waiting:
             if self._heap[0] is entry:
                 self._timer_cond.notify()  # the timer sleeps until a later turn: look again
-        else:
+        elif not by_pool_thread:
             self._cond.notify()  # nobody times the turns: an idle thread becomes the timer
 
     def _start_thread(self) -> None:
@@ -709,15 +733,20 @@ class _WorkerPool:
                         continue
                     delay = at - clock()
                     if delay > 0:
-                        if self._timer_waiting:
-                            self._wait(IDLE_WAIT)  # another thread times the next turn
-                        else:
+                        if not self._timer_waiting:
                             self._wait_as_timer(min(delay, IDLE_WAIT))
+                        elif not self._deputy_waiting:
+                            self._wait_as_deputy()
+                        else:
+                            self._wait(IDLE_WAIT)  # another thread times the next turn
                         continue
                     heapq.heappop(self._heap)
                     worker = candidate
-                if worker is not None and self._heap and not self._timer_waiting:
-                    self._cond.notify()  # an idle thread times the next turn meanwhile
+                if worker is not None and self._heap and not self._timer_waiting \
+                        and (not self._deputy_waiting or self._heap[0][0] <= clock()):
+                    # the next turn is due already, or no deputy would notice this one hanging:
+                    # an idle thread takes or times it meanwhile
+                    self._cond.notify()
                 if worker is None:  # stopping: close the idle sources' connections, then leave
                     for member in idle:
                         member._close()
@@ -732,7 +761,7 @@ class _WorkerPool:
                 worker.running = False
                 if worker.woken:
                     at = clock() if at is None else min(at, clock())
-                self._plan(worker, at)
+                self._plan(worker, at, by_pool_thread=True)
 
     def _wait(self, timeout: float) -> None:
         self._idle += 1
@@ -740,6 +769,19 @@ class _WorkerPool:
             self._cond.wait(timeout)
         finally:
             self._idle -= 1
+
+    def _wait_as_deputy(self) -> None:
+        """Wait DEPUTY_LOOKS_EVERY seconds (or until notified), then look again: a timer that
+        took a turn and has not come back from it is replaced."""
+        self._idle += 1
+        self._deputy_waiting = True
+        try:
+            notified = self._cond.wait(DEPUTY_LOOKS_EVERY)
+        finally:
+            self._deputy_waiting = False
+            self._idle -= 1
+        if notified and self._idle:
+            self._cond.notify()  # woken for a turn: another idle thread becomes the deputy
 
     def _wait_as_timer(self, timeout: float) -> None:
         self._idle += 1

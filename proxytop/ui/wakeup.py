@@ -20,9 +20,17 @@ class WakeUp:
         self._read, self._write = os.pipe()
         os.set_blocking(self._read, False)
         os.set_blocking(self._write, False)
+        # A wake-up is written and not drained yet: the next ones need not write (a fleet's
+        # pool announces a hundred batches a second, the loop draws at most a few frames).
+        self._pending = False
 
-    def wake(self, *_ignored) -> None:
-        """Never blocks nor raises: a full pipe already holds a wake-up."""
+    def wake(self, *signal_args) -> None:
+        """Never blocks nor raises: a full pipe already holds a wake-up. As a signal handler
+        (a resize) it always writes: a signal may come between the drain's read and its
+        clearing the flag, and the resize must not wait for the next data."""
+        if self._pending and not signal_args:
+            return
+        self._pending = True
         try:
             os.write(self._write, b"!")
         except OSError:
@@ -59,6 +67,9 @@ class WakeUp:
                 pass
         except OSError:
             pass
+        # After the read: a wake-up that found the flag still set came before this point,
+        # and what it announced is in the frame drawn next.
+        self._pending = False
 
     def close(self) -> None:
         for fd in (self._read, self._write):
@@ -81,7 +92,10 @@ def next_redraw_in(ctl, now: float) -> Optional[float]:
         deadlines.append(message[2] - ctl.clock())
     engine = ctl.engine
     engine_now = engine.now()
-    for state in engine.states():  # "retrying in 3s" counts down: redrawn as each second ticks
+    # "retrying in 3s" counts down: redrawn as each second ticks. A live engine keeps the
+    # states that count down (none or a few of a fleet's 501); a replay's are all looked at.
+    counting_down = getattr(engine, "counting_down", None)
+    for state in counting_down() if counting_down is not None else engine.states():
         change = state.countdown_changes_in(engine_now)
         if change is not None:
             deadlines.append(change + 0.01)

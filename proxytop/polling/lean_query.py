@@ -1,0 +1,179 @@
+"""One statement sent and its rows read as text, on a PyMySQL connection, without PyMySQL's
+result machinery: for the statement a fleet's every server answers every few seconds (the
+InnoDB reading, collectors.innodb), whose columns are all text.
+
+PyMySQL sends a query through three method calls, then reads each packet of the answer with
+two buffered reads, a packet object and its checks, parses (or looks up) the column
+definitions and makes a result object: about 30 us of CPU for any statement, most of a packed
+InnoDB reading's. Here the command goes out as one prepared packet, and the answer, which a
+small result has whole in the connection's read buffer after its first read, is walked in
+place: the column definitions are skipped (every value is read as text), the rows decoded. An
+error packet, a lost connection, a timeout and a wrong sequence number end as PyMySQL ends
+them (the same exceptions, the connection closed where PyMySQL closes it).
+"""
+from __future__ import annotations
+
+import struct
+from typing import List, Tuple
+
+from pymysql import err
+from pymysql.constants import COMMAND, CR
+from pymysql.protocol import MysqlPacket
+
+_MAX_PACKET = 0xFFFFFF
+
+
+def query_packet(sql: str, encoding: str = "utf8") -> bytes:
+    """The COM_QUERY packet of ``sql`` (sequence number 0), made once per statement.
+
+    >>> query_packet("SELECT 1")
+    b'\\t\\x00\\x00\\x00\\x03SELECT 1'
+    """
+    body = bytes((COMMAND.COM_QUERY,)) + sql.encode(encoding)
+    if len(body) >= _MAX_PACKET:
+        raise ValueError("a statement this long goes through PyMySQL's own query()")
+    return struct.pack("<I", len(body))[:3] + b"\x00" + body
+
+
+def text_rows(conn, packet: bytes) -> Tuple[Tuple[object, ...], ...]:
+    """Send ``packet`` (from :func:`query_packet`) on ``conn``, a PyMySQL connection, and
+    return the rows of its one result, each value as str (None for NULL); () for a statement
+    without a result set."""
+    if not conn._sock:
+        raise err.InterfaceError(0, "")
+    previous = conn._result
+    if previous is not None:  # what an earlier statement left is finished first, as PyMySQL does
+        if previous.unbuffered_active:
+            previous._finish_unbuffered_query()
+        while conn._result is not None and conn._result.has_next:
+            conn.next_result()
+        conn._result = None
+    conn._write_bytes(packet)  # PyMySQL's: its write timeout, "gone away" on failure
+    conn._next_seq_id = 1
+    if getattr(conn, "_current_timeout", None) != conn._read_timeout:
+        conn._sock.settimeout(conn._read_timeout)
+        if hasattr(conn, "_current_timeout"):
+            conn._current_timeout = conn._read_timeout
+    reader = _Packets(conn)
+    try:
+        first = reader.next()
+        head = first[0]
+        if head == 0xFF:
+            reader.done()
+            MysqlPacket(first, conn.encoding).raise_for_error()
+        if head == 0x00 or head == 0xFB:  # OK (no result set), or LOCAL INFILE (never asked for)
+            reader.done()
+            if head == 0xFB:
+                raise err.InternalError("LOCAL INFILE asked for by the server")
+            return ()
+        columns = head if head < 251 else int.from_bytes(first[1:1 + {252: 2, 253: 3, 254: 8}[head]], "little")
+        for _ in range(columns + 1):  # the definitions, then their EOF
+            data = reader.next()
+            if data[:1] == b"\xff":
+                reader.done()
+                MysqlPacket(data, conn.encoding).raise_for_error()
+        rows: List[tuple] = []
+        while True:
+            data = reader.next()
+            head = data[0] if data else 0
+            if head == 0xFE and len(data) < 9:  # EOF: warnings, then the server's status
+                reader.done()
+                status = int.from_bytes(data[3:5], "little") if len(data) >= 5 else None
+                if status is not None:
+                    conn.server_status = status
+                return tuple(rows)
+            if head == 0xFF:
+                reader.done()
+                MysqlPacket(data, conn.encoding).raise_for_error()
+            rows.append(_text_row(data, columns))
+    except (OSError, EOFError) as exc:
+        conn._force_close()
+        detail = f" ({exc})" if isinstance(exc, OSError) else ""
+        raise err.OperationalError(CR.CR_SERVER_LOST, f"Lost connection to MySQL server during query{detail}")
+
+
+class _Packets:
+    """The payloads of the packets of one answer, taken from the read buffer in place."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.rfile = conn._rfile
+        self.expected = 1
+        self.buffer = b""
+        self.start = 0
+
+    def next(self) -> bytes:
+        buffer, start = self.buffer, self.start
+        if start + 4 <= len(buffer):
+            size = buffer[start] | buffer[start + 1] << 8 | buffer[start + 2] << 16
+            stop = start + 4 + size
+            if stop <= len(buffer) and size < _MAX_PACKET:
+                self._check(buffer[start + 3])
+                self.start = stop
+                return buffer[start + 4:stop]
+        # not whole in what was looked at: what was taken is consumed, then more is read
+        if start:
+            self.rfile.read(start)
+        self.buffer, self.start = self.rfile.peek(1), 0
+        buffer = self.buffer
+        if len(buffer) >= 4:
+            size = buffer[0] | buffer[1] << 8 | buffer[2] << 16
+            if 4 + size <= len(buffer) and size < _MAX_PACKET:
+                self._check(buffer[3])
+                self.start = 4 + size
+                return buffer[4:4 + size]
+        # longer than the buffer (or over 16 MB, in parts): read as PyMySQL reads it
+        self.buffer, self.start = b"", 0
+        parts = []
+        while True:
+            header = self.rfile.read(4)
+            if len(header) < 4:
+                raise EOFError
+            size = header[0] | header[1] << 8 | header[2] << 16
+            self._check(header[3])
+            data = self.rfile.read(size)
+            if len(data) < size:
+                raise EOFError
+            parts.append(data)
+            if size < _MAX_PACKET:
+                return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def _check(self, sequence: int) -> None:
+        if sequence != self.expected:
+            self.conn._force_close()
+            if sequence == 0:  # MariaDB's error packet as it shuts down
+                raise err.OperationalError(CR.CR_SERVER_LOST, "Lost connection to MySQL server during query")
+            raise err.InternalError(f"Packet sequence number wrong - got {sequence} expected {self.expected}")
+        self.expected = (self.expected + 1) & 0xFF
+
+    def done(self) -> None:
+        """The answer is read: what was taken from the buffer is consumed."""
+        if self.start:
+            self.rfile.read(self.start)
+            self.start = 0
+        self.conn._next_seq_id = self.expected
+
+
+def _text_row(data: bytes, columns: int) -> tuple:
+    """The values of one text-protocol row, each as str (None for NULL).
+
+    >>> _text_row(b"\\x01a\\xfb\\x0212", 3)
+    ('a', None, '12')
+    """
+    values = []
+    position, end = 0, len(data)
+    for _ in range(columns):
+        if position >= end:
+            break
+        size = data[position]
+        position += 1
+        if size >= 251:
+            if size == 251:
+                values.append(None)
+                continue
+            width = 2 if size == 252 else 3 if size == 253 else 8
+            size = int.from_bytes(data[position:position + width], "little")
+            position += width
+        values.append(data[position:position + size].decode("utf-8", "replace"))
+        position += size
+    return tuple(values)
