@@ -226,15 +226,83 @@ class CellTexts:
             value = get(key)
             memo = (value.__class__, value)  # 1, 1.0 and True are equal keys but format differently
             try:
-                text = texts[memo]
-            except KeyError:
+                text = texts.get(memo)  # not texts[memo]: a KeyError raised costs more than the lookup
+            except TypeError:  # an unhashable value
+                text = clip(column.text(row), width, column.align)
+            if text is None:
                 if len(texts) >= self.LIMIT:
                     texts.clear()
                 text = texts[memo] = clip(column.text(row), width, column.align)
-            except TypeError:  # an unhashable value
-                text = clip(column.text(row), width, column.align)
             cells.append((text, (style_of(row) if style_of is not None else None) or row_style))
         return cells
+
+    def line(self, row: Row, cursor: bool = False) -> List[Tuple[str, Optional[str]]]:
+        """The row as the painter's runs of one style, with a space between cells: what
+        ``proxytop.ui.view._join(self.cells(row), cursor)`` makes, without the cells in
+        between. Most cells of a row have no style of their own: they and the gaps between
+        them are one run made by one ``" ".join``, and only the few styled cells (a status,
+        an error rate) make runs of their own.
+
+        >>> texts = CellTexts([(Column("a", "A", 2), 2), (Column("s", "S", 3, "<", style=lambda r: "good"), 3),
+        ...                    (Column("b", "B", 2), 2), (Column("c", "C", 2), 2)])
+        >>> texts.line({"a": 1, "s": "up", "b": 2, "c": 3})
+        [(' 1 ', None), ('up ', 'good'), ('  2  3', None)]
+        >>> texts.line({"a": 1, "s": "up", "b": 2, "c": 3}, cursor=True)
+        [(' 1 ', 'cursor'), ('up ', 'good+cursor'), ('  2  3', 'cursor')]
+        """
+        row_style = row.get("_style")
+        get = row.get
+        texts: List[str] = []
+        add = texts.append
+        special: List[Tuple[int, str]] = []  # (cell number, style) of the cells not in the gaps' style
+        n = 0
+        for key, column, width, style_of, kept in self._plan:
+            if kept is None:
+                add(clip(column.text(row), width, column.align))
+            else:
+                value = get(key)
+                memo = (value.__class__, value)
+                try:
+                    text = kept.get(memo)  # not kept[memo]: a KeyError raised costs more than the lookup
+                except TypeError:  # an unhashable value
+                    text = clip(column.text(row), width, column.align)
+                if text is None:
+                    if len(kept) >= self.LIMIT:
+                        kept.clear()
+                    text = kept[memo] = clip(column.text(row), width, column.align)
+                add(text)
+            style = (style_of(row) if style_of is not None else None) or row_style
+            if cursor:
+                if style:
+                    special.append((n, style + "+cursor"))
+            elif style is not None:
+                special.append((n, style))
+            n += 1
+        gap = "cursor" if cursor else None
+        if not special:
+            joined = " ".join(texts)
+            return [(joined, gap)] if joined else []
+        runs: List[Tuple[str, Optional[str]]] = []
+
+        def put(text: str, style: Optional[str]) -> None:
+            if not text:
+                return
+            if runs and runs[-1][1] == style:  # an empty styled cell between two gaps
+                runs[-1] = (runs[-1][0] + text, style)
+            else:
+                runs.append((text, style))
+
+        start = 0  # the first cell of the stretch in the gaps' style
+        for at, style in special:
+            if at > start:
+                put((" " if start else "") + " ".join(texts[start:at]) + " ", gap)
+            elif at:
+                put(" ", gap)
+            put(texts[at], style)
+            start = at + 1
+        if start < n:
+            put(" " + " ".join(texts[start:]), gap)
+        return runs
 
 
 def row_cells(row: Row, fitted: Sequence[Tuple[Column, int]],
