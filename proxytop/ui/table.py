@@ -57,6 +57,9 @@ class TableState:
 
 def sort_value(value: Any) -> Tuple[int, Any]:
     """A None-safe sort key: numbers by value, text case-insensitively, missing values last."""
+    kind = value.__class__
+    if kind is int or kind is float:  # the usual case: a value the screen made a number
+        return (0, value)
     if value is None:
         return (2, 0)
     number = to_number(value)
