@@ -86,7 +86,6 @@ class Canvas(npyscreen.widget.Widget):
     def forget(self) -> None:
         """Paint every line next time (the pad was erased or replaced)."""
         self._painted, self._painted_on, self._painted_size = None, None, None
-        self._shapes = []  # the painted lines' _shape, by line
 
     def set_up_handlers(self):
         super().set_up_handlers()
@@ -214,35 +213,17 @@ class Canvas(npyscreen.widget.Widget):
         painted = self._painted if (self._painted_on is pad and self._painted_size == (height, width)) else None
         if painted is None:
             pad.erase()
-        shapes = self._shapes if painted is not None else []
-        made = []
         for y, line in enumerate(lines):
-            if painted is not None and y < len(painted) and painted[y] == line:
-                made.append(shapes[y])
-                continue
-            runs = _runs(line)
-            shape = _shape(runs)
-            made.append(shape)
-            if painted is not None and y < len(shapes) and y < height - 1:
-                pieces = _changed_pieces(shapes[y], shape, runs, width)
-                if pieces is not None:
-                    # Only what differs from the line on the pad: curses' work (and the
-                    # terminal's) grows with each character written, and most of a table
-                    # row (host, status, counts) reads as it did a second ago.
-                    for x, text, style in pieces:
-                        try:
-                            pad.addstr(y, x, text, self.attribute(style))
-                        except curses.error:
-                            pass
-                    continue
             if painted is not None:
+                if y < len(painted) and painted[y] == line:
+                    continue
                 try:
                     pad.move(y, 0)
                     pad.clrtoeol()
                 except curses.error:
                     pass
             x = 0
-            for text, style in runs:
+            for text, style in _runs(line):
                 room = width - x - (1 if y == height - 1 else 0)  # never write the last cell
                 if room <= 0:
                     break
@@ -252,68 +233,8 @@ class Canvas(npyscreen.widget.Widget):
                     pass
                 x += len(text[:room])
         self._painted, self._painted_on, self._painted_size = lines, pad, (height, width)
-        self._shapes = made
         self._drawn_at = time.monotonic()
         self._frame_cost = time.thread_time() - started
-
-
-def _shape(runs):
-    """A painted line's text and its runs' (length, style): what the next frame compares with.
-
-    >>> _shape([("ab", None), ("c", "dim")])
-    ('abc', ((2, None), (1, 'dim')))
-    """
-    return "".join([text for text, _ in runs]), tuple([(len(text), style) for text, style in runs])
-
-
-def _common_prefix(a: str, b: str) -> int:
-    """How many characters ``a`` and ``b`` share from the start (halving slices compared in
-    C, not a loop over characters).
-
-    >>> _common_prefix("abcdef", "abcxef"), _common_prefix("ab", "ab"), _common_prefix("", "x")
-    (3, 2, 0)
-    """
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        middle = (low + high + 1) // 2
-        if a[:middle] == b[:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
-def _changed_pieces(old, new, runs, width):
-    """What to write over a painted line (``old``, its _shape) to show ``runs`` (``new`` their
-    _shape): [(x, text, style)] covering the characters from the first that differs to the
-    last, or None when the line must be painted whole (another length or other style runs,
-    or longer than the width).
-
-    >>> runs = [(" 10 ", None), ("ONLINE", "good"), (" 1.0k 2.5M", None)]
-    >>> was = _shape([(" 10 ", None), ("ONLINE", "good"), (" 1.2k 2.5M", None)])
-    >>> _changed_pieces(was, _shape(runs), runs, 80)
-    [(13, '0', None)]
-    >>> _changed_pieces(_shape([(" 11 ", None), ("ONLINE", "good"), (" 1.0k 2.6M", None)]), _shape(runs), runs, 80)
-    [(2, '0 ', None), (4, 'ONLINE', 'good'), (10, ' 1.0k 2.5', None)]
-    >>> _changed_pieces(_shape([(" 10 ", None), ("SHUNNED", "danger"), (" 1.0k 2.5", None)]), _shape(runs), runs, 80)
-    """
-    old_text, old_runs = old
-    text, new_runs = new
-    if old_runs != new_runs or len(text) > width:
-        return None
-    start = _common_prefix(old_text, text)
-    if start == len(text):
-        return []
-    stop = len(text) - _common_prefix(old_text[::-1], text[::-1])
-    pieces = []
-    x = 0
-    for run, style in runs:
-        end = x + len(run)
-        if end > start and x < stop:
-            first = max(x, start)
-            pieces.append((first, run[first - x:min(end, stop) - x], style))
-        x = end
-    return pieces
 
 
 def _runs(line):
