@@ -244,12 +244,8 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
     screen.complete_rows(rows[top:top + body], ctl.view)
     lines: List[Line] = [_join(table.header_cells(fitted, ctl.state))]
     for i in range(top, min(len(rows), top + body)):
-        row = rows[i]
-        on_cursor = i == cursor and ctl.mode == "table"
-        if row.get("_kind") == "subtotal" or row.get("_spill") is not None:
-            lines.append(_join(table.row_cells(row, fitted, texts), cursor=on_cursor))
-        else:  # the usual row: its runs made at once (the same as the cells joined)
-            lines.append(texts.line(row, on_cursor))
+        cells = table.row_cells(rows[i], fitted, texts)
+        lines.append(_join(cells, cursor=i == cursor and ctl.mode == "table"))
     ctl._table_lines = (token, lines, ctl.visible_keys)
     return lines
 
