@@ -70,38 +70,37 @@ def pool_rows(previous, current, servers) -> List[Row]:
     if current is None or current.data is None:
         return []
     seconds = seconds_between(previous, current)
-    before = counters_by_key(previous)
+    before = counters_by_key(previous) if seconds else {}
     config = settings_by_key(servers)
     now_counters = counters_by_key(current)
     rows = []
     for key, r in keyed_rows(current).items():
         old = before.get(key)
         counts = now_counters[key]
-
-        def per_second(field):
-            if old is None or not seconds:
-                return None
-            at = COUNTERS.index(field)
-            a, b = old[at], counts[at]
-            return None if a is None or b is None or b < a else (b - a) / seconds  # a reset: no rate
-
-        settings = config.get(key, {})
+        if old is None:
+            ok_s = err_s = queries_s = sent_s = recv_s = None
+        else:
+            # a counter that went down was reset: no rate (COUNTERS' order)
+            ok_s, err_s, queries_s, sent_s, recv_s = (
+                None if a is None or b is None or b < a else (b - a) / seconds for a, b in zip(old, counts))
+        settings = config.get(key)
         max_conn = to_number(settings.get("max_connections")) if settings else None
-        used = to_number(r.get("ConnUsed"))
+        get = r.get
+        used = to_number(get("ConnUsed"))
         rows.append({
             "_id": key,
-            "hostgroup": to_number(r.get("hostgroup")),
-            "server": f"{r.get('srv_host')}:{r.get('srv_port')}",
-            "status": r.get("status"),
+            "hostgroup": to_number(get("hostgroup")),
+            "server": f"{get('srv_host')}:{get('srv_port')}",
+            "status": get("status"),
             "conn_used": used,
-            "conn_free": to_number(r.get("ConnFree")),
-            "conn_ok_s": per_second("ConnOK"),
-            "conn_err_s": per_second("ConnERR"),
-            "max_conn_used": to_number(r.get("MaxConnUsed")),
+            "conn_free": to_number(get("ConnFree")),
+            "conn_ok_s": ok_s,
+            "conn_err_s": err_s,
+            "max_conn_used": to_number(get("MaxConnUsed")),
             "used_pct": (100.0 * used / max_conn) if (used is not None and max_conn) else None,
-            "queries_s": per_second("Queries"),
-            "sent_s": per_second("Bytes_data_sent"),
-            "recv_s": per_second("Bytes_data_recv"),
+            "queries_s": queries_s,
+            "sent_s": sent_s,
+            "recv_s": recv_s,
             "latency_ms": latency_ms(r),
             "weight": to_number(settings.get("weight")) if settings else None,
             "max_connections": max_conn,

@@ -36,13 +36,17 @@ def scaled(value: Any) -> str:
     >>> scaled(999), scaled(1234), scaled(2500000), scaled(0.25)
     ('999', '1.2k', '2.5M', '0.2')
     """
-    value = to_number(value)
-    if value is None:
-        return MISSING
-    for limit, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= limit:
-            return f"{value / limit:.1f}{suffix}"
-    if isinstance(value, float) and value != int(value) and abs(value) < 10:
+    kind = value.__class__
+    if kind is not float and kind is not int:  # a number already: most cells
+        value = to_number(value)
+        if value is None:
+            return MISSING
+    size = abs(value)
+    if size >= 1e3:
+        for limit, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+            if size >= limit:
+                return f"{value / limit:.1f}{suffix}"
+    if isinstance(value, float) and value != int(value) and size < 10:
         return f"{value:.1f}"
     return f"{value:.0f}"
 
@@ -53,12 +57,16 @@ def human_bytes(value: Any) -> str:
     >>> human_bytes(512), human_bytes(1536), human_bytes(5 * 1024**3)
     ('512B', '1.5K', '5.0G')
     """
-    value = to_number(value)
-    if value is None:
-        return MISSING
-    for limit, suffix in ((1024**4, "T"), (1024**3, "G"), (1024**2, "M"), (1024, "K")):
-        if abs(value) >= limit:
-            return f"{value / limit:.1f}{suffix}"
+    kind = value.__class__
+    if kind is not float and kind is not int:  # a number already: most cells
+        value = to_number(value)
+        if value is None:
+            return MISSING
+    size = abs(value)
+    if size >= 1024:
+        for limit, suffix in ((1024**4, "T"), (1024**3, "G"), (1024**2, "M"), (1024, "K")):
+            if size >= limit:
+                return f"{value / limit:.1f}{suffix}"
     return f"{value:.0f}B"
 
 

@@ -211,10 +211,11 @@ class ColumnsTable(Table):
         source = self.source
         head = source.row_raw(n)
         values = []
+        head_width, converters, kept = source.head_width, source._converters, self._texts.get  # once per row
         for i, name in enumerate(self.columns):
-            known = self._texts.get(name)
-            encoding, converter = source._converters[i] if i < len(source._converters) else (None, None)
-            if known is not None or i >= source.head_width or converter is not None or encoding is not None:
+            known = kept(name)
+            encoding, converter = converters[i] if i < len(converters) else (None, None)
+            if known is not None or i >= head_width or converter is not None or encoding is not None:
                 values.append((known if known is not None else self.texts(name))[n])
             else:
                 raw = head[i]

@@ -57,6 +57,9 @@ class TableState:
 
 def sort_value(value: Any) -> Tuple[int, Any]:
     """A None-safe sort key: numbers by value, text case-insensitively, missing values last."""
+    kind = value.__class__
+    if kind is int or kind is float:  # the usual case: a value the screen made a number
+        return (0, value)
     if value is None:
         return (2, 0)
     number = to_number(value)
@@ -226,13 +229,13 @@ class CellTexts:
             value = get(key)
             memo = (value.__class__, value)  # 1, 1.0 and True are equal keys but format differently
             try:
-                text = texts[memo]
-            except KeyError:
+                text = texts.get(memo)  # not texts[memo]: a KeyError raised costs more than the lookup
+            except TypeError:  # an unhashable value
+                text = clip(column.text(row), width, column.align)
+            if text is None:
                 if len(texts) >= self.LIMIT:
                     texts.clear()
                 text = texts[memo] = clip(column.text(row), width, column.align)
-            except TypeError:  # an unhashable value
-                text = clip(column.text(row), width, column.align)
             cells.append((text, (style_of(row) if style_of is not None else None) or row_style))
         return cells
 

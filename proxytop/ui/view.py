@@ -147,12 +147,20 @@ newest_snapshot = _latest_of_screen
 
 
 def tab_line(ctl, width: int) -> Line:
+    # The same tabs give the same line: made again only when a tab's title, the current
+    # screen or the width changed (never, between keys).
+    token = (width, ctl.index) + tuple((screen.title, screen.built) for screen in ctl.screens)
+    cached = getattr(ctl, "_tab_line", None)
+    if cached is not None and cached[0] == token:
+        return cached[1]
     line: Line = []
     for i, screen in enumerate(ctl.screens):
         style = "tab_active" if i == ctl.index else ("tab" if screen.built else "tab_dim")
         line.append((f"{(i + 1) % 10}:{screen.title}", style))
         line.append((" ", None))
-    return fit(line, width)
+    line = fit(line, width)
+    ctl._tab_line = (token, line)
+    return line
 
 
 def status_line(ctl, shown: int, total: int, width: int) -> Line:
@@ -183,10 +191,18 @@ def footer_line(ctl, width: int) -> Line:
     message = ctl.current_message()
     if message is not None:
         return fit([(message[0], message[1])], width)
+    # The key hints change with the screen's and the overlay's bindings and the mode only:
+    # not worked out again for every frame.
+    token = (width, ctl.mode, ctl.screen.bindings, getattr(ctl.overlay, "bindings", None))
+    cached = getattr(ctl, "_footer_hints", None)
+    if cached is not None and cached[0][:2] == token[:2] and cached[0][2] is token[2] and cached[0][3] is token[3]:
+        return cached[1]
     hints = [b.hint for b in ctl.bindings() if b.hint]
     if ctl.mode == "detail":
         hints = ["Esc back", "\u2191\u2193 scroll", "q quit"]
-    return fit([("  ".join(hints), "footer")], width)
+    line = fit([("  ".join(hints), "footer")], width)
+    ctl._footer_hints = (token, line)
+    return line
 
 
 def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line]:
