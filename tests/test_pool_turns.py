@@ -10,6 +10,7 @@ import time
 import proxytop.polling.engine as engine_module
 from proxytop.collectors.base import Collector, Source
 from proxytop.polling.engine import Engine
+from tests.test_engine import wait
 
 
 class Pooled(Source):
@@ -42,14 +43,6 @@ def readings_apart(engine, name):
     taken = [s.taken_at for s in engine.history(name)]
     return [b - a for a, b in zip(taken, taken[1:])]
 
-
-def wait(predicate, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def test_a_source_hanging_inside_a_reading_does_not_hold_the_others(monkeypatch):

@@ -10,6 +10,7 @@ import time
 from proxytop.collectors.base import Collector, Snapshot, Source
 from proxytop.polling.engine import Engine
 from proxytop.ui.wakeup import next_redraw_in
+from tests.test_engine import wait
 
 
 class Flaky(Source):
@@ -55,14 +56,6 @@ class Controller:
         return 0.5
 
 
-def wait(predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
-
 
 def test_a_down_source_among_many_redraws_as_its_countdown_ticks_and_not_once_it_is_back():
     ups = {f"s{n}": threading.Event() for n in range(40)}
@@ -76,8 +69,8 @@ def test_a_down_source_among_many_redraws_as_its_countdown_ticks_and_not_once_it
     ctl = Controller(engine)
     engine.start()
     try:
-        assert wait(lambda: engine.state("s7").retry_at is not None and not engine.state("s7").connected)
-        assert wait(lambda: all(engine.state(n).connected for n in ups if n != "s7"))
+        assert wait(lambda: engine.state("s7").retry_at is not None and not engine.state("s7").connected, 10)
+        assert wait(lambda: all(engine.state(n).connected for n in ups if n != "s7"), 10)
         engine.pause()  # what the frame waits for: the countdown, not the readings' age
         now = engine.now()
         down = engine.state("s7")
@@ -90,7 +83,7 @@ def test_a_down_source_among_many_redraws_as_its_countdown_ticks_and_not_once_it
                    if s.countdown_changes_in(now) is not None) + 0.01 == expected
         ups["s7"].set()
         engine.resume()
-        assert wait(lambda: engine.state("s7").connected)
+        assert wait(lambda: engine.state("s7").connected, 10)
         engine.pause()
         assert engine.counting_down() == [] and next_redraw_in(ctl, engine.now()) is None
     finally:

@@ -20,6 +20,8 @@ from pymysql import err
 from pymysql.constants import COMMAND, CR
 from pymysql.protocol import MysqlPacket
 
+from proxytop.polling.textrows import read_row
+
 _MAX_PACKET = 0xFFFFFF
 
 
@@ -85,7 +87,7 @@ def text_rows(conn, packet: bytes) -> Tuple[Tuple[object, ...], ...]:
             if head == 0xFF:
                 reader.done()
                 MysqlPacket(data, conn.encoding).raise_for_error()
-            rows.append(_text_row(data, columns))
+            rows.append(read_row(data, 0, ((None, None),) * columns))  # every value as str
     except (OSError, EOFError) as exc:
         conn._force_close()
         detail = f" ({exc})" if isinstance(exc, OSError) else ""
@@ -152,28 +154,3 @@ class _Packets:
             self.rfile.read(self.start)
             self.start = 0
         self.conn._next_seq_id = self.expected
-
-
-def _text_row(data: bytes, columns: int) -> tuple:
-    """The values of one text-protocol row, each as str (None for NULL).
-
-    >>> _text_row(b"\\x01a\\xfb\\x0212", 3)
-    ('a', None, '12')
-    """
-    values = []
-    position, end = 0, len(data)
-    for _ in range(columns):
-        if position >= end:
-            break
-        size = data[position]
-        position += 1
-        if size >= 251:
-            if size == 251:
-                values.append(None)
-                continue
-            width = 2 if size == 252 else 3 if size == 253 else 8
-            size = int.from_bytes(data[position:position + width], "little")
-            position += width
-        values.append(data[position:position + size].decode("utf-8", "replace"))
-        position += size
-    return tuple(values)
