@@ -30,17 +30,22 @@ def number(value: Any, decimals: int = 0) -> str:
     return f"{value:,.{decimals}f}"
 
 
+def _number(value: Any) -> Optional[float]:
+    """``value`` itself when it is already an int or float (most cells: no call to to_number),
+    else to_number's reading of it."""
+    kind = value.__class__
+    return value if kind is int or kind is float else to_number(value)
+
+
 def scaled(value: Any) -> str:
     """Compact counts for narrow columns: 1.2k, 3.4M, 5.6G.
 
     >>> scaled(999), scaled(1234), scaled(2500000), scaled(0.25)
     ('999', '1.2k', '2.5M', '0.2')
     """
-    kind = value.__class__
-    if kind is not float and kind is not int:  # a number already: most cells
-        value = to_number(value)
-        if value is None:
-            return MISSING
+    value = _number(value)
+    if value is None:
+        return MISSING
     size = abs(value)
     if size >= 1e3:
         for limit, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
@@ -57,11 +62,9 @@ def human_bytes(value: Any) -> str:
     >>> human_bytes(512), human_bytes(1536), human_bytes(5 * 1024**3)
     ('512B', '1.5K', '5.0G')
     """
-    kind = value.__class__
-    if kind is not float and kind is not int:  # a number already: most cells
-        value = to_number(value)
-        if value is None:
-            return MISSING
+    value = _number(value)
+    if value is None:
+        return MISSING
     size = abs(value)
     if size >= 1024:
         for limit, suffix in ((1024**4, "T"), (1024**3, "G"), (1024**2, "M"), (1024, "K")):
