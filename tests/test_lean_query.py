@@ -2,11 +2,14 @@
 errors, a lost connection and other statements on the same connection as PyMySQL has them."""
 from __future__ import annotations
 
+import datetime
+from decimal import Decimal
+
 import pymysql
 import pytest
 
 from proxytop.polling.connection import Endpoint, open_mysql, run_query
-from proxytop.polling.lean_query import query_packet, text_rows
+from proxytop.polling.lean_query import query_packet, text_result, text_rows
 
 
 @pytest.fixture
@@ -25,6 +28,29 @@ def test_rows_as_text_as_pymysql_reads_them(conn):
     expected = tuple(tuple(None if v is None else str(v) for v in row) for row in run_query(conn, sql).rows)
     assert lean == expected
     assert lean[0][2] is None and lean[0][3] == "caf\u00e9" and lean[0][4] == "x" * 300
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT 1 AS one, 2.50 AS d, NULL AS n, 'caf\u00e9' AS t, CAST('2024-01-02' AS DATE) AS day, x'00ff' AS b",
+    "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES ORDER BY 1",
+    "SELECT ID, USER, TIME_MS FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()",
+    "SELECT 'b' AS b FROM DUAL WHERE 1 = 0",
+    "SET @proxytop_lean = 1",
+])
+def test_a_typed_result_is_the_table_run_query_reads(conn, sql):
+    """The admin session's reading (text_result): the same column names and values, of the
+    same types, as PyMySQL's cursor gives (run_query), twice (the definitions kept)."""
+    for _ in range(2):
+        expected = run_query(conn, sql)
+        names, rows = text_result(conn, query_packet(sql))
+        if "PROCESSLIST" in sql:  # TIME_MS moves on between the two readings
+            rows, expected_rows = [r[:2] for r in rows], [r[:2] for r in expected.rows]
+        else:
+            expected_rows = expected.rows
+        assert names == expected.columns and list(rows) == list(expected_rows)
+        assert [tuple(type(v) for v in r) for r in rows] == [tuple(type(v) for v in r) for r in expected_rows]
+    if sql.startswith("SELECT 1"):
+        assert rows == ((1, Decimal("2.50"), None, "caf\u00e9", datetime.date(2024, 1, 2), "\x00\ufffd"),)  # as run_query decodes bytes
 
 
 def test_a_result_larger_than_the_read_buffer(conn):

@@ -20,7 +20,7 @@ from pymysql import err
 from pymysql.constants import COMMAND, CR
 from pymysql.protocol import MysqlPacket
 
-from proxytop.polling.textrows import read_row
+from proxytop.polling.textrows import described, read_row
 
 _MAX_PACKET = 0xFFFFFF
 
@@ -41,6 +41,18 @@ def text_rows(conn, packet: bytes) -> Tuple[Tuple[object, ...], ...]:
     """Send ``packet`` (from :func:`query_packet`) on ``conn``, a PyMySQL connection, and
     return the rows of its one result, each value as str (None for NULL); () for a statement
     without a result set."""
+    return _answer(conn, packet, False)[1]
+
+
+def text_result(conn, packet: bytes) -> Tuple[Tuple[str, ...], Tuple[Tuple[object, ...], ...]]:
+    """:func:`text_rows`, with the column names, and each value as proxytop's connections read
+    it (proxytop.polling.textrows.TextResult: str for text columns, PyMySQL's converters for
+    typed ones); ((), ()) for a statement without a result set. For the queries to the admin
+    interface, sent every second: the definitions are parsed once per distinct set."""
+    return _answer(conn, packet, True)
+
+
+def _answer(conn, packet: bytes, typed: bool):
     if not conn._sock:
         raise err.InterfaceError(0, "")
     previous = conn._result
@@ -67,13 +79,21 @@ def text_rows(conn, packet: bytes) -> Tuple[Tuple[object, ...], ...]:
             reader.done()
             if head == 0xFB:
                 raise err.InternalError("LOCAL INFILE asked for by the server")
-            return ()
+            return (), ()
         columns = head if head < 251 else int.from_bytes(first[1:1 + {252: 2, 253: 3, 254: 8}[head]], "little")
+        definitions = []
         for _ in range(columns + 1):  # the definitions, then their EOF
             data = reader.next()
             if data[:1] == b"\xff":
                 reader.done()
                 MysqlPacket(data, conn.encoding).raise_for_error()
+            if typed:
+                definitions.append(bytes(data))
+        if typed:
+            _fields, converters, description = described(conn, tuple(definitions))
+            names = tuple(_name(d[0]) for d in description)
+        else:
+            converters, names = ((None, None),) * columns, ()  # every value as str
         rows: List[tuple] = []
         while True:
             data = reader.next()
@@ -83,15 +103,19 @@ def text_rows(conn, packet: bytes) -> Tuple[Tuple[object, ...], ...]:
                 status = int.from_bytes(data[3:5], "little") if len(data) >= 5 else None
                 if status is not None:
                     conn.server_status = status
-                return tuple(rows)
+                return names, tuple(rows)
             if head == 0xFF:
                 reader.done()
                 MysqlPacket(data, conn.encoding).raise_for_error()
-            rows.append(read_row(data, 0, ((None, None),) * columns))  # every value as str
+            rows.append(read_row(data, 0, converters))
     except (OSError, EOFError) as exc:
         conn._force_close()
         detail = f" ({exc})" if isinstance(exc, OSError) else ""
         raise err.OperationalError(CR.CR_SERVER_LOST, f"Lost connection to MySQL server during query{detail}")
+
+
+def _name(value) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, (bytes, bytearray)) else value
 
 
 class _Packets:

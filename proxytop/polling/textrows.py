@@ -71,21 +71,26 @@ class DescribedOnce(pymysql.connections.MySQLResult):
     def _get_descriptions(self):
         connection = self.connection
         payloads = _definition_payloads(connection, self.field_count + 1)  # + EOF
-        key = (connection.use_unicode, connection.encoding, payloads)
-        known = _described.get(key)
-        # every PyMySQL connection makes its own copy of the decoders: equal ones will do (one
-        # connection per watched MySQL server otherwise parsed every definition again)
-        if known is None or (known[3] is not connection.decoders and known[3] != connection.decoders):
-            self.connection = _Replay(connection, payloads)
-            try:
-                super()._get_descriptions()
-            finally:
-                self.connection = connection
-            known = (tuple(self.fields), tuple(self.converters), self.description, connection.decoders)
-            if len(_described) >= DESCRIBED_LIMIT:
-                _described.clear()
-            _described[key] = known
-        self.fields, self.converters, self.description = list(known[0]), list(known[1]), known[2]
+        fields, converters, self.description = described(connection, payloads)
+        self.fields, self.converters = list(fields), list(converters)
+
+
+def described(connection, payloads: Tuple[bytes, ...]) -> tuple:
+    """(fields, converters, description) of a result's column definitions and their EOF
+    (``payloads``), as PyMySQL parses them, parsed once per distinct set."""
+    key = (connection.use_unicode, connection.encoding, payloads)
+    known = _described.get(key)
+    # every PyMySQL connection makes its own copy of the decoders: equal ones will do (one
+    # connection per watched MySQL server otherwise parsed every definition again)
+    if known is None or (known[3] is not connection.decoders and known[3] != connection.decoders):
+        result = pymysql.connections.MySQLResult(_Replay(connection, payloads))
+        result.field_count = len(payloads) - 1
+        pymysql.connections.MySQLResult._get_descriptions(result)
+        known = (tuple(result.fields), tuple(result.converters), result.description, connection.decoders)
+        if len(_described) >= DESCRIBED_LIMIT:
+            _described.clear()
+        _described[key] = known
+    return known[:3]
 
 
 _MAX_PACKET = 0xFFFFFF  # a payload this long continues in the next packet
