@@ -265,3 +265,43 @@ def test_filter_examples_that_once_needed_care():
             assert re.match(r"^\S", str(exc))
         else:
             table.filter_rows([{"hostgroup": 1, "status": "ONLINE", "queries_s": 1500.0}], columns, parsed)
+
+
+# ----- numbers in text ----------------------------------------------------------------------------
+
+def _number_as_python_reads_it(text):
+    """to_number's meaning, without its shortcut for texts that can't be numbers."""
+    for parse in (int, float):
+        try:
+            number = parse(text)
+        except ValueError:
+            continue
+        return None if isinstance(number, float) and (math.isnan(number) or math.isinf(number)) else number
+    return None
+
+
+@settings(max_examples=3000, **SETTINGS)
+@given(st.one_of(st.text(), st.from_regex(r"\s*[-+]?(\d+(\.\d*)?|inf(inity)?|nan)(e\d+)?\s*", fullmatch=True),
+                 st.sampled_from(["ONLINE", "Infinity", "NaN", "-inf", " 12 ", "1_000", "0x10", "", "10.0.0.1:3306"])))
+def test_to_number_is_what_int_or_float_read(text):
+    from proxytop.metrics.rates import to_number
+
+    assert to_number(text) == _number_as_python_reads_it(text)
+
+
+@settings(max_examples=1000, **SETTINGS)
+@given(st.lists(st.one_of(st.none(), st.integers(), st.floats(allow_nan=False), st.text(max_size=6),
+                          st.sampled_from(["10", "9", "b", "B", "a1"])), max_size=12))
+def test_text_sort_values_kept_sort_as_worked_out(values):
+    """sort_value keeps the value of each text seen: the order is the same the second time
+    and the same as worked out afresh."""
+    from proxytop.metrics.rates import to_number
+
+    def fresh(value):
+        if value is None:
+            return (2, 0)
+        number = to_number(value)
+        return (0, number) if number is not None else (1, str(value).lower())
+
+    for _ in range(2):
+        assert [table.sort_value(v) for v in values] == [fresh(v) for v in values]

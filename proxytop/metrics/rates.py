@@ -18,6 +18,8 @@ def to_number(value: Any) -> Optional[float]:
     """
     kind = value.__class__
     if kind is str:  # the usual case first (called for every cell that is sorted or rated)
+        if value[:1] in _NOT_A_NUMBER_START:  # "ONLINE", a user name: no exceptions raised to learn it
+            return None
         try:
             return int(value)  # int() and float() skip surrounding whitespace themselves
         except ValueError:
@@ -37,6 +39,12 @@ def to_number(value: Any) -> Optional[float]:
         return int(text)
     except ValueError:
         return _float(text)
+
+
+# A text starting with one of these is no number to_number gives: int() and float() refuse it,
+# but for inf, infinity and nan, which to_number refuses too ("" is in it: empty is no number).
+_NOT_A_NUMBER_START = frozenset(
+    [""] + [c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ:/@#(),;'\"[]{}<>|*"])
 
 
 def _float(text: str) -> Optional[float]:

@@ -55,6 +55,10 @@ class TableState:
         return replace(self, sort_key=key, descending=self.descending if descending is None else descending)
 
 
+TEXT_SORT_VALUES_KEPT = 4096
+_text_sort_values: Dict[str, Tuple[int, Any]] = {}
+
+
 def sort_value(value: Any) -> Tuple[int, Any]:
     """A None-safe sort key: numbers by value, text case-insensitively, missing values last."""
     kind = value.__class__
@@ -62,20 +66,43 @@ def sort_value(value: Any) -> Tuple[int, Any]:
         return (0, value)
     if value is None:
         return (2, 0)
+    if kind is str:  # host names, statuses, users: the same texts sorted every frame
+        known = _text_sort_values.get(value)
+        if known is None:
+            number = to_number(value)
+            known = (0, number) if number is not None else (1, value.lower())
+            if len(_text_sort_values) >= TEXT_SORT_VALUES_KEPT:
+                _text_sort_values.clear()
+            _text_sort_values[value] = known
+        return known
     number = to_number(value)
     if number is not None:
         return (0, number)
     return (1, str(value).lower())
 
 
+def _sort_key(key: str) -> Callable[[Mapping], Tuple[int, Any]]:
+    """sort_value() of a row's ``key``, numbers (what screens make) without a call more."""
+    def value_of(row: Mapping) -> Tuple[int, Any]:
+        value = row.get(key)
+        kind = value.__class__
+        if kind is int or kind is float:
+            return (0, value)
+        return sort_value(value)
+
+    return value_of
+
+
 def sort_rows(rows: Sequence[Row], key: str, descending: bool = False, tiebreak: Sequence[str] = ()) -> List[Row]:
     """Sort by one column, missing values always last whichever the direction."""
     rows = list(rows)
+    if len(rows) < 2:
+        return rows
     for extra in reversed(tuple(tiebreak)):
-        rows.sort(key=lambda r: sort_value(r.get(extra)))
+        rows.sort(key=_sort_key(extra))
     present = [r for r in rows if r.get(key) is not None]
-    missing = [r for r in rows if r.get(key) is None]
-    present.sort(key=lambda r: sort_value(r.get(key)), reverse=descending)
+    missing = [r for r in rows if r.get(key) is None] if len(present) < len(rows) else []
+    present.sort(key=_sort_key(key), reverse=descending)
     return present + missing
 
 
@@ -100,9 +127,17 @@ def subtotal(group: Any, rows: Sequence[Row], columns: Sequence[Column], label_k
     total: Row = {"_kind": "subtotal", "_group": group, "_id": ("subtotal", group), label_key: label}
     for column in columns:
         if column.summable:
-            values = [to_number(r.get(column.key)) for r in rows]
-            values = [v for v in values if v is not None]
-            total[column.key] = sum(values) if values else None
+            key = column.key
+            added = None
+            for row in rows:
+                value = row.get(key)
+                kind = value.__class__
+                if kind is not int and kind is not float:  # numbers are what screens make
+                    value = to_number(value)
+                    if value is None:
+                        continue
+                added = value if added is None else added + value
+            total[key] = added
     return total
 
 
