@@ -213,6 +213,7 @@ class Canvas(npyscreen.widget.Widget):
         painted = self._painted if (self._painted_on is pad and self._painted_size == (height, width)) else None
         if painted is None:
             pad.erase()
+        attributes = self._attributes
         for y, line in enumerate(lines):
             if painted is not None:
                 if y < len(painted) and painted[y] == line:
@@ -223,15 +224,21 @@ class Canvas(npyscreen.widget.Widget):
                 except curses.error:
                     pass
             x = 0
-            for text, style in _runs(line):
-                room = width - x - (1 if y == height - 1 else 0)  # never write the last cell
+            end = width - 1 if y == height - 1 else width  # never write the last cell
+            for text, style in (line if line.__class__ is view.Runs else _runs(line)):
+                room = end - x
                 if room <= 0:
                     break
+                if len(text) > room:
+                    text = text[:room]
+                attr = attributes.get(style)
+                if attr is None:
+                    attr = self.attribute(style)
                 try:
-                    pad.addstr(y, x, text[:room], self.attribute(style))
+                    pad.addstr(y, x, text, attr)
                 except curses.error:
                     pass
-                x += len(text[:room])
+                x += len(text)
         self._painted, self._painted_on, self._painted_size = lines, pad, (height, width)
         self._drawn_at = time.monotonic()
         self._frame_cost = time.thread_time() - started
@@ -270,6 +277,7 @@ class MonitorForm(npyscreen.FormBaseNew):
     FIX_MINIMUM_SIZE_WHEN_CREATED = False
 
     def create(self):
+        self._size_followed = False  # the terminal's size asked once at least
         app = self.parentApp
         self.keypress_timeout = KEYPRESS_TIMEOUT
         self.canvas = self.add(Canvas, controller=app.controller, color=app.use_color, rely=0, relx=0)
@@ -277,6 +285,14 @@ class MonitorForm(npyscreen.FormBaseNew):
     def follow_terminal_size(self):
         """Recreate the pad when the terminal changed size, even if no KEY_RESIZE arrived
         (it can be lost while the size changes twice in quick succession)."""
+        waker = getattr(self.parentApp, "wakeup", None)
+        if waker is not None and getattr(self, "_size_followed", False):
+            # Our SIGWINCH handler (MonitorApp.onStart) sees every resize: without one since
+            # the last look, the size is what it was (asking costs some 40 us a frame).
+            if not waker.resized:
+                return
+            waker.resized = False  # before asking: a resize during the look is seen next time
+        self._size_followed = True
         rows, cols = self._max_physical()
         size = (rows + 1, cols + 1)
         # Ask ncurses itself: its own SIGWINCH handling may have resized its screen behind

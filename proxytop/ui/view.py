@@ -18,6 +18,11 @@ Segment = Tuple[str, Optional[str]]
 Line = List[Segment]
 
 
+class Runs(list):
+    """A line whose neighbouring segments differ in style and none is empty (made by _join):
+    the painter sends it as it is, without joining runs again (proxytop.ui.app._runs)."""
+
+
 
 def fit(line: Line, width: int) -> Line:
     """Cut a line of segments to width characters."""
@@ -262,7 +267,7 @@ def _join(cells: Sequence[Segment], cursor: bool = False) -> Line:
     [('a ', 'cursor'), ('b', 'dim+cursor')]
     """
     gap = "cursor" if cursor else None
-    line: Line = []
+    line: Line = Runs()
     texts: List[str] = []  # the run being made, of style ``current``
     current = gap
     first = True

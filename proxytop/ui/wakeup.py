@@ -23,12 +23,17 @@ class WakeUp:
         # A wake-up is written and not drained yet: the next ones need not write (a fleet's
         # pool announces a hundred batches a second, the loop draws at most a few frames).
         self._pending = False
+        # A terminal resize (SIGWINCH) came since the loop last asked the terminal its size:
+        # set here, cleared by the loop before it asks (proxytop.ui.app.MonitorForm).
+        self.resized = False
 
     def wake(self, *signal_args) -> None:
         """Never blocks nor raises: a full pipe already holds a wake-up. As a signal handler
         (a resize) it always writes: a signal may come between the drain's read and its
         clearing the flag, and the resize must not wait for the next data."""
-        if self._pending and not signal_args:
+        if signal_args:
+            self.resized = True
+        elif self._pending:
             return
         self._pending = True
         try:
