@@ -154,6 +154,22 @@ def test_other_exits_restore_the_terminal(proxytop_term, proxysql_double, how):
     assert code in (0, 130, 143)  # 130: interrupted (SIGINT), 143: terminated
 
 
+def test_ctrl_c_read_as_a_key_quits_too(proxytop_term, proxysql_double):
+    """A ^C the terminal passes as a byte (no signal: it came while ncurses had the terminal in
+    raw mode, between raw() and cbreak()) ends proxytop as the signal does."""
+    import termios
+
+    term = start(proxytop_term, proxysql_double)
+    attributes = termios.tcgetattr(term.fd)
+    attributes[3] &= ~termios.ISIG  # the pair's line discipline: ^C is then an ordinary byte
+    termios.tcsetattr(term.fd, termios.TCSANOW, attributes)
+    term.send("\x03")
+    assert term.wait_exit(10) == 130
+    raw = term.output()
+    assert raw.rfind(b"\x1b[?1049l") > raw.rfind(b"\x1b[?1049h") >= 0
+    assert b"Traceback" not in raw
+
+
 def test_stats_user_sees_the_pool_and_is_told_what_needs_admin(proxytop_term, proxysql_double):
     term = proxytop_term("-P", str(proxysql_double.port), "-u", "stats", "-p", "stats", cols=120, rows=30)
     screen = term.wait_until(lambda s: "need an admin user" in s and "(stats user)" in s and len(backend_rows(s)) == 3,

@@ -21,6 +21,7 @@ import npyscreen
 from proxytop.ui import view, wakeup
 
 KEYPRESS_TIMEOUT = 2  # tenths of a second between wake-ups of a replay (a live view sleeps until woken)
+CTRL_C = 3
 ESCAPE_DELAY_MS = 100  # how long after Esc a key still belongs to an escape sequence (ncurses: 1000)
 # New data is drawn at most this often (keys are answered at once): a fleet of 500 servers
 # brings a reading a hundred times a second, and each frame recomputed every server's row.
@@ -93,6 +94,11 @@ class Canvas(npyscreen.widget.Widget):
         self.complex_handlers = [(lambda ch: ch != curses.KEY_RESIZE, self.on_key)]
 
     def on_key(self, ch):
+        if ch == CTRL_C:
+            # ^C read as a key: it came while the terminal did not make it a signal (between
+            # ncurses' raw() and cbreak() below, or a terminal set up so): it quits as the
+            # signal does.
+            raise KeyboardInterrupt
         self.controller.handle_key(ch)
         if self.controller.quit_requested:
             self.editing = False
@@ -268,6 +274,22 @@ def _runs(line):
     return runs
 
 
+def leave_initial_state() -> None:
+    """Let ncurses send a frame in a few writes instead of one write per cursor move.
+
+    Until the program has once left curses (endwin) and come back, ncurses (6.4, lib_mvcur.c)
+    takes every cursor movement of doupdate() for a call from a low-level terminfo program and
+    flushes its output buffer after it: a ConnPool frame whose changed digits are in twenty
+    places went out in thirty writes to the terminal. Leaving and coming back once, before the
+    first frame, puts it in its running state (tty_update.c) for good; the terminal sees the
+    alternate screen left and entered again on an empty screen."""
+    try:
+        curses.endwin()
+        curses.doupdate()  # back: terminal modes, the alternate screen and the cursor as they were
+    except curses.error:
+        pass
+
+
 class MonitorForm(npyscreen.FormBaseNew):
     FRAMED = False
     BLANK_LINES_BASE = 0
@@ -369,6 +391,7 @@ class MonitorApp(npyscreen.NPSAppManaged):
             curses.typeahead(-1)
         except curses.error:
             pass
+        leave_initial_state()
         if self.use_color:
             npyscreen.setTheme(ProxytopTheme)
         else:
