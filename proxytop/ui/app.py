@@ -217,37 +217,66 @@ class Canvas(npyscreen.widget.Widget):
             except curses.error:
                 pass
         painted = self._painted if (self._painted_on is pad and self._painted_size == (height, width)) else None
-        if painted is None:
-            pad.erase()
-        attributes = self._attributes
-        for y, line in enumerate(lines):
-            if painted is not None:
-                if y < len(painted) and painted[y] == line:
-                    continue
+        paint(pad, lines, painted, width, height, self._attributes, self.attribute)
+        self._painted, self._painted_on, self._painted_size = lines, pad, (height, width)
+        self._drawn_at = time.monotonic()
+        self._frame_cost = time.thread_time() - started
+
+
+def paint(pad, lines, painted, width: int, height: int, attributes, attribute) -> None:
+    """Put ``lines`` on the curses pad: every line when ``painted`` (what the pad shows, as
+    lines painted before at this size) is None, else the lines that differ from it, and of a
+    table row only the runs that changed. ``attributes`` holds the curses attribute of each
+    style seen; ``attribute(style)`` makes a missing one."""
+    if painted is None:
+        pad.erase()
+    for y, line in enumerate(lines):
+        before = None  # the runs the pad shows on this line, when laid out as the new ones
+        if painted is not None:
+            shown = painted[y] if y < len(painted) else None
+            if shown == line:
+                continue
+            if same_layout(shown, line):
+                before = shown
+            else:
                 try:
                     pad.move(y, 0)
                     pad.clrtoeol()
                 except curses.error:
                     pass
-            x = 0
-            end = width - 1 if y == height - 1 else width  # never write the last cell
-            for text, style in (line if line.__class__ is view.Runs else _runs(line)):
-                room = end - x
-                if room <= 0:
-                    break
-                if len(text) > room:
-                    text = text[:room]
-                attr = attributes.get(style)
-                if attr is None:
-                    attr = self.attribute(style)
-                try:
-                    pad.addstr(y, x, text, attr)
-                except curses.error:
-                    pass
-                x += len(text)
-        self._painted, self._painted_on, self._painted_size = lines, pad, (height, width)
-        self._drawn_at = time.monotonic()
-        self._frame_cost = time.thread_time() - started
+        x = 0
+        end = width - 1 if y == height - 1 else width  # never write the last cell
+        for n, (text, style) in enumerate(line if line.__class__ is view.Runs else _runs(line)):
+            room = end - x
+            if room <= 0:
+                break
+            if before is not None and before[n] == (text, style):
+                x += len(text)  # a run the pad shows already (most cells of a row keep their text)
+                continue
+            if len(text) > room:
+                text = text[:room]
+            attr = attributes.get(style)
+            if attr is None:
+                attr = attribute(style)
+            try:
+                pad.addstr(y, x, text, attr)
+            except curses.error:
+                pass
+            x += len(text)
+
+
+def same_layout(shown, line) -> bool:
+    """Whether two lines made by view._join have runs of the same lengths in the same places:
+    then only the runs whose text or style changed need painting.
+
+    >>> from proxytop.ui.view import Runs
+    >>> same_layout(Runs([("a ", None), ("12", "dim")]), Runs([("a ", None), ("13", "dim")]))
+    True
+    >>> same_layout(Runs([("a ", None), ("12", "dim")]), Runs([("a ", None), ("1", "dim")]))
+    False
+    """
+    return (shown.__class__ is view.Runs and line.__class__ is view.Runs and len(shown) == len(line)
+            and all(len(a[0]) == len(b[0]) for a, b in zip(shown, line)))
 
 
 def _runs(line):

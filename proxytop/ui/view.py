@@ -23,7 +23,6 @@ class Runs(list):
     the painter sends it as it is, without joining runs again (proxytop.ui.app._runs)."""
 
 
-
 def fit(line: Line, width: int) -> Line:
     """Cut a line of segments to width characters."""
     out: Line = []
