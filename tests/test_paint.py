@@ -75,7 +75,6 @@ def test_painting_what_changed_shows_what_painting_everything_shows(frames):
 def test_a_row_whose_digits_changed_is_painted_in_those_runs_only():
     before = view._join([("db1", None), ("ONLINE", "good"), ("12", None), ("3.5k", "dim"), ("7", "danger")])
     after = view._join([("db1", None), ("ONLINE", "good"), ("13", None), ("3.5k", "dim"), ("7", "danger")])
-    assert app.same_layout(before, after)
     pad = GridPad(2, 40)
     app.paint(pad, [before, []], None, 40, 2, {}, attribute)
     pad.calls = 0

@@ -226,33 +226,39 @@ class Canvas(npyscreen.widget.Widget):
 def paint(pad, lines, painted, width: int, height: int, attributes, attribute) -> None:
     """Put ``lines`` on the curses pad: every line when ``painted`` (what the pad shows, as
     lines painted before at this size) is None, else the lines that differ from it, and of a
-    table row only the runs that changed. ``attributes`` holds the curses attribute of each
-    style seen; ``attribute(style)`` makes a missing one."""
+    table row (view.Runs) only the runs that changed while the runs before them kept their
+    lengths: most cells of a row keep their text between readings. ``attributes`` holds the
+    curses attribute of each style seen; ``attribute(style)`` makes a missing one."""
     if painted is None:
         pad.erase()
     for y, line in enumerate(lines):
-        before = None  # the runs the pad shows on this line, when laid out as the new ones
+        runs = line if line.__class__ is view.Runs else _runs(line)
+        before = None  # the runs the pad shows on this line, while they sit where the new ones do
         if painted is not None:
             shown = painted[y] if y < len(painted) else None
             if shown == line:
                 continue
-            if same_layout(shown, line):
+            if shown.__class__ is view.Runs and runs is line:
                 before = shown
             else:
-                try:
-                    pad.move(y, 0)
-                    pad.clrtoeol()
-                except curses.error:
-                    pass
+                _clear_from(pad, y, 0)
         x = 0
         end = width - 1 if y == height - 1 else width  # never write the last cell
-        for n, (text, style) in enumerate(line if line.__class__ is view.Runs else _runs(line)):
+        for n, (text, style) in enumerate(runs):
             room = end - x
             if room <= 0:
                 break
-            if before is not None and before[n] == (text, style):
-                x += len(text)  # a run the pad shows already (most cells of a row keep their text)
-                continue
+            if before is not None:
+                if n < len(before):
+                    was = before[n]
+                    if was[0] == text and was[1] == style:
+                        x += len(text)  # on the pad already
+                        continue
+                    if len(was[0]) != len(text):
+                        _clear_from(pad, y, x)  # the runs after this one move: painted from here on
+                        before = None
+                else:
+                    before = None  # past what the pad showed (it was blank there after its last run)
             if len(text) > room:
                 text = text[:room]
             attr = attributes.get(style)
@@ -263,20 +269,16 @@ def paint(pad, lines, painted, width: int, height: int, attributes, attribute) -
             except curses.error:
                 pass
             x += len(text)
+        if before is not None and len(before) > len(runs) and x < end:
+            _clear_from(pad, y, x)  # the line is shorter than what the pad showed
 
 
-def same_layout(shown, line) -> bool:
-    """Whether two lines made by view._join have runs of the same lengths in the same places:
-    then only the runs whose text or style changed need painting.
-
-    >>> from proxytop.ui.view import Runs
-    >>> same_layout(Runs([("a ", None), ("12", "dim")]), Runs([("a ", None), ("13", "dim")]))
-    True
-    >>> same_layout(Runs([("a ", None), ("12", "dim")]), Runs([("a ", None), ("1", "dim")]))
-    False
-    """
-    return (shown.__class__ is view.Runs and line.__class__ is view.Runs and len(shown) == len(line)
-            and all(len(a[0]) == len(b[0]) for a, b in zip(shown, line)))
+def _clear_from(pad, y: int, x: int) -> None:
+    try:
+        pad.move(y, x)
+        pad.clrtoeol()
+    except curses.error:
+        pass
 
 
 def _runs(line):
