@@ -10,12 +10,11 @@ from typing import Optional, Sequence
 log = logging.getLogger("proxytop")
 
 
-class Terminated(Exception):
-    """SIGTERM or SIGHUP arrived: leave curses cleanly."""
+from proxytop.ui.wakeup import Terminated, stop_exception
 
 
 def _on_signal(signum, _frame):
-    raise Terminated(signal.Signals(signum).name)
+    raise stop_exception(signum)
 
 
 def setup_logging(path: Optional[str]) -> None:

@@ -137,7 +137,7 @@ def test_q_quits_and_restores_the_terminal(proxytop_term, proxysql_double):
     assert raw.rfind(b"\x1b[?1049l") > raw.rfind(b"\x1b[?1049h") >= 0
 
 
-@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm", "sighup"])
 def test_other_exits_restore_the_terminal(proxytop_term, proxysql_double, how):
     import os
     import signal
@@ -146,12 +146,12 @@ def test_other_exits_restore_the_terminal(proxytop_term, proxysql_double, how):
     if how == "ctrl-c":
         term.send("\x03")
     else:
-        os.kill(term.pid, signal.SIGTERM)
+        os.kill(term.pid, signal.SIGTERM if how == "sigterm" else signal.SIGHUP)
     code = term.wait_exit(5)
     raw = term.output()
     assert raw.rfind(b"\x1b[?1049l") > raw.rfind(b"\x1b[?1049h") >= 0
     assert b"Traceback" not in raw
-    assert code in (0, 130, 143)  # 130: interrupted (SIGINT), 143: terminated
+    assert code == (130 if how == "ctrl-c" else 143)  # 130: interrupted (SIGINT), 143: terminated
 
 
 def test_ctrl_c_read_as_a_key_quits_too(proxytop_term, proxysql_double):

@@ -115,3 +115,31 @@ def test_wake_ups_until_the_drain_write_one_byte_and_the_next_one_writes_again()
         waker.close()
         os.close(key_read)
         os.close(key_write)
+
+
+def test_a_stop_signal_wakes_the_loop_which_raises_and_a_second_one_raises_at_once():
+    import signal as signals
+
+    import pytest
+
+    waker = wakeup.WakeUp()
+    r, w = os.pipe()  # a terminal with no key
+    try:
+        waker.stop_if_asked()  # nothing asked: nothing raised
+        waker.ask_to_stop(signals.SIGTERM, None)  # the handler itself raises nothing
+        assert waker.wait(r, 5.0) is False  # woken at once, not by a key
+        with pytest.raises(wakeup.Terminated, match="SIGTERM"):
+            waker.stop_if_asked()
+        with pytest.raises(KeyboardInterrupt):
+            waker.ask_to_stop(signals.SIGINT, None)  # a second signal: the loop did not come round
+    finally:
+        waker.close()
+        os.close(r)
+        os.close(w)
+    interrupted = wakeup.WakeUp()
+    try:
+        interrupted.ask_to_stop(signals.SIGINT, None)
+        with pytest.raises(KeyboardInterrupt):
+            interrupted.stop_if_asked()
+    finally:
+        interrupted.close()

@@ -122,6 +122,7 @@ class Canvas(npyscreen.widget.Widget):
             self._modes_on = pad
         waker = getattr(self.parent.parentApp, "wakeup", None)
         if waker is not None:
+            waker.stop_if_asked()
             if self._keys_behind:
                 # Keys that arrived together (a paste, an escape sequence cut short) may sit in
                 # ncurses' own buffer, where select() can't see them: take them first.
@@ -134,7 +135,9 @@ class Canvas(npyscreen.widget.Widget):
             else:
                 timeout = wakeup.next_redraw_in(self.controller, self.controller.engine.now())
                 terminal = self.parent.parentApp.terminal_fd
-                if not waker.wait(terminal, timeout):
+                keyed = waker.wait(terminal, timeout)
+                waker.stop_if_asked()
+                if not keyed:
                     # New data: drawn no sooner than DATA_FRAME_GAP (or FRAME_SHARE times the
                     # last frame's cost) after the last frame; what else arrives meanwhile is
                     # drawn with it. A key ends the wait at once.
@@ -391,12 +394,20 @@ class MonitorApp(npyscreen.NPSAppManaged):
 
     def run(self, *args, **keywords):
         engine = self.controller.engine
+        before = {}  # the stop signals' handlers before the live loop's
         if getattr(engine, "notifies_changes", False):
             self.wakeup = wakeup.WakeUp()
             engine.add_listener(self.wakeup.wake)
+            for signum in wakeup.STOP_SIGNALS:
+                try:
+                    before[signum] = signal.signal(signum, self.wakeup.ask_to_stop)
+                except (ValueError, OSError):  # not the main thread
+                    pass
         try:
             return super().run(*args, **keywords)
         finally:
+            for signum, handler in before.items():
+                signal.signal(signum, handler)
             if self.wakeup is not None:
                 engine.remove_listener(self.wakeup.wake)
                 try:

@@ -10,7 +10,23 @@ from __future__ import annotations
 import errno
 import os
 import select
+import signal
 from typing import Optional
+
+# The signals that end proxytop: ^C (when the terminal makes it a signal), kill, a closed terminal.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Terminated(Exception):
+    """SIGTERM or SIGHUP arrived: leave curses cleanly."""
+
+
+def stop_exception(signum: int) -> BaseException:
+    """What a stop signal ends the program with: KeyboardInterrupt for ^C (exit 130), else
+    Terminated (143)."""
+    if signum == signal.SIGINT:
+        return KeyboardInterrupt()
+    return Terminated(signal.Signals(signum).name)
 
 
 class WakeUp:
@@ -26,6 +42,28 @@ class WakeUp:
         # A terminal resize (SIGWINCH) came since the loop last asked the terminal its size:
         # set here, cleared by the loop before it asks (proxytop.ui.app.MonitorForm).
         self.resized = False
+        # A stop signal (STOP_SIGNALS) that came: the loop ends at its next turn (stop_if_asked).
+        self.stop_signal: Optional[int] = None
+
+    def ask_to_stop(self, signum, _frame=None) -> None:
+        """The live loop's handler of the stop signals. An exception raised by the handler
+        itself comes out of whatever the UI thread was running: inside a bare ``except:`` of
+        npyscreen (hidecursor, around every refresh) it was lost, and between taking a lock
+        and entering its ``with`` block it left the lock taken. Here the signal only wakes
+        the loop, which raises at a point of its own; a second one raises at once (a loop that
+        does not come round still ends)."""
+        if self.stop_signal is not None:
+            raise stop_exception(signum)
+        self.stop_signal = signum
+        try:
+            os.write(self._write, b"!")
+        except OSError:
+            pass
+
+    def stop_if_asked(self) -> None:
+        """Raise what the stop signal that came ends the program with (stop_exception)."""
+        if self.stop_signal is not None:
+            raise stop_exception(self.stop_signal)
 
     def wake(self, *signal_args) -> None:
         """Never blocks nor raises: a full pipe already holds a wake-up. As a signal handler
