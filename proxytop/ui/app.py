@@ -143,7 +143,11 @@ class Canvas(npyscreen.widget.Widget):
                     # drawn with it. A key ends the wait at once.
                     spacing = max(DATA_FRAME_GAP, FRAME_SHARE * self._frame_cost)
                     gap = self._drawn_at + spacing - time.monotonic()
-                    if gap <= 0 or not waker.wait_for_key(terminal, gap):
+                    if gap <= 0:
+                        return self.try_while_waiting()
+                    keyed = waker.wait_for_key(terminal, gap)
+                    waker.stop_if_asked()
+                    if not keyed:
                         return self.try_while_waiting()
                 ch = self._get_ch()
                 if ch == -1:

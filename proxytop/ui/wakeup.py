@@ -43,7 +43,11 @@ class WakeUp:
         # set here, cleared by the loop before it asks (proxytop.ui.app.MonitorForm).
         self.resized = False
         # A stop signal (STOP_SIGNALS) that came: the loop ends at its next turn (stop_if_asked).
+        # It has a pipe of its own, which both waits watch: the wait that spaces frames of new
+        # data leaves the wake-ups' pipe alone.
         self.stop_signal: Optional[int] = None
+        self._stop_read, self._stop_write = os.pipe()
+        os.set_blocking(self._stop_write, False)
 
     def ask_to_stop(self, signum, _frame=None) -> None:
         """The live loop's handler of the stop signals. An exception raised by the handler
@@ -56,7 +60,7 @@ class WakeUp:
             raise stop_exception(signum)
         self.stop_signal = signum
         try:
-            os.write(self._write, b"!")
+            os.write(self._stop_write, b"!")
         except OSError:
             pass
 
@@ -83,7 +87,7 @@ class WakeUp:
         """Sleep until a key can be read from ``terminal_fd`` (True), or a wake-up or the
         timeout (seconds; None: none) comes first (False). Wake-ups are consumed."""
         try:
-            ready, _, _ = select.select([terminal_fd, self._read], [], [], timeout)
+            ready, _, _ = select.select([terminal_fd, self._read, self._stop_read], [], [], timeout)
         except (OSError, ValueError) as exc:  # a closed terminal: let getch report it
             if getattr(exc, "errno", None) == errno.EINTR:
                 return False
@@ -93,10 +97,11 @@ class WakeUp:
         return terminal_fd in ready
 
     def wait_for_key(self, terminal_fd: int, timeout: float) -> bool:
-        """Sleep up to ``timeout`` seconds for a key only (True when one came). Wake-ups that
-        arrive meanwhile are consumed: the frame drawn next shows what they announced."""
+        """Sleep up to ``timeout`` seconds for a key only (True when one came), or a stop signal
+        (False). Wake-ups that arrive meanwhile are consumed: the frame drawn next shows what
+        they announced."""
         try:
-            ready, _, _ = select.select([terminal_fd], [], [], max(0.0, timeout))
+            ready, _, _ = select.select([terminal_fd, self._stop_read], [], [], max(0.0, timeout))
         except (OSError, ValueError) as exc:
             if getattr(exc, "errno", None) == errno.EINTR:
                 return False
@@ -115,7 +120,7 @@ class WakeUp:
         self._pending = False
 
     def close(self) -> None:
-        for fd in (self._read, self._write):
+        for fd in (self._read, self._write, self._stop_read, self._stop_write):
             try:
                 os.close(fd)
             except OSError:
