@@ -7,10 +7,9 @@ import signal
 import sys
 from typing import Optional, Sequence
 
-log = logging.getLogger("proxytop")
-
-
 from proxytop.ui.wakeup import Terminated, stop_exception
+
+log = logging.getLogger("proxytop")
 
 
 def _on_signal(signum, _frame):

@@ -55,9 +55,9 @@ header_line = st.lists(cell, max_size=5)
 frame = st.lists(st.one_of(table_row, header_line), min_size=HEIGHT, max_size=HEIGHT)
 
 
-def painted_afresh(lines):
-    pad = GridPad(HEIGHT, WIDTH)
-    app.paint(pad, lines, None, WIDTH, HEIGHT, {}, attribute)
+def painted_afresh(lines, height=HEIGHT, width=WIDTH):
+    pad = GridPad(height, width)
+    app.paint(pad, lines, None, width, height, {}, attribute)
     return pad.cells
 
 
@@ -80,7 +80,7 @@ def test_a_row_whose_digits_changed_is_painted_in_those_runs_only():
     pad.calls = 0
     app.paint(pad, [after, []], [before, []], 40, 2, {}, attribute)
     assert pad.calls == 1  # the run "13 " (the gaps of style None join the cells around them)
-    assert pad.cells == painted_afresh_at([after, []], 2, 40)
+    assert pad.cells == painted_afresh([after, []], 2, 40)
 
 
 def test_a_run_whose_style_changed_is_painted_again():
@@ -89,10 +89,4 @@ def test_a_run_whose_style_changed_is_painted_again():
     pad = GridPad(2, 40)
     app.paint(pad, [before, []], None, 40, 2, {}, attribute)
     app.paint(pad, [after, []], [before, []], 40, 2, {}, attribute)
-    assert pad.cells == painted_afresh_at([after, []], 2, 40)
-
-
-def painted_afresh_at(lines, height, width):
-    pad = GridPad(height, width)
-    app.paint(pad, lines, None, width, height, {}, attribute)
-    return pad.cells
+    assert pad.cells == painted_afresh([after, []], 2, 40)
