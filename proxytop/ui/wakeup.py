@@ -86,11 +86,8 @@ class WakeUp:
     def wait(self, terminal_fd: int, timeout: Optional[float]) -> bool:
         """Sleep until a key can be read from ``terminal_fd`` (True), or a wake-up or the
         timeout (seconds; None: none) comes first (False). Wake-ups are consumed."""
-        try:
-            ready, _, _ = select.select([terminal_fd, self._read, self._stop_read], [], [], timeout)
-        except (OSError, ValueError) as exc:  # a closed terminal: let getch report it
-            if getattr(exc, "errno", None) == errno.EINTR:
-                return False
+        ready = _select([terminal_fd, self._read, self._stop_read], timeout)
+        if ready is None:
             return True
         if self._read in ready:
             self.drain()
@@ -100,11 +97,8 @@ class WakeUp:
         """Sleep up to ``timeout`` seconds for a key only (True when one came), or a stop signal
         (False). Wake-ups that arrive meanwhile are consumed: the frame drawn next shows what
         they announced."""
-        try:
-            ready, _, _ = select.select([terminal_fd, self._stop_read], [], [], max(0.0, timeout))
-        except (OSError, ValueError) as exc:
-            if getattr(exc, "errno", None) == errno.EINTR:
-                return False
+        ready = _select([terminal_fd, self._stop_read], max(0.0, timeout))
+        if ready is None:
             return True
         self.drain()
         return terminal_fd in ready
@@ -125,6 +119,18 @@ class WakeUp:
                 os.close(fd)
             except OSError:
                 pass
+
+
+def _select(fds, timeout: Optional[float]):
+    """The descriptors of ``fds`` ready to read within ``timeout``; () when a signal cut the
+    wait short; None when select() failed otherwise (a closed terminal: the caller says a key
+    came, and getch reports the terminal's state)."""
+    try:
+        return select.select(fds, [], [], timeout)[0]
+    except (OSError, ValueError) as exc:
+        if getattr(exc, "errno", None) == errno.EINTR:
+            return ()
+        return None
 
 
 def next_redraw_in(ctl, now: float) -> Optional[float]:
