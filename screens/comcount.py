@@ -11,7 +11,8 @@ at the least (proxytop.metrics.rates.update_span): one update more or less can't
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+import operator
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from proxytop.collectors.proxysql_stats import CommandCounters
 from proxytop.metrics import histogram, units
@@ -26,6 +27,8 @@ PERCENTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
 BAR_WIDTH = 30
 
 Segment = Tuple[str, Optional[str]]
+# A command's figures in one reading, as numbers: Total_cnt, Total_Time_us, the bucket counts.
+Parsed = Tuple[Optional[float], Optional[float], Optional[Tuple[int, ...]]]
 
 
 def command_rows(previous, current, show_unused: bool = False, seconds: Optional[float] = None) -> List[Row]:
@@ -38,49 +41,61 @@ def command_rows(previous, current, show_unused: bool = False, seconds: Optional
         return []
     if seconds is None:
         seconds = seconds_between(previous, current)
-    before: Dict[str, Tuple[Mapping, Tuple[int, ...]]] = {}
+    before: Dict[str, Parsed] = {}
     if previous is not None and previous.data is not None:
         before = _commands_of(previous)
+    fractions = tuple(fraction for _, fraction in PERCENTILES)
     rows: List[Row] = []
-    for name, (r, counts) in _commands_of(current).items():
-        total = to_number(r.get("Total_cnt"))
+    for name, (total, spent, counts) in _commands_of(current).items():
         if not show_unused and not total:
             continue
-        old, old_counts = before.get(name, (None, None))
-        delta = histogram.bucket_delta(old_counts, counts) if old else None
-        per_second = rate(old.get("Total_cnt"), r.get("Total_cnt"), seconds) if old else None
-        if per_second is None:
-            delta = None  # the total went down (a reset) or no time passed: no interval histogram
+        old = before.get(name)
+        per_second = delta = average = None
+        if old is not None:
+            old_total, old_spent, old_counts = old
+            per_second = rate(old_total, total, seconds)
+            if per_second is not None:  # else the total went down (a reset) or no time passed: no histogram
+                delta = histogram.bucket_delta(old_counts, counts)
+            average = histogram.average_us(old_spent, spent, old_total, total)
         row: Row = {
             "_id": name,
             "command": name,
             "total": total,
             "rate": per_second,
             "share": None,
-            "avg_us": histogram.average_us(old.get("Total_Time_us"), r.get("Total_Time_us"),
-                                           old.get("Total_cnt"), r.get("Total_cnt")) if old else None,
-            "avg_all_us": average_since_start(r),
+            "avg_us": average,
+            "avg_all_us": average_since_start(spent, total),
             "_counts": counts,
             "_delta": delta,
         }
-        for key, fraction in PERCENTILES:
-            row[key] = histogram.percentile(delta, fraction)
+        for (key, _), value in zip(PERCENTILES, histogram.percentiles(delta, fractions)):
+            row[key] = value
         rows.append(row)
     add_shares(rows)
     return rows
 
-
-_parsed: "Dict[int, Tuple[object, Dict[str, Tuple[Mapping, Tuple[int, ...]]]]]" = {}
+_parsed: "Dict[int, Tuple[object, Dict[str, Parsed]]]" = {}
 PARSED_KEPT = 64  # readings: more than a rate's span holds (the base is read again each interval)
 
 
-def _commands_of(snapshot) -> Dict[str, Tuple[Mapping, Tuple[int, ...]]]:
-    """{command: (its row, its bucket counts)} of a reading, made once: a reading is the
-    latest, then for the next 20 s the start of a rate's span."""
+def _commands_of(snapshot) -> Dict[str, Parsed]:
+    """{command: (Total_cnt, Total_Time_us, bucket counts)} of a reading, made once: a reading
+    is the latest, then for the next 20 s the start of a rate's span. Columns are found by
+    name (versions differ); a missing one gives None."""
     entry = _parsed.get(id(snapshot))
     if entry is not None and entry[0] is snapshot:
         return entry[1]
-    commands = {r.get("Command"): (r, histogram.bucket_counts(r)) for r in snapshot.data.dicts()}
+    table = snapshot.data
+    columns = table.columns
+    name_at, total_at, spent_at = (columns.index(c) if c in columns else None
+                                   for c in ("Command", "Total_cnt", "Total_Time_us"))
+    counts_of = histogram.counts_reader(columns)
+    commands = {
+        (row[name_at] if name_at is not None else None): (
+            to_number(row[total_at]) if total_at is not None else None,
+            to_number(row[spent_at]) if spent_at is not None else None,
+            counts_of(row))
+        for row in table.rows}
     if len(_parsed) >= PARSED_KEPT:
         del _parsed[next(iter(_parsed))]  # the oldest entry (dicts keep their order)
     _parsed[id(snapshot)] = (snapshot, commands)
@@ -100,15 +115,14 @@ def total_executions(table) -> object:
     return sum(to_number(row[at]) or 0 for row in table.rows)
 
 
-def average_since_start(row: Mapping) -> Optional[float]:
+def average_since_start(spent: Optional[float], count: Optional[float]) -> Optional[float]:
     """Total_Time_us / Total_cnt.
 
-    >>> average_since_start({"Total_Time_us": "5000", "Total_cnt": "20"})
+    >>> average_since_start(5000, 20)
     250.0
-    >>> average_since_start({"Total_Time_us": "0", "Total_cnt": "0"}) is None
-    True
+    >>> average_since_start(0, 0) is None, average_since_start(None, 3) is None
+    (True, True)
     """
-    spent, count = to_number(row.get("Total_Time_us")), to_number(row.get("Total_cnt"))
     if spent is None or not count:
         return None
     return spent / count
@@ -133,7 +147,7 @@ def combined(rows: Sequence[Row], key: str) -> Optional[Tuple[int, ...]]:
         counts = row.get(key)
         if counts is None:
             continue
-        total = list(counts) if total is None else [a + b for a, b in zip(total, counts)]
+        total = list(counts) if total is None else list(map(operator.add, total, counts))
     return tuple(total) if total is not None else None
 
 

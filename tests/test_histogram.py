@@ -5,6 +5,8 @@ import doctest
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from proxytop.metrics import histogram
 from proxytop.metrics.histogram import INF, bucket_counts, bucket_delta, percentile, percentile_bucket
@@ -104,3 +106,28 @@ def test_sparkline_scales_to_the_largest_value_and_keeps_gaps():
     assert sparkline.sparkline([5, None, 5]) == "\u2588 \u2588"  # a reset leaves a gap
     assert sparkline.sparkline([1] * 100, width=10) == "\u2588" * 10
     assert sparkline.sparkline([3, 2, 1], width=0) == ""
+
+
+# The fast paths ComCount takes every second give what the plain functions give.
+_bucket_value = st.one_of(
+    st.integers(min_value=0, max_value=10**15).map(str),
+    st.integers(min_value=0, max_value=10**6),
+    st.sampled_from([None, "", "x", "1.5", " 7 ", "1e3", "-0", b"12", 2.0]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(_bucket_value, min_size=12, max_size=12), order=st.permutations(range(13)))
+def test_counts_read_from_tuples_are_bucket_counts(values, order):
+    names = ("Command",) + histogram.BUCKET_COLUMNS
+    columns = tuple(names[i] for i in order)  # any column order, as versions differ
+    by_name = dict(zip(histogram.BUCKET_COLUMNS, values), Command="SELECT")
+    row = tuple(by_name[name] for name in columns)
+    assert histogram.counts_reader(columns)(row) == bucket_counts(by_name)
+
+
+@settings(max_examples=300, deadline=None)
+@given(counts=st.lists(st.integers(min_value=0, max_value=10**9), min_size=1, max_size=12),
+       fractions=st.lists(st.floats(min_value=0.001, max_value=1.0), min_size=1, max_size=4))
+def test_percentiles_are_each_fractions_percentile(counts, fractions):
+    assert histogram.percentiles(tuple(counts), fractions) == tuple(percentile(tuple(counts), f) for f in fractions)

@@ -12,7 +12,10 @@ less); nothing is interpolated. For the open last bucket the estimate is ``inf``
 from __future__ import annotations
 
 import math
-from typing import Any, List, Mapping, Optional, Sequence, Tuple
+import operator
+from bisect import bisect_left
+from itertools import accumulate
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.metrics.rates import to_number
 
@@ -58,6 +61,33 @@ def bucket_counts(row: Mapping[str, Any]) -> Optional[Counts]:
     return tuple(counts)
 
 
+def counts_reader(columns: Sequence[str]) -> Callable[[Sequence[Any]], Optional[Counts]]:
+    """:func:`bucket_counts` for rows given as tuples in the order of ``columns`` (a
+    commands-counters result as read): ComCount reads some fifty commands every second, and
+    the buckets' texts turned into numbers one by one were most of what it cost. The same
+    numbers as bucket_counts, or None, in every case.
+
+    >>> columns = ("Command",) + BUCKET_COLUMNS
+    >>> read = counts_reader(columns)
+    >>> read(("SELECT",) + ("0",) * 11 + ("3",)), read(("SELECT",) + ("0",) * 11 + (None,))
+    ((0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3), None)
+    >>> counts_reader(("Command", "cnt_100us"))(("SELECT", "1")) is None  # a table without the buckets
+    True
+    """
+    if any(name not in columns for name in BUCKET_COLUMNS):
+        return lambda row: None
+    take = operator.itemgetter(*(columns.index(name) for name in BUCKET_COLUMNS))
+
+    def counts(row: Sequence[Any]) -> Optional[Counts]:
+        values = take(row)
+        try:
+            return tuple(map(int, values))  # the usual case: texts of whole numbers
+        except (TypeError, ValueError):  # NULL, "x", "1e3": as bucket_counts reads them
+            return bucket_counts(dict(zip(BUCKET_COLUMNS, values)))
+
+    return counts
+
+
 def bucket_delta(before: Optional[Counts], after: Optional[Counts]) -> Optional[Counts]:
     """Executions per bucket between two readings; None when a bucket went down (a reset:
     ProxySQL restarted or the counters were reset), so the interval has no histogram.
@@ -69,8 +99,8 @@ def bucket_delta(before: Optional[Counts], after: Optional[Counts]) -> Optional[
     """
     if before is None or after is None or len(before) != len(after):
         return None
-    delta = tuple(b - a for a, b in zip(before, after))
-    if any(d < 0 for d in delta):
+    delta = tuple(map(operator.sub, after, before))
+    if delta and min(delta) < 0:
         return None
     return delta
 
@@ -112,7 +142,21 @@ def percentile(counts: Optional[Sequence[int]], fraction: float) -> Optional[flo
 
 
 def percentiles(counts: Optional[Sequence[int]], fractions: Sequence[float] = (0.5, 0.95, 0.99)) -> Tuple[Optional[float], ...]:
-    return tuple(percentile(counts, f) for f in fractions)
+    """:func:`percentile` of each fraction, the counts added up once for all of them.
+
+    >>> percentiles((50, 40, 9, 1, 0, 0, 0, 0, 0, 0, 0, 0), (0.5, 0.95, 0.99, 1.0))
+    (100, 1000, 1000, 5000)
+    """
+    if not counts:
+        return (None,) * len(fractions)
+    running = list(accumulate(counts))
+    total = running[-1]
+    if total <= 0:
+        return (None,) * len(fractions)
+    last = len(running) - 1
+    # The first bucket whose running count reaches the rank (as percentile_bucket walks to it).
+    return tuple(UPPER_US[min(last, bisect_left(running, max(1, math.ceil(round(f * total, 9)))))]
+                 for f in fractions)
 
 
 def cumulative_percent(counts: Sequence[int]) -> List[Optional[float]]:
@@ -139,7 +183,7 @@ def average_us(time_before: Any, time_after: Any, count_before: Any, count_after
     >>> average_us(1_000, 1_000, 10, 10) is None, average_us(9_000, 100, 10, 12) is None
     (True, True)
     """
-    t0, t1, c0, c1 = (to_number(v) for v in (time_before, time_after, count_before, count_after))
+    t0, t1, c0, c1 = to_number(time_before), to_number(time_after), to_number(count_before), to_number(count_after)
     if None in (t0, t1, c0, c1):
         return None
     executions, spent = c1 - c0, t1 - t0
