@@ -161,6 +161,7 @@ class ColumnsTable(Table):
         object.__setattr__(self, "_texts", {})
         object.__setattr__(self, "_ints", {})
         object.__setattr__(self, "_rows", None)
+        object.__setattr__(self, "_row_plan", None)
 
     @property
     def rows(self) -> Tuple[tuple, ...]:  # type: ignore[override]
@@ -208,19 +209,35 @@ class ColumnsTable(Table):
         decoded then), without splitting or zipping the others."""
         if self._rows is not None:
             return self._rows[n]
-        source = self.source
-        head = source.row_raw(n)
+        plan = self._row_plan
+        if plan is None:
+            plan = self._plan_rows()
+        head = self.source.row_raw(n)
         values = []
-        head_width, converters, kept = source.head_width, source._converters, self._texts.get  # once per row
-        for i, name in enumerate(self.columns):
-            known = kept(name)
-            encoding, converter = converters[i] if i < len(converters) else (None, None)
-            if known is not None or i >= head_width or converter is not None or encoding is not None:
-                values.append((known if known is not None else self.texts(name))[n])
+        kept = self._texts.get
+        for i, name, whole in plan:
+            known = kept(name)  # a column decoded whole already (the screen counts or sorts on it)
+            if known is not None:
+                values.append(known[n])
+            elif whole:
+                values.append(self.texts(name)[n])
             else:
                 raw = head[i]
                 values.append(None if raw is None else raw.decode("utf-8", "replace"))
         return tuple(values)
+
+    def _plan_rows(self) -> List[Tuple[int, str, bool]]:
+        """(index, name, read whole) of each column, for :meth:`row`: a column of the numeric
+        tail, or a typed one (PyMySQL's converter), is read as a whole column; the others from
+        the row's own packet. Worked out once per reading, not for every row shown."""
+        source = self.source
+        head_width, converters = source.head_width, source._converters
+        plan = []
+        for i, name in enumerate(self.columns):
+            encoding, converter = converters[i] if i < len(converters) else (None, None)
+            plan.append((i, name, i >= head_width or converter is not None or encoding is not None))
+        object.__setattr__(self, "_row_plan", plan)
+        return plan
 
 
 def _converted(value: Optional[bytes], encoding, converter):
