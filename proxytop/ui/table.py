@@ -6,6 +6,7 @@ functions here are pure: rows in, rows (or text) out.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from operator import itemgetter
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.metrics import units
@@ -99,11 +100,27 @@ def sort_rows(rows: Sequence[Row], key: str, descending: bool = False, tiebreak:
     if len(rows) < 2:
         return rows
     for extra in reversed(tuple(tiebreak)):
-        rows.sort(key=_sort_key(extra))
+        rows.sort(key=_row_sort_key(rows, extra))
     present = [r for r in rows if r.get(key) is not None]
     missing = [r for r in rows if r.get(key) is None] if len(present) < len(rows) else []
-    present.sort(key=_sort_key(key), reverse=descending)
+    present.sort(key=_row_sort_key(present, key), reverse=descending)
     return present + missing
+
+
+def _row_sort_key(rows: Sequence[Mapping], key: str) -> Callable[[Mapping], Any]:
+    """The sort key of ``rows`` by ``key``: the value itself (taken in C) when every row's is
+    an int or a float, the usual case of the column sorted on (numbers sort as their
+    sort_value does); else :func:`_sort_key`."""
+    take = itemgetter(key)
+    try:
+        if set(map(type, map(take, rows))) <= _NUMBER_TYPES:
+            return take
+    except (KeyError, TypeError):  # a row without the key: None to sort_value
+        pass
+    return _sort_key(key)
+
+
+_NUMBER_TYPES = frozenset((int, float))
 
 
 def cell_text(columns_by_key: Mapping[str, Column]) -> Callable[[Mapping, str], str]:
