@@ -97,7 +97,10 @@ def merge_psutil(devices: Mapping[str, DiskCounters], counters: Mapping[str, Any
                 changes.update(rd_merges=io.read_merged_count, wr_merges=io.write_merged_count)
             if hasattr(io, "busy_time"):
                 changes.update(io_ticks=io.busy_time)
-        merged[name] = replace(base, **changes)
+        # Both read the same kernel counters a moment apart: a device without I/O between the
+        # two reads (most of them, every second) keeps the file's object, not a copy of it.
+        same = all(getattr(base, field) == value for field, value in changes.items())
+        merged[name] = base if same else replace(base, **changes)
     return merged
 
 

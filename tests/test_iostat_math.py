@@ -169,6 +169,18 @@ def test_psutil_values_replace_the_files_counts_and_keep_the_rest():
     assert merged["vdb"] == base["vdb"]  # not in psutil's answer: the file's values stay
 
 
+def test_psutil_values_equal_to_the_files_keep_the_files_counters():
+    sdiskio = namedtuple("sdiskio", "read_count write_count read_bytes write_bytes read_time write_time "
+                                    "read_merged_count write_merged_count busy_time")
+    base = samples("linux-5.10.txt")[0.0]
+    vda = base["vda"]
+    same = sdiskio(vda.rd_ios, vda.wr_ios, vda.rd_sectors * 512, vda.wr_sectors * 512, vda.rd_ticks, vda.wr_ticks,
+                   vda.rd_merges, vda.wr_merges, vda.io_ticks)
+    assert merge_psutil(base, {"vda": same})["vda"] is vda
+    moved = merge_psutil(base, {"vda": same._replace(busy_time=vda.io_ticks + 1)})["vda"]
+    assert moved.io_ticks == vda.io_ticks + 1 and moved.rd_ios == vda.rd_ios
+
+
 def test_cpu_line_like_iostat_avg_cpu_with_guest_time_taken_out_of_user():
     before = dict(user=100, nice=10, system=50, idle=700, iowait=20, irq=5, softirq=5, steal=10, guest=30, guest_nice=0)
     after = dict(user=160, nice=10, system=60, idle=760, iowait=40, irq=10, softirq=10, steal=20, guest=50,
