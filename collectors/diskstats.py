@@ -63,10 +63,8 @@ def parse_line(line: str) -> Optional[DiskCounters]:
                             wr_ios=values[2], wr_sectors=values[3])
     if len(values) < 11:
         return None
-    known = dict(zip(_FIELDS, values[: len(_FIELDS)]))
     count = 17 if len(values) >= 17 else 15 if len(values) >= 15 else 11
-    known = {k: v for k, v in known.items() if _FIELDS.index(k) < count}
-    return DiskCounters(name, major, minor, count, **known)
+    return DiskCounters(name, major, minor, count, **dict(zip(_FIELDS[:count], values)))
 
 
 def parse_diskstats(text: str) -> Dict[str, DiskCounters]:
