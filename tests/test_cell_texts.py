@@ -62,17 +62,3 @@ def test_fits_only_the_same_columns_at_the_same_widths():
     assert texts.fits(fit_columns(COLUMNS, 60))
     assert not texts.fits(fit_columns(COLUMNS, 30))
     assert not texts.fits(fit_columns(list(reversed(COLUMNS)), 60))
-
-
-def test_runs_are_the_joined_cells_on_and_off_the_cursor():
-    from proxytop.ui.view import Runs, _join
-
-    fitted = fit_columns(COLUMNS, 60)
-    texts = CellTexts(fitted)
-    plain = [row for row in ROWS if row.get("_kind") != "subtotal" and "_spill" not in row]
-    for _ in range(2):  # formatted, then from the kept texts
-        for row in plain:
-            for cursor in (False, True):
-                made = texts.runs(row, Runs(), cursor)
-                assert made == _join(row_cells(row, fitted), cursor=cursor), (row, cursor)
-                assert type(made) is Runs

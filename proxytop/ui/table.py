@@ -291,53 +291,6 @@ class CellTexts:
             cells.append((text, (style_of(row) if style_of is not None else None) or row_style))
         return cells
 
-    def runs(self, row: Row, line: list, cursor: bool = False) -> list:
-        """The cells of one (non-subtotal, unspilled) row joined as runs of one style into
-        ``line`` (and returned): what proxytop.ui.view._join(self.cells(row), cursor) makes,
-        without the list of cells between (a table is drawn every second, and this is most of
-        what drawing it costs)."""
-        row_style = row.get("_style")
-        get = row.get
-        gap = "cursor" if cursor else None
-        texts: List[str] = []  # the run being made, of style ``current``
-        current = gap
-        first = True
-        for key, column, width, style_of, kept in self._plan:
-            if kept is None:
-                text = clip(column.text(row), width, column.align)
-            else:
-                value = get(key)
-                memo = (value.__class__, value)  # 1, 1.0 and True are equal keys but format differently
-                try:
-                    text = kept.get(memo)
-                except TypeError:  # an unhashable value
-                    text = clip(column.text(row), width, column.align)
-                if text is None:
-                    if len(kept) >= self.LIMIT:
-                        kept.clear()
-                    text = kept[memo] = clip(column.text(row), width, column.align)
-            style = (style_of(row) if style_of is not None else None) or row_style
-            if first:
-                first = False
-            elif current == gap:
-                texts.append(" ")
-            else:
-                line.append(("".join(texts), current))
-                texts, current = [" "], gap
-            if not text:
-                continue
-            if cursor:
-                style = (style + "+cursor") if style else "cursor"
-            if style == current:
-                texts.append(text)
-            else:
-                if texts:
-                    line.append(("".join(texts), current))
-                texts, current = [text], style
-        if texts:
-            line.append(("".join(texts), current))
-        return line
-
 
 def row_cells(row: Row, fitted: Sequence[Tuple[Column, int]],
               texts: Optional[CellTexts] = None) -> List[Tuple[str, Optional[str]]]:

@@ -248,12 +248,8 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
     screen.complete_rows(rows[top:top + body], ctl.view)
     lines: List[Line] = [_join(table.header_cells(fitted, ctl.state))]
     for i in range(top, min(len(rows), top + body)):
-        row = rows[i]
-        on_cursor = i == cursor and ctl.mode == "table"
-        if row.get("_kind") != "subtotal" and row.get("_spill") is None:
-            lines.append(texts.runs(row, Runs(), on_cursor))
-        else:
-            lines.append(_join(table.row_cells(row, fitted, texts), cursor=on_cursor))
+        cells = table.row_cells(rows[i], fitted, texts)
+        lines.append(_join(cells, cursor=i == cursor and ctl.mode == "table"))
     ctl._table_lines = (token, lines, ctl.visible_keys)
     return lines
 
