@@ -199,3 +199,21 @@ def test_long_histories_keep_older_readings_shrunk_and_the_sparkline_unchanged(p
     for rule_id in rule_ids + [999999]:
         assert hits_series(history, rule_id) == hits_series(whole, rule_id)
     assert any(v for rule_id in rule_ids for v in hits_series(history, rule_id))  # not all gaps
+
+
+def test_the_active_collectors_of_a_source_follow_activation_and_new_collectors():
+    engine = Engine()  # not started: nothing polls
+    engine.add_source(ProxySQLSource(Endpoint(port=1, timeout=1)))
+    engine.add_collector(GlobalStatus())
+    engine.add_collector(ConnectionPool())
+    names = lambda: [c.name for c in engine._active_of("proxysql")]  # noqa: E731
+    engine.set_active(["proxysql.global"])
+    assert names() == ["proxysql.global"]
+    assert names() == ["proxysql.global"]  # asked again: the same answer
+    engine.set_active(["proxysql.global", "proxysql.connection_pool", "proxysql.runtime_servers"])
+    assert names() == ["proxysql.global", "proxysql.connection_pool"]
+    engine.add_collector(RuntimeServers())  # registered after activation (e.g. a screen built late)
+    engine.set_active(["proxysql.global", "proxysql.connection_pool", "proxysql.runtime_servers"])
+    assert names() == ["proxysql.global", "proxysql.connection_pool", "proxysql.runtime_servers"]
+    engine.set_active([])
+    assert names() == []
