@@ -383,7 +383,7 @@ class _SourceWorker:
     def __init__(self, engine: Engine, source: Source):
         self.engine = engine
         self.source = source
-        self.wake = threading.Event()
+        self.wake = WakeUp()
         self._tasks: Deque[Tuple[Callable, Callable]] = deque()
         self._thread: Optional[threading.Thread] = None
 
@@ -437,7 +437,6 @@ class _SourceWorker:
 
     def _wait(self, timeout: float) -> None:
         self.wake.wait(timeout)
-        self.wake.clear()
 
     def _connect(self, failures: int):
         """(True, handle, 0) once connected; (False, None, failures + 1) after a failure and
@@ -552,6 +551,34 @@ class _SourceWorker:
         if engine._observers:
             engine._notify("snapshot", snapshot)
         return 1
+
+
+class WakeUp:
+    """What a source's thread sleeps on between readings: ``set()`` from any thread ends the
+    sleep (or the next one, when it comes first), ``wait(timeout)`` sleeps and takes the wake-up.
+    One lock, held while no wake-up is pending: threading.Event builds a Condition's waiter for
+    every wait, and on a virtual machine a timed wait cost about 120 us of CPU through an Event
+    against 70 us on a bare lock, once a second for every source. Unlike Event's wait-then-clear,
+    a wake-up that comes just after a wait timed out is kept for the next wait.
+
+    >>> wake = WakeUp()
+    >>> wake.wait(0.01), wake.set(), wake.set(), wake.wait(0.01), wake.wait(0.01)
+    (False, None, None, True, False)
+    """
+
+    def __init__(self):
+        self._pending = threading.Lock()
+        self._pending.acquire()  # held: nothing pending
+
+    def set(self) -> None:
+        try:
+            self._pending.release()
+        except RuntimeError:  # released already: a wake-up is pending
+            pass
+
+    def wait(self, timeout: float) -> bool:
+        """True when woken (the wake-up is taken), False when ``timeout`` seconds passed."""
+        return self._pending.acquire(True, max(0.0, timeout))
 
 
 class _ConnectionLost(Exception):
