@@ -220,9 +220,9 @@ def test_the_active_collectors_of_a_source_follow_activation_and_new_collectors(
 
 
 def test_a_worker_sleeping_is_woken_by_another_thread_at_once():
-    from proxytop.polling.engine import WakeUp
+    from proxytop.polling.engine import WorkerWake
 
-    wake = WakeUp()
+    wake = WorkerWake()
     threading.Timer(0.05, wake.set).start()
     started = time.monotonic()
     assert wake.wait(30.0) is True

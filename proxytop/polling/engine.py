@@ -383,7 +383,7 @@ class _SourceWorker:
     def __init__(self, engine: Engine, source: Source):
         self.engine = engine
         self.source = source
-        self.wake = WakeUp()
+        self.wake = WorkerWake()
         self._tasks: Deque[Tuple[Callable, Callable]] = deque()
         self._thread: Optional[threading.Thread] = None
 
@@ -553,7 +553,7 @@ class _SourceWorker:
         return 1
 
 
-class WakeUp:
+class WorkerWake:
     """What a source's thread sleeps on between readings: ``set()`` from any thread ends the
     sleep (or the next one, when it comes first), ``wait(timeout)`` sleeps and takes the wake-up.
     One lock, held while no wake-up is pending: threading.Event builds a Condition's waiter for
@@ -561,7 +561,7 @@ class WakeUp:
     against 70 us on a bare lock, once a second for every source. Unlike Event's wait-then-clear,
     a wake-up that comes just after a wait timed out is kept for the next wait.
 
-    >>> wake = WakeUp()
+    >>> wake = WorkerWake()
     >>> wake.wait(0.01), wake.set(), wake.set(), wake.wait(0.01), wake.wait(0.01)
     (False, None, None, True, False)
     """
