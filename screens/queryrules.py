@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from proxytop.collectors.digest import QueryDigest
 from proxytop.collectors.proxysql_stats import ConfigQueryRules, QueryRuleHits, RuleHits, RuntimeQueryRules
 from proxytop.metrics import units
-from proxytop.metrics.rates import COUNTER_REFRESH, SteadyPair, covers_text, rate, to_number
+from proxytop.metrics.rates import COUNTER_REFRESH, SteadyPair, covers_text, rate, to_number, whole_numbers
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.queries import caught_section, digest_collector
 from proxytop.screens.sided import SidedScreen
@@ -31,6 +31,12 @@ Segment = Tuple[str, Optional[str]]
 def _key(value: Any) -> Any:
     number = to_number(value)
     return int(number) if number is not None and number == int(number) else value
+
+
+def _keys(values: Sequence[Any]) -> List[Any]:
+    """_key of each value: rule ids as sent are texts of digits, turned into ints in one pass."""
+    numbers = whole_numbers(values)
+    return numbers if numbers is not None else [_key(value) for value in values]
 
 
 def _empty(value: Any) -> bool:
@@ -61,15 +67,18 @@ def _hits_by_rule(snapshot) -> Dict[Any, Any]:
     if snapshot is None or snapshot.data is None:
         return {}
     if isinstance(snapshot.data, RuleHits):  # an older reading, kept small for the sparkline
-        return {_key(rule_id): hits for rule_id, hits in snapshot.data.items()}
+        pairs = list(snapshot.data.items())
+        return dict(zip(_keys([rule_id for rule_id, _ in pairs]), (hits for _, hits in pairs)))
     table = snapshot.data
     if not table.has("rule_id"):
         return {}
     id_at = table.columns.index("rule_id")
+    keys = _keys([row[id_at] for row in table.rows])
     if not table.has("hits"):
-        return {_key(row[id_at]): None for row in table.rows}
+        return dict.fromkeys(keys)
     hits_at = table.columns.index("hits")
-    return {_key(row[id_at]): row[hits_at] for row in table.rows}
+    hits = [row[hits_at] for row in table.rows]
+    return dict(zip(keys, whole_numbers(hits) or hits))  # counts as ints when all are plain
 
 
 def definitions(snapshot) -> Optional[Dict[Any, Mapping]]:
@@ -227,7 +236,9 @@ def total_hits(data) -> Any:
     if not data.has("hits"):
         return data.rows
     at = data.columns.index("hits")
-    return sum(to_number(row[at]) or 0 for row in data.rows)
+    hits = [row[at] for row in data.rows]
+    numbers = whole_numbers(hits)
+    return sum(numbers) if numbers is not None else sum(to_number(value) or 0 for value in hits)
 
 
 def hits_series(history: Sequence, rule_id: Any) -> List[Optional[float]]:

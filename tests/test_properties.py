@@ -330,3 +330,27 @@ def test_sort_rows_orders_as_sort_value_does(rows, key, descending, tiebreak):
     present.sort(key=by(key), reverse=descending)
     expected = present + [r for r in expected if r.get(key) is None]
     assert [r["_id"] for r in table.sort_rows(rows, key, descending, tiebreak)] == [r["_id"] for r in expected]
+
+
+_id_or_count = st.one_of(st.integers(min_value=0, max_value=10**12).map(str),
+                         st.sampled_from(["007", " 7", "+7", "1_000", "1.0", "1.5", "", "x", "\u00b2", "\u0661\u0662", None, 7]))
+
+
+@settings(max_examples=1000, **SETTINGS)
+@given(st.lists(_id_or_count, max_size=8))
+def test_whole_numbers_are_what_to_number_reads(values):
+    """The one-pass ints of QueryRules' ids and hits are to_number's, or the general path is taken."""
+    from proxytop.metrics.rates import to_number, whole_numbers
+
+    numbers = whole_numbers(values)
+    assert numbers is None or (numbers == [to_number(v) for v in values] and all(type(n) is int for n in numbers))
+    if all(isinstance(v, str) and v.isascii() and v.isdigit() for v in values):
+        assert numbers is not None  # the usual case takes the fast path
+
+
+@settings(max_examples=1000, **SETTINGS)
+@given(st.lists(_id_or_count, max_size=8))
+def test_rule_keys_in_one_pass_are_each_rule_key(values):
+    from proxytop.screens import queryrules
+
+    assert queryrules._keys(values) == [queryrules._key(v) for v in values]

@@ -7,7 +7,7 @@ place: a negative delta means the counter started again, and that interval has n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 
 def to_number(value: Any) -> Optional[float]:
@@ -45,6 +45,25 @@ def to_number(value: Any) -> Optional[float]:
 # but for inf, infinity and nan, which to_number refuses too ("" is in it: empty is no number).
 _NOT_A_NUMBER_START = frozenset(
     [""] + [c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ:/@#(),;'\"[]{}<>|*"])
+
+
+def whole_numbers(values: Sequence[Any]) -> Optional[List[int]]:
+    """The int of each value when every one is a text of decimal digits (what ProxySQL sends
+    for an id or a count), made in one pass in C; None otherwise (to_number each). The same
+    numbers as to_number: thousands of query rules are read every second.
+
+    >>> whole_numbers(["12", "0", "007"]), whole_numbers(["12", None]), whole_numbers(["1.5"])
+    ([12, 0, 7], None, None)
+    """
+    if not set(map(type, values)) <= _TEXT or not all(map(str.isdigit, values)):
+        return None
+    try:
+        return list(map(int, values))
+    except ValueError:  # a digit int() does not read ("²")
+        return None
+
+
+_TEXT = frozenset((str,))
 
 
 def _float(text: str) -> Optional[float]:
