@@ -205,13 +205,21 @@ def rule_rows(previous, current, runtime: Optional[Dict[Any, Mapping]],
     ids = list(runtime) + [i for i in now if i not in runtime] + \
         [i for i in config if i not in runtime and i not in now]
     rows: List[Row] = []
+    counting = bool(seconds) and seconds > 0
     for rule_id in ids:
         hits = now.get(rule_id)
+        per_second = None
+        if rule_id in before:
+            old = before[rule_id]
+            if counting and old.__class__ is int and hits.__class__ is int:  # rate() of two counts, inline
+                per_second = (hits - old) / seconds if hits >= old else None
+            else:
+                per_second = rate(old, hits, seconds)
         row: Row = {
             "_id": rule_id,
             "rule_id": rule_id,
-            "hits": to_number(hits),
-            "hits_s": rate(before.get(rule_id), hits, seconds) if rule_id in before else None,
+            "hits": hits if hits.__class__ is int else to_number(hits),
+            "hits_s": per_second,
             "share": None,
         }
         row.update(fields.get(rule_id, _NO_DEFINITION))
