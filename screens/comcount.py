@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from proxytop.collectors.proxysql_stats import CommandCounters
 from proxytop.metrics import histogram, units
-from proxytop.metrics.rates import SteadyPair, covers_text, rate, to_number
+from proxytop.metrics.rates import SteadyPair, counter_total, covers_text, rate, to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
 from proxytop.ui import allnodes
@@ -74,6 +74,7 @@ def command_rows(previous, current, show_unused: bool = False, seconds: Optional
     add_shares(rows)
     return rows
 
+
 _parsed: "Dict[int, Tuple[object, Dict[str, Parsed]]]" = {}
 PARSED_KEPT = 64  # readings: more than a rate's span holds (the base is read again each interval)
 
@@ -112,7 +113,7 @@ def total_executions(table) -> object:
     if "Total_cnt" not in table.columns:
         return table.rows
     at = table.columns.index("Total_cnt")
-    return sum(to_number(row[at]) or 0 for row in table.rows)
+    return counter_total([row[at] for row in table.rows])
 
 
 def average_since_start(spent: Optional[float], count: Optional[float]) -> Optional[float]:

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from proxytop.collectors.digest import QueryDigest
 from proxytop.collectors.proxysql_stats import ConfigQueryRules, QueryRuleHits, RuleHits, RuntimeQueryRules
 from proxytop.metrics import units
-from proxytop.metrics.rates import COUNTER_REFRESH, SteadyPair, covers_text, rate, to_number, whole_numbers
+from proxytop.metrics.rates import COUNTER_REFRESH, SteadyPair, counter_total, covers_text, rate, to_number, whole_numbers
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.queries import caught_section, digest_collector
 from proxytop.screens.sided import SidedScreen
@@ -205,21 +205,13 @@ def rule_rows(previous, current, runtime: Optional[Dict[Any, Mapping]],
     ids = list(runtime) + [i for i in now if i not in runtime] + \
         [i for i in config if i not in runtime and i not in now]
     rows: List[Row] = []
-    counting = bool(seconds) and seconds > 0
     for rule_id in ids:
         hits = now.get(rule_id)
-        per_second = None
-        if rule_id in before:
-            old = before[rule_id]
-            if counting and old.__class__ is int and hits.__class__ is int:  # rate() of two counts, inline
-                per_second = (hits - old) / seconds if hits >= old else None
-            else:
-                per_second = rate(old, hits, seconds)
         row: Row = {
             "_id": rule_id,
             "rule_id": rule_id,
-            "hits": hits if hits.__class__ is int else to_number(hits),
-            "hits_s": per_second,
+            "hits": to_number(hits),
+            "hits_s": rate(before.get(rule_id), hits, seconds) if rule_id in before else None,
             "share": None,
         }
         row.update(fields.get(rule_id, _NO_DEFINITION))
@@ -244,9 +236,7 @@ def total_hits(data) -> Any:
     if not data.has("hits"):
         return data.rows
     at = data.columns.index("hits")
-    hits = [row[at] for row in data.rows]
-    numbers = whole_numbers(hits)
-    return sum(numbers) if numbers is not None else sum(to_number(value) or 0 for value in hits)
+    return counter_total([row[at] for row in data.rows])
 
 
 def hits_series(history: Sequence, rule_id: Any) -> List[Optional[float]]:

@@ -81,10 +81,10 @@ def counts_reader(columns: Sequence[str]) -> Callable[[Sequence[Any]], Optional[
     def counts(row: Sequence[Any]) -> Optional[Counts]:
         values = take(row)
         try:
-            return tuple(map(int, values))  # the usual case: texts of whole numbers
+            # bucket_counts takes int() of each number too: a text int() reads gives the same
+            return tuple(map(int, values))
         except (TypeError, ValueError):  # NULL, "x", "1e3": as bucket_counts reads them
             return bucket_counts(dict(zip(BUCKET_COLUMNS, values)))
-
     return counts
 
 
@@ -119,14 +119,19 @@ def percentile_bucket(counts: Optional[Sequence[int]], fraction: float) -> Optio
     total = sum(counts)
     if total <= 0:
         return None
-    # round() first: 0.95 * 100 is 95.00000000000001 in binary floating point.
-    rank = max(1, math.ceil(round(fraction * total, 9)))
+    rank = _rank(fraction, total)
     running = 0
     for index, count in enumerate(counts):
         running += count
         if running >= rank:
             return index
     return len(counts) - 1
+
+
+def _rank(fraction: float, total: int) -> int:
+    """The rank (1-based) of the ``fraction`` quantile among ``total`` executions."""
+    # round() first: 0.95 * 100 is 95.00000000000001 in binary floating point.
+    return max(1, math.ceil(round(fraction * total, 9)))
 
 
 def percentile(counts: Optional[Sequence[int]], fraction: float) -> Optional[float]:
@@ -155,8 +160,7 @@ def percentiles(counts: Optional[Sequence[int]], fractions: Sequence[float] = (0
         return (None,) * len(fractions)
     last = len(running) - 1
     # The first bucket whose running count reaches the rank (as percentile_bucket walks to it).
-    return tuple(UPPER_US[min(last, bisect_left(running, max(1, math.ceil(round(f * total, 9)))))]
-                 for f in fractions)
+    return tuple(UPPER_US[min(last, bisect_left(running, _rank(f, total)))] for f in fractions)
 
 
 def cumulative_percent(counts: Sequence[int]) -> List[Optional[float]]:
