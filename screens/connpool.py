@@ -19,7 +19,7 @@ from proxytop.collectors.monitor import MonitorLogs, MonitorReadings
 from proxytop.collectors.proxysql import ConnectionPool, RuntimeServers
 from proxytop.collectors.sides import twin_name
 from proxytop.metrics import health, units
-from proxytop.metrics.rates import rate, to_number
+from proxytop.metrics.rates import rate, to_number, whole_numbers
 from proxytop.metrics.sides import MYSQL, PGSQL, Side, pgsql_problem
 from proxytop.screens.base import DataView, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
@@ -53,18 +53,6 @@ def used_style(row: Mapping) -> Optional[str]:
     return "danger" if value >= 90 else "warning" if value >= 75 else None
 
 
-def server_key(row: Mapping) -> Tuple[str, str, str]:
-    return (str(row.get("hostgroup")), str(row.get("srv_host")), str(row.get("srv_port")))
-
-
-def latency_ms(row: Mapping) -> Optional[float]:
-    """Latency_us (2.x) or Latency_ms (before 1.3.3), in milliseconds."""
-    if row.get("Latency_us") is not None:
-        value = to_number(row.get("Latency_us"))
-        return None if value is None else value / 1000.0
-    return to_number(row.get("Latency_ms"))
-
-
 def pool_rows(previous, current, servers) -> List[Row]:
     """Pure: connection-pool table snapshots (+ runtime servers, may be None) -> screen rows."""
     if current is None or current.data is None:
@@ -72,11 +60,9 @@ def pool_rows(previous, current, servers) -> List[Row]:
     seconds = seconds_between(previous, current)
     before = counters_by_key(previous) if seconds else {}
     config = settings_by_key(servers)
-    now_counters = counters_by_key(current)
     rows = []
-    for key, r in keyed_rows(current).items():
+    for key, (host, port, status, hostgroup, used, free, max_used, latency, counts) in pool_values(current).items():
         old = before.get(key)
-        counts = now_counters[key]
         if old is None:
             ok_s = err_s = queries_s = sent_s = recv_s = None
         else:
@@ -85,23 +71,21 @@ def pool_rows(previous, current, servers) -> List[Row]:
                 None if a is None or b is None or b < a else (b - a) / seconds for a, b in zip(old, counts))
         settings = config.get(key)
         max_conn = to_number(settings.get("max_connections")) if settings else None
-        get = r.get
-        used = to_number(get("ConnUsed"))
         rows.append({
             "_id": key,
-            "hostgroup": to_number(get("hostgroup")),
-            "server": f"{get('srv_host')}:{get('srv_port')}",
-            "status": get("status"),
+            "hostgroup": hostgroup,
+            "server": f"{host}:{port}",
+            "status": status,
             "conn_used": used,
-            "conn_free": to_number(get("ConnFree")),
+            "conn_free": free,
             "conn_ok_s": ok_s,
             "conn_err_s": err_s,
-            "max_conn_used": to_number(get("MaxConnUsed")),
+            "max_conn_used": max_used,
             "used_pct": (100.0 * used / max_conn) if (used is not None and max_conn) else None,
             "queries_s": queries_s,
             "sent_s": sent_s,
             "recv_s": recv_s,
-            "latency_ms": latency_ms(r),
+            "latency_ms": latency,
             "weight": to_number(settings.get("weight")) if settings else None,
             "max_connections": max_conn,
             "comment": settings.get("comment") if settings else None,
@@ -121,20 +105,66 @@ def _remember(snapshot, kind: str, build) -> Dict:
     return made
 
 
-def keyed_rows(snapshot) -> Dict[Tuple[str, str, str], Mapping]:
-    """A connection-pool reading's rows by (hostgroup, host, port), in the order read (made
-    once per reading: it is the current reading, then the previous one)."""
+# What a pool row is read for, in this order: its key, the screen's fields, its COUNTERS.
+_KEY_FIELDS = ("hostgroup", "srv_host", "srv_port")
+_GAUGES = ("hostgroup", "ConnUsed", "ConnFree", "MaxConnUsed", "Latency_us", "Latency_ms")
+
+
+def pool_values(snapshot) -> Dict[Tuple[str, str, str], Tuple]:
+    """A connection-pool reading by (hostgroup, host, port), in the order read: each backend's
+    (host, port, status, hostgroup, ConnUsed, ConnFree, MaxConnUsed, latency in ms, COUNTERS),
+    the numbers as to_number reads them (a column the version lacks: None). Made once per
+    reading, a column at a time: the texts of whole numbers are read in one pass in C, and no
+    dict is made per row (every second, for the screen, the header's alarm and the rates).
+
+    >>> from proxytop.collectors.base import Snapshot, Table
+    >>> t = Table(("hostgroup", "srv_host", "srv_port", "status", "Queries", "Latency_us"),
+    ...           (("10", "db1", "3306", "ONLINE", "42", "1500"),))
+    >>> pool_values(Snapshot("p", t, 1.0, 0.0))
+    {('10', 'db1', '3306'): ('db1', '3306', 'ONLINE', 10, None, None, None, 1.5, (None, None, 42, None, None))}
+    """
     if snapshot is None or snapshot.data is None:
         return {}
-    return _remember(snapshot, "pool", lambda: {server_key(r): r for r in snapshot.data.dicts()})
+
+    def build():
+        table = snapshot.data
+        rows, width = table.rows, len(table.columns)
+        if not rows:
+            return {}
+        if set(map(len, rows)) == {width}:  # the usual case: the columns taken apart in C
+            by_position = tuple(zip(*rows))
+        else:  # a short row lacks its last columns (None), a long one's extra values are not read
+            by_position = tuple(tuple(row[at] if at < len(row) else None for row in rows) for at in range(width))
+        position = {name: at for at, name in enumerate(table.columns)}  # a repeated name: its last
+        absent = (None,) * len(rows)
+
+        def column(name):
+            at = position.get(name)
+            return absent if at is None else by_position[at]
+
+        hostgroups, hosts, ports = (column(name) for name in _KEY_FIELDS)
+        keys = zip(map(str, hostgroups), map(str, hosts), map(str, ports))
+        hostgroup, used, free, max_used, micros, millis = (_numbers(column(name)) for name in _GAUGES)
+        # Latency_us (2.x), else Latency_ms (before 1.3.3)
+        latency = [ms if raw is None else (None if us is None else us / 1000.0)
+                   for raw, us, ms in zip(column("Latency_us"), micros, millis)]
+        counts = zip(*(_numbers(column(name)) for name in COUNTERS))
+        return dict(zip(keys, zip(hosts, ports, column("status"), hostgroup, used, free, max_used, latency, counts)))
+
+    return _remember(snapshot, "values", build)
+
+
+def _numbers(values) -> List:
+    """to_number of each value: in one pass in C when all are texts of whole numbers."""
+    numbers = whole_numbers(values)
+    return numbers if numbers is not None else list(map(to_number, values))
 
 
 def counters_by_key(snapshot) -> Dict[Tuple[str, str, str], Tuple]:
     """The COUNTERS of each backend of a reading as numbers (made once per reading)."""
     if snapshot is None or snapshot.data is None:
         return {}
-    return _remember(snapshot, "counters", lambda: {
-        key: tuple(to_number(r.get(field)) for field in COUNTERS) for key, r in keyed_rows(snapshot).items()})
+    return _remember(snapshot, "counters", lambda: {key: values[-1] for key, values in pool_values(snapshot).items()})
 
 
 def pool_statuses(snapshot) -> Tuple[Tuple[Tuple[str, str, str], str], ...]:
@@ -143,7 +173,7 @@ def pool_statuses(snapshot) -> Tuple[Tuple[Tuple[str, str, str], str], ...]:
     if snapshot is None or snapshot.data is None:
         return ()
     return _remember(snapshot, "statuses", lambda: tuple(
-        (key, str(r.get("status") or "")) for key, r in keyed_rows(snapshot).items()))
+        (key, str(values[2] or "")) for key, values in pool_values(snapshot).items()))
 
 
 def settings_by_key(servers) -> Dict[Tuple[str, str, str], Mapping]:
@@ -535,9 +565,9 @@ class ConnPoolScreen(SidedScreen, Screen):
         config = settings_by_key(servers)
         readings = monitor.data if monitor is not None and isinstance(monitor.data, MonitorReadings) else None
         texts = []
-        for key, r in keyed_rows(current).items():
+        for key, values in pool_values(current).items():
             server = readings.server(key[1], key[2]) if readings is not None else None
-            text = health.alarm(r.get("status"), config.get(key), server, f"{prefix}{key[1]}:{key[2]}")
+            text = health.alarm(values[2], config.get(key), server, f"{prefix}{key[1]}:{key[2]}")
             if text:
                 texts.append(text)
         return texts

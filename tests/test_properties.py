@@ -354,3 +354,84 @@ def test_rule_keys_in_one_pass_are_each_rule_key(values):
     from proxytop.screens import queryrules
 
     assert queryrules._keys(values) == [queryrules._key(v) for v in values]
+
+
+# ----- ConnPool's rows, read a column at a time ---------------------------------------------------
+
+_POOL_COLUMNS = ("hostgroup", "srv_host", "srv_port", "status", "ConnUsed", "ConnFree", "ConnOK", "ConnERR",
+                 "MaxConnUsed", "Queries", "Bytes_data_sent", "Bytes_data_recv", "Latency_us", "Latency_ms")
+_pool_value = st.one_of(_id_or_count, st.sampled_from(["ONLINE", "SHUNNED", "db1", "3306", 1.5, True]))
+
+
+def _pool_rows_by_dict(previous, current, servers):
+    """ConnPool's rows as they were made from a dict per row: what pool_rows must give."""
+    from proxytop.metrics.rates import to_number
+    from proxytop.screens.base import seconds_between
+    from proxytop.screens.connpool import COUNTERS, settings_by_key
+
+    def by_key(snapshot):
+        rows = {}
+        for r in snapshot.data.dicts():
+            rows[(str(r.get("hostgroup")), str(r.get("srv_host")), str(r.get("srv_port")))] = r
+        return rows
+
+    def latency(r):
+        if r.get("Latency_us") is not None:
+            value = to_number(r.get("Latency_us"))
+            return None if value is None else value / 1000.0
+        return to_number(r.get("Latency_ms"))
+
+    seconds = seconds_between(previous, current)
+    before = {k: tuple(to_number(r.get(f)) for f in COUNTERS) for k, r in by_key(previous).items()} \
+        if seconds and previous is not None else {}
+    config = settings_by_key(servers)
+    rows = []
+    for key, r in by_key(current).items():
+        old = before.get(key)
+        counts = tuple(to_number(r.get(f)) for f in COUNTERS)
+        rates = (None,) * 5 if old is None else tuple(
+            None if a is None or b is None or b < a else (b - a) / seconds for a, b in zip(old, counts))
+        settings = config.get(key)
+        max_conn = to_number(settings.get("max_connections")) if settings else None
+        used = to_number(r.get("ConnUsed"))
+        rows.append({
+            "_id": key, "hostgroup": to_number(r.get("hostgroup")), "server": f"{r.get('srv_host')}:{r.get('srv_port')}",
+            "status": r.get("status"), "conn_used": used, "conn_free": to_number(r.get("ConnFree")),
+            "conn_ok_s": rates[0], "conn_err_s": rates[1], "max_conn_used": to_number(r.get("MaxConnUsed")),
+            "used_pct": (100.0 * used / max_conn) if (used is not None and max_conn) else None,
+            "queries_s": rates[2], "sent_s": rates[3], "recv_s": rates[4], "latency_ms": latency(r),
+            "weight": to_number(settings.get("weight")) if settings else None, "max_connections": max_conn,
+            "comment": settings.get("comment") if settings else None,
+        })
+    return rows
+
+
+@st.composite
+def _pool_readings(draw):
+    from proxytop.collectors.base import Snapshot, Table
+
+    columns = tuple(draw(st.lists(st.sampled_from(_POOL_COLUMNS), min_size=1, max_size=14, unique=True)))
+    keys = st.tuples(st.sampled_from(["10", "20", None]), st.sampled_from(["db1", "db2"]), st.sampled_from(["3306", 3306]))
+
+    def reading(at):
+        rows = []
+        for _ in range(draw(st.integers(0, 4))):
+            values = dict(zip(("hostgroup", "srv_host", "srv_port"), draw(keys)))
+            row = [values.get(c) if c in values and draw(st.booleans()) else draw(_pool_value) for c in columns]
+            cut = draw(st.one_of(st.just(len(row)), st.integers(0, len(row) + 1)))  # short and long rows
+            rows.append(tuple(row[:cut]) + (("extra",) if cut > len(row) else ()))
+        return Snapshot("proxysql.connection_pool", Table(columns, tuple(rows)), at, 0.0)
+
+    servers = Snapshot("proxysql.runtime_servers", Table(
+        ("hostgroup_id", "hostname", "port", "weight", "max_connections", "comment"),
+        (("10", "db1", "3306", "1", draw(st.sampled_from(["100", "0", "x", None])), "c"),)), 0.0, 0.0)
+    return reading(draw(st.sampled_from([1.0, 2.0]))), reading(3.0), draw(st.sampled_from([None, servers]))
+
+
+@settings(max_examples=1000, **SETTINGS)
+@given(_pool_readings())
+def test_pool_rows_read_by_column_are_the_rows_read_by_dict(readings):
+    from proxytop.screens.connpool import pool_rows
+
+    previous, current, servers = readings
+    assert pool_rows(previous, current, servers) == _pool_rows_by_dict(previous, current, servers)
