@@ -1,5 +1,6 @@
-"""One query for the two readings every refresh of ConnPool takes: the header's rows of
-stats_mysql_global and stats_mysql_connection_pool (each side's, on ProxySQL 3.x).
+"""One query for the readings every refresh of ConnPool takes: the header's rows of
+stats_mysql_global and stats_mysql_connection_pool (each side's, on ProxySQL 3.x), and every
+other second the new rows of the monitor logs.
 
 Each query to the admin interface has a fixed cost in proxytop (PyMySQL's sending, reading and
 decoding, the column definitions, the thread's wake-up) about as large as decoding a dozen
@@ -19,6 +20,14 @@ The union needs the pool's columns (their number differs between versions): a co
 first pool reading is a plain ``select *``, and the readings after it are combined. A
 ProxySQL that refuses the combined query gets the two plain queries from then on.
 
+The monitor logs' query (collectors.monitor: seven columns, its own ORDER BY and LIMIT) joins
+as a third part when it is due in the same batch, after the monitor has read once by itself on
+this connection (which of its logs this ProxySQL has and this user may read is learnt then):
+``union all select null, null, * [, null ...] from (<its query>)``. The admin interface runs
+both parts on a database that has the monitor schema attached (the admin user's and the stats
+user's alike). A combined query refused with the monitor's part is sent without it from then
+on, and the monitor reads by itself again.
+
 The reading served from the other's query is stamped with the time that query started (the
 engine takes ``served_at``): its rates span the same interval as if it had been read itself.
 """
@@ -32,6 +41,7 @@ from proxytop.collectors.base import Table
 
 POOL_SUFFIX = "_connection_pool"
 GLOBAL_SUFFIX = "_global"
+MONITOR_COLUMNS = ("kind", "hostname", "port", "time_start_us", "success_us", "error", "value")  # monitor_query's
 
 
 def partner_table(table: str) -> str:
@@ -45,8 +55,9 @@ def partner_table(table: str) -> str:
     return table[: -len(POOL_SUFFIX)] + GLOBAL_SUFFIX
 
 
-def combined_sql(pool_table: str, pool_columns: int, header) -> str:
-    """The pool's rows, then the header's rows padded to the pool's columns.
+def combined_sql(pool_table: str, pool_columns: int, header, monitor_sql: Optional[str] = None) -> str:
+    """The pool's rows, then the header's rows padded to the pool's columns, then (with
+    ``monitor_sql``) the monitor logs' rows after two NULLs, padded the same way.
 
     >>> from proxytop.collectors.proxysql import HeaderStatus
     >>> sql = combined_sql("stats_mysql_connection_pool", 5, HeaderStatus())
@@ -54,37 +65,61 @@ def combined_sql(pool_table: str, pool_columns: int, header) -> str:
     'select * from stats_mysql_connection_pool union all select null, Variable_Name, Variable_Value, null, null from stats'
     >>> sql.endswith(HeaderStatus().sql()[len("select * from stats_mysql_global"):])
     True
+    >>> combined_sql("stats_mysql_connection_pool", 10, HeaderStatus(), "select 1")[-52:]
+    'union all select null, null, *, null from (select 1)'
     """
     narrow = header.sql()
     where = narrow[narrow.index(header.table) + len(header.table):]
     padding = ", null" * (pool_columns - 3)
-    return (f"select * from {pool_table} union all select null, Variable_Name, Variable_Value{padding} "
-            f"from {header.table}{where}")
+    sql = (f"select * from {pool_table} union all select null, Variable_Name, Variable_Value{padding} "
+           f"from {header.table}{where}")
+    if monitor_sql is not None:
+        sql += f" union all select null, null, *{', null' * (pool_columns - 2 - len(MONITOR_COLUMNS))} from ({monitor_sql})"
+    return sql
 
 
-def split(table: Table) -> Tuple[Table, Dict[str, str]]:
-    """The combined result as the pool's Table and the header's {Variable_Name: Variable_Value}.
+def split(table: Table) -> Tuple[Table, Dict[str, str], Table]:
+    """The combined result as the pool's Table, the header's {Variable_Name: Variable_Value} and
+    the monitor logs' Table (its rows in the order its query gives them: ProxySQL's clock
+    first, then the oldest).
 
     >>> t = Table(("hostgroup", "srv_host", "srv_port"), (("10", "db1", "3306"), (None, "Questions", "42")))
-    >>> split(t)
+    >>> split(t)[:2]
     (Table(columns=('hostgroup', 'srv_host', 'srv_port'), rows=(('10', 'db1', '3306'),)), {'Questions': '42'})
+    >>> t = Table(("a", "b") + MONITOR_COLUMNS, ((None, None, "ping", "db1", "3306", "9", "5", None, None),
+    ...                                          (None, None, "now", None, None, "8", None, None, None)))
+    >>> [row[:4] for row in split(t)[2].rows]
+    [('now', None, None, '8'), ('ping', 'db1', '3306', '9')]
     """
     pool_rows = tuple(row for row in table.rows if row[0] is not None)
-    header = {row[1]: row[2] for row in table.rows if row[0] is None}
-    return Table(table.columns, pool_rows), header
+    header = {row[1]: row[2] for row in table.rows if row[0] is None and row[1] is not None}
+    end = 2 + len(MONITOR_COLUMNS)
+    logs = [row[2:end] for row in table.rows if row[0] is None and row[1] is None]
+    # as the monitor's own query orders them, whatever order the union gives the subquery's rows
+    logs.sort(key=lambda row: (row[0] != "now", _whole(row[3])))
+    return Table(table.columns, pool_rows), header, Table(MONITOR_COLUMNS, tuple(logs))
+
+
+def _whole(value) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
 
 
 class Folding:
-    """What a connection knows for combining the two readings: which collectors are due in the
-    batch being run (told by the engine, :meth:`plan`), the part kept for the second one, the
-    pool's columns, and the collectors seen (each finds its partner here)."""
+    """What a connection knows for combining the readings: which collectors are due in the
+    batch being run (told by the engine, :meth:`plan`), the parts kept for the others, the
+    pool's columns, and the collectors seen (each finds its partners here)."""
 
     def __init__(self):
         self.due = frozenset()  # names of the collectors due in this batch
         self.kept: Dict[str, Tuple[object, float, float]] = {}  # name -> (data, started, started wall)
         self.pool_columns: Dict[str, int] = {}  # pool table -> its number of columns
         self.collectors: Dict[str, object] = {}  # table -> the collector that reads it this way
+        self.monitors: Dict[str, object] = {}  # pool table -> the monitor logs' collector of its side
         self.refused = False  # the ProxySQL refused the combined query: two queries from now on
+        self.monitor_refused = False  # ... or refused it with the monitor's part: without it from now on
         self.clock = time.monotonic  # the engine's
 
     def plan(self, due, clock=time.monotonic) -> None:
@@ -93,10 +128,20 @@ class Folding:
         self.kept.clear()
         self.clock = clock
 
+    def _monitor_part(self, pool_table: str, columns: int):
+        """(the monitor collector, its query) to join the combined query, or None."""
+        monitor = self.monitors.get(pool_table)
+        if monitor is None or self.monitor_refused or monitor.name not in self.due \
+                or columns < 2 + len(MONITOR_COLUMNS):
+            return None
+        sql = monitor.fold_sql()
+        return None if sql is None else (monitor, sql)
+
 
 def read(session, collector, plain):
     """``collector``'s reading (the header's or the pool's): kept for it from its partner's
-    query in this batch, or read with its partner's when that is due too, or ``plain(session)``."""
+    query in this batch, or read with its partner's when that is due too (and the monitor
+    logs' when they are due), or ``plain(session)``."""
     folding: Optional[Folding] = getattr(session, "folding", None)
     if folding is None:
         return plain(session)
@@ -116,13 +161,37 @@ def read(session, collector, plain):
             folding.pool_columns[pool_table] = len(data.columns)
         return data
     header = partner if is_pool else collector
+    monitor = folding._monitor_part(pool_table, columns)
     started, wall = folding.clock(), time.time()
     try:
-        pool, rows = split(session.query(combined_sql(pool_table, columns, header)))
+        pool, rows, logs = split(session.query(combined_sql(pool_table, columns, header, monitor and monitor[1])))
     except Exception as exc:
         if errors.is_connection_error(exc):
             raise
-        folding.refused = True  # e.g. a ProxySQL whose admin interface has no UNION ALL
+        if monitor is not None:
+            folding.monitor_refused = True  # e.g. a monitor log this user may no longer read
+        else:
+            folding.refused = True  # e.g. a ProxySQL whose admin interface has no UNION ALL
         return read(session, collector, plain)
     folding.kept[partner.name] = (rows if is_pool else pool, started, wall)
+    if monitor is not None:
+        folding.kept[monitor[0].name] = (logs, started, wall)
     return pool if is_pool else rows
+
+
+def served(session, collector, pool_table: str) -> Optional[Table]:
+    """The monitor logs' rows for ``collector`` from the combined query of this batch, or None:
+    then the collector reads by itself, and is joined to the combined queries of later batches
+    (``collector.fold_sql()`` gives its query, or None while it can't join)."""
+    folding: Optional[Folding] = getattr(session, "folding", None)
+    if folding is None:
+        return None
+    kept = folding.kept.pop(collector.name, None)
+    folding.monitors[pool_table] = collector
+    # read by itself: a combined query later in this batch doesn't read it again
+    folding.due = folding.due - {collector.name}
+    if kept is None:
+        return None
+    data, started, wall = kept
+    collector.served_at = (started, wall)
+    return data
