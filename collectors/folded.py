@@ -166,7 +166,7 @@ def read(session, collector, plain):
     try:
         pool, rows, logs = split(session.query(combined_sql(pool_table, columns, header, monitor and monitor[1])))
     except Exception as exc:
-        if errors.is_connection_error(exc):
+        if errors.is_connection_error(exc) or errors.is_passing(exc):
             raise
         if monitor is not None:
             folding.monitor_refused = True  # e.g. a monitor log this user may no longer read

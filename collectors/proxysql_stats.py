@@ -11,6 +11,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
+from proxytop import errors
 from proxytop.collectors.base import Collector, Table
 from proxytop.collectors.proxysql import PROXYSQL, GlobalStatus, HeaderStatus, TableCollector
 from proxytop.metrics.rates import RATE_WINDOW
@@ -81,6 +82,32 @@ class QueryRuleHits(TableCollector):
     def __init__(self):
         super().__init__()
         self._position: Optional[Mapping[str, int]] = None
+        self._refused_by = None  # the connection whose ProxySQL refused the concatenated reading
+
+    def collect(self, session) -> Optional[Table]:
+        """Every rule's id and hits as two texts, one row for the whole table, split here in C:
+        the same values as ``select *`` without a row packet per rule to decode (5,000 rules
+        took about 15 ms a reading). ``count(*)`` tells a value group_concat left out (NULL);
+        a ProxySQL that refuses the query is read plainly from then on."""
+        if self._refused_by is not session:
+            try:
+                table = session.query(self.concatenated_sql())
+            except Exception as exc:
+                if errors.is_connection_error(exc) or errors.is_passing(exc):
+                    raise
+                self._refused_by = session
+            else:
+                rules = split_concatenated(table)
+                if rules is not None:
+                    return rules
+        return super().collect(session)
+
+    def concatenated_sql(self) -> str:
+        """
+        >>> QueryRuleHits().concatenated_sql()
+        'select group_concat(rule_id), group_concat(hits), count(*) from stats_mysql_query_rules'
+        """
+        return f"select group_concat(rule_id), group_concat(hits), count(*) from {self.table}"
 
     def shrink(self, data: Any) -> Any:
         if not isinstance(data, Table) or not (data.has("rule_id") and data.has("hits")):
@@ -88,6 +115,34 @@ class QueryRuleHits(TableCollector):
         older = RuleHits.of(data, self._position)
         self._position = older.position
         return older
+
+
+def split_concatenated(table: Table) -> Optional[Table]:
+    """The rules' (rule_id, hits) from the one row of :meth:`QueryRuleHits.concatenated_sql`;
+    None when a value is missing (group_concat leaves NULLs out) or the row is not that.
+
+    >>> split_concatenated(Table(("a", "b", "c"), (("1,2", "10,0", "2"),)))
+    Table(columns=('rule_id', 'hits'), rows=(('1', '10'), ('2', '0')))
+    >>> split_concatenated(Table(("a", "b", "c"), ((None, None, "0"),))).rows
+    ()
+    >>> split_concatenated(Table(("a", "b", "c"), (("1,2", "10", "2"),))) is None
+    True
+    """
+    if len(table.rows) != 1 or len(table.rows[0]) != 3:
+        return None
+    ids, hits, count = table.rows[0]
+    try:
+        count = int(count)
+    except (TypeError, ValueError):
+        return None
+    if count == 0:
+        return Table(("rule_id", "hits"), ())
+    if ids is None or hits is None:
+        return None
+    ids, hits = ids.split(","), hits.split(",")
+    if len(ids) != count or len(hits) != count:
+        return None
+    return Table(("rule_id", "hits"), tuple(zip(ids, hits)))
 
 
 class RuntimeQueryRules(TableCollector):

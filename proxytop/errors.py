@@ -42,6 +42,17 @@ def _code_and_text(exc: BaseException):
     return None, str(exc)
 
 
+def is_passing(exc: BaseException) -> bool:
+    """A failure that says nothing of the query sent: ProxySQL's admin database was locked
+    (1205). A reading that changes its query when one is refused (collectors.folded, the rule
+    hits) reports this one as any failed reading, and keeps its query.
+
+    >>> is_passing(pymysql.err.OperationalError(1205, "database is locked")), is_passing(ValueError("x"))
+    (True, False)
+    """
+    return _code_and_text(exc)[0] == 1205
+
+
 def is_connection_error(exc: BaseException) -> bool:
     """A broken or unusable connection (reconnect), as opposed to a failed query."""
     if isinstance(exc, (NotProxySQLAdmin, ConnectionError, socket.timeout, TimeoutError, OSError)):

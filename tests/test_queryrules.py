@@ -236,3 +236,91 @@ def test_e2e_1_4_column_set(proxytop_term, recording):
         assert "runtime matches the configuration" in screen
     finally:
         double.stop()
+
+
+def hits_double(recording, rows):
+    """The double with stats_mysql_query_rules answering ``rows`` (rule_id, hits) every time."""
+    double = ProxySQLDouble(recording=recording)
+    double.transforms["stats_mysql_query_rules"] = lambda columns, _rows: (["rule_id", "hits"], [list(r) for r in rows])
+    return double.start()
+
+
+@pytest.mark.parametrize("rows", [
+    [("1", "10"), ("2", "0"), ("30", "12345678901")],
+    [],
+])
+def test_rule_hits_read_as_two_concatenated_texts_are_the_rows_of_select_star(recording, rows):
+    from proxytop.collectors.proxysql_stats import QueryRuleHits
+    from proxytop.polling.connection import Endpoint, open_admin
+
+    double = hits_double(recording, rows)
+    session = open_admin(Endpoint(port=double.port))
+    try:
+        collector = QueryRuleHits()
+        read = collector.collect(session)
+        assert read == session.query("select * from stats_mysql_query_rules")
+        assert read.rows == tuple(rows)
+        sent = double.queries("admin")
+        assert sent[-2] == collector.concatenated_sql()  # one query, no plain one before the test's own
+    finally:
+        session.conn.close()
+        double.stop()
+
+
+def test_rule_hits_with_a_null_are_read_plainly_for_that_reading(recording):
+    """group_concat leaves NULLs out: ids and hits would no longer line up."""
+    from proxytop.collectors.proxysql_stats import QueryRuleHits
+    from proxytop.polling.connection import Endpoint, open_admin
+
+    double = hits_double(recording, [("1", "10"), ("2", None), ("3", "7")])
+    session = open_admin(Endpoint(port=double.port))
+    try:
+        collector = QueryRuleHits()
+        assert collector.collect(session).rows == (("1", "10"), ("2", None), ("3", "7"))
+        assert double.queries("admin")[-2:] == [collector.concatenated_sql(), "select * from stats_mysql_query_rules"]
+    finally:
+        session.conn.close()
+        double.stop()
+
+
+class ConcatRefusingSession:
+    """A ProxySQL whose admin interface refuses group_concat."""
+
+    def __init__(self):
+        self.sent = []
+
+    def query(self, sql):
+        self.sent.append(sql)
+        if "group_concat" in sql:
+            raise RuntimeError("ProxySQL Admin Error: no such function: group_concat")
+        return Table(("rule_id", "hits"), (("1", "5"),))
+
+
+def test_rule_hits_refused_concatenated_are_read_plainly_from_then_on():
+    from proxytop.collectors.proxysql_stats import QueryRuleHits
+
+    session, collector = ConcatRefusingSession(), QueryRuleHits()
+    for _ in range(3):
+        assert collector.collect(session).rows == (("1", "5"),)
+    assert ["group_concat" in sql for sql in session.sent] == [True, False, False, False]
+
+
+def test_rule_hits_keep_their_query_after_a_locked_admin_database():
+    """ProxySQL's "database is locked" (1205) says nothing of the query: the reading fails as
+    any reading does, and the next one sends the same query."""
+    import pymysql
+
+    from proxytop.collectors.proxysql_stats import QueryRuleHits
+
+    class LockedOnce(ConcatRefusingSession):
+        def query(self, sql):
+            self.sent.append(sql)
+            if len(self.sent) == 1:
+                raise pymysql.err.OperationalError(1205, "database is locked")
+            return Table(("a", "b", "c"), (("1", "5", "1"),))
+
+    session, collector = LockedOnce(), QueryRuleHits()
+    with pytest.raises(pymysql.err.OperationalError):
+        collector.collect(session)
+    assert collector.collect(session).rows == (("1", "5"),)
+    assert ["group_concat" in sql for sql in session.sent] == [True, True]
