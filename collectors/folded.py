@@ -7,18 +7,23 @@ decoding, the column definitions, the thread's wake-up) about as large as decodi
 rows. When both readings are due in the same batch, the first of the two collectors to run
 sends ::
 
-    select * from stats_mysql_connection_pool
+    select count(*), group_concat("hostgroup"), group_concat("srv_host"), ...
+    from stats_mysql_connection_pool
     union all select null, Variable_Name, Variable_Value, null, ... from stats_mysql_global
     where Variable_Name in (...)
 
 and keeps the other's part for it (:func:`read`). ProxySQL refreshes every stats table whose
 name the query text has (ProxySQL_Admin::GenericRefreshStatistics tests each name in turn), so
-both tables are as fresh as with two queries, and ProxySQL answers one query instead of two. A
-pool row always has a hostgroup; the header's rows are those without one.
+both tables are as fresh as with two queries, and ProxySQL answers one query instead of two.
+The pool comes as one row: how many backends, then each column's values joined by commas
+(no value of the pool has one), split here in C instead of a dozen row packets of fourteen
+values decoded one by one; its count is never NULL, the header's rows start with NULL. A
+column with fewer values than backends (group_concat leaves NULLs out) has the pool read by
+itself for that reading.
 
-The union needs the pool's columns (their number differs between versions): a connection's
-first pool reading is a plain ``select *``, and the readings after it are combined. A
-ProxySQL that refuses the combined query gets the two plain queries from then on.
+The union needs the pool's columns (their names and number differ between versions): a
+connection's first pool reading is a plain ``select *``, and the readings after it are
+combined. A ProxySQL that refuses the combined query gets the two plain queries from then on.
 
 The monitor logs' query (collectors.monitor: seven columns, its own ORDER BY and LIMIT) joins
 as a third part when it is due in the same batch, after the monitor has read once by itself on
@@ -34,7 +39,7 @@ engine takes ``served_at``): its rates span the same interval as if it had been 
 from __future__ import annotations
 
 import time
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 from proxytop import errors
 from proxytop.collectors.base import Table
@@ -55,49 +60,72 @@ def partner_table(table: str) -> str:
     return table[: -len(POOL_SUFFIX)] + GLOBAL_SUFFIX
 
 
-def combined_sql(pool_table: str, pool_columns: int, header, monitor_sql: Optional[str] = None) -> str:
-    """The pool's rows, then the header's rows padded to the pool's columns, then (with
-    ``monitor_sql``) the monitor logs' rows after two NULLs, padded the same way.
+def combined_sql(pool_table: str, pool_names: Sequence[str], header, monitor_sql: Optional[str] = None) -> str:
+    """The pool's rows as one row (how many, then each column's values joined by commas), then
+    the header's rows padded to its width, then (with ``monitor_sql``) the monitor logs' rows
+    after two NULLs, padded the same way.
 
     >>> from proxytop.collectors.proxysql import HeaderStatus
-    >>> sql = combined_sql("stats_mysql_connection_pool", 5, HeaderStatus())
-    >>> sql[:117]
-    'select * from stats_mysql_connection_pool union all select null, Variable_Name, Variable_Value, null, null from stats'
+    >>> sql = combined_sql("stats_mysql_connection_pool", ("hostgroup", "srv_host", "status"), HeaderStatus())
+    >>> sql[:sql.index(" from stats_mysql_global")]
+    'select count(*), group_concat("hostgroup"), group_concat("srv_host"), group_concat("status") from stats_mysql_connection_pool union all select null, Variable_Name, Variable_Value, null'
     >>> sql.endswith(HeaderStatus().sql()[len("select * from stats_mysql_global"):])
     True
-    >>> combined_sql("stats_mysql_connection_pool", 10, HeaderStatus(), "select 1")[-52:]
+    >>> combined_sql("stats_mysql_connection_pool", ("c",) * 9, HeaderStatus(), "select 1")[-52:]
     'union all select null, null, *, null from (select 1)'
     """
     narrow = header.sql()
     where = narrow[narrow.index(header.table) + len(header.table):]
-    padding = ", null" * (pool_columns - 3)
-    sql = (f"select * from {pool_table} union all select null, Variable_Name, Variable_Value{padding} "
-           f"from {header.table}{where}")
+    width = 1 + len(pool_names)
+    concatenated = ", ".join(f'group_concat("{name}")' for name in pool_names)
+    sql = (f"select count(*), {concatenated} from {pool_table} union all "
+           f"select null, Variable_Name, Variable_Value{', null' * (width - 3)} from {header.table}{where}")
     if monitor_sql is not None:
-        sql += f" union all select null, null, *{', null' * (pool_columns - 2 - len(MONITOR_COLUMNS))} from ({monitor_sql})"
+        sql += f" union all select null, null, *{', null' * (width - 2 - len(MONITOR_COLUMNS))} from ({monitor_sql})"
     return sql
 
 
-def split(table: Table) -> Tuple[Table, Dict[str, str], Table]:
-    """The combined result as the pool's Table, the header's {Variable_Name: Variable_Value} and
-    the monitor logs' Table (its rows in the order its query gives them: ProxySQL's clock
-    first, then the oldest).
+def split(table: Table, pool_names: Sequence[str]) -> Tuple[Optional[Table], Dict[str, str], Table]:
+    """The combined result as the pool's Table (None when a value is missing: group_concat
+    leaves NULLs out), the header's {Variable_Name: Variable_Value} and the monitor logs' Table
+    (its rows in the order its query gives them: ProxySQL's clock first, then the oldest).
 
-    >>> t = Table(("hostgroup", "srv_host", "srv_port"), (("10", "db1", "3306"), (None, "Questions", "42")))
-    >>> split(t)[:2]
-    (Table(columns=('hostgroup', 'srv_host', 'srv_port'), rows=(('10', 'db1', '3306'),)), {'Questions': '42'})
-    >>> t = Table(("a", "b") + MONITOR_COLUMNS, ((None, None, "ping", "db1", "3306", "9", "5", None, None),
+    >>> t = Table(("n", "a", "b", "c"), (("2", "10,20", "db1,db2", "3306,3307"), (None, "Questions", "42", None)))
+    >>> split(t, ("hostgroup", "srv_host", "srv_port"))[:2]
+    (Table(columns=('hostgroup', 'srv_host', 'srv_port'), rows=(('10', 'db1', '3306'), ('20', 'db2', '3307'))), {'Questions': '42'})
+    >>> split(Table(("n", "a"), (("2", "10"),)), ("hostgroup",))[0] is None
+    True
+    >>> t = Table(("n", "b") + MONITOR_COLUMNS, ((None, None, "ping", "db1", "3306", "9", "5", None, None),
     ...                                          (None, None, "now", None, None, "8", None, None, None)))
-    >>> [row[:4] for row in split(t)[2].rows]
+    >>> [row[:4] for row in split(t, ("c",) * 8)[2].rows]
     [('now', None, None, '8'), ('ping', 'db1', '3306', '9')]
     """
-    pool_rows = tuple(row for row in table.rows if row[0] is not None)
+    pool = None
+    for row in table.rows:
+        if row[0] is not None:
+            pool = _unconcatenated(row, pool_names)
+            break
     header = {row[1]: row[2] for row in table.rows if row[0] is None and row[1] is not None}
     end = 2 + len(MONITOR_COLUMNS)
     logs = [row[2:end] for row in table.rows if row[0] is None and row[1] is None]
     # as the monitor's own query orders them, whatever order the union gives the subquery's rows
     logs.sort(key=lambda row: (row[0] != "now", _whole(row[3])))
-    return Table(table.columns, pool_rows), header, Table(MONITOR_COLUMNS, tuple(logs))
+    return pool, header, Table(MONITOR_COLUMNS, tuple(logs))
+
+
+def _unconcatenated(row: tuple, names: Sequence[str]) -> Optional[Table]:
+    """The pool's rows from its one concatenated row: split in C, none decoded one by one (a
+    dozen rows of fourteen values every second); None when a column has fewer values than rows."""
+    count = _whole(row[0])
+    if count == 0:
+        return Table(tuple(names), ())
+    columns = []
+    for joined in row[1:1 + len(names)]:
+        values = joined.split(",") if joined is not None else ()
+        if len(values) != count:
+            return None
+        columns.append(values)
+    return Table(tuple(names), tuple(zip(*columns)))
 
 
 def _whole(value) -> int:
@@ -115,7 +143,7 @@ class Folding:
     def __init__(self):
         self.due = frozenset()  # names of the collectors due in this batch
         self.kept: Dict[str, Tuple[object, float, float]] = {}  # name -> (data, started, started wall)
-        self.pool_columns: Dict[str, int] = {}  # pool table -> its number of columns
+        self.pool_columns: Dict[str, Tuple[str, ...]] = {}  # pool table -> its columns' names
         self.collectors: Dict[str, object] = {}  # table -> the collector that reads it this way
         self.monitors: Dict[str, object] = {}  # pool table -> the monitor logs' collector of its side
         self.refused = False  # the ProxySQL refused the combined query: two queries from now on
@@ -132,7 +160,7 @@ class Folding:
         """(the monitor collector, its query) to join the combined query, or None."""
         monitor = self.monitors.get(pool_table)
         if monitor is None or self.monitor_refused or monitor.name not in self.due \
-                or columns < 2 + len(MONITOR_COLUMNS):
+                or 1 + columns < 2 + len(MONITOR_COLUMNS):
             return None
         sql = monitor.fold_sql()
         return None if sql is None else (monitor, sql)
@@ -154,17 +182,17 @@ def read(session, collector, plain):
     partner = folding.collectors.get(partner_table(collector.table))
     is_pool = collector.table.endswith(POOL_SUFFIX)
     pool_table = collector.table if is_pool else partner_table(collector.table)
-    columns = folding.pool_columns.get(pool_table, 0)
-    if folding.refused or partner is None or partner.name not in folding.due or columns < 3:
+    names = folding.pool_columns.get(pool_table, ())
+    if folding.refused or partner is None or partner.name not in folding.due or len(names) < 2:
         data = plain(session)
         if is_pool and isinstance(data, Table):
-            folding.pool_columns[pool_table] = len(data.columns)
+            folding.pool_columns[pool_table] = data.columns
         return data
     header = partner if is_pool else collector
-    monitor = folding._monitor_part(pool_table, columns)
+    monitor = folding._monitor_part(pool_table, len(names))
     started, wall = folding.clock(), time.time()
     try:
-        pool, rows, logs = split(session.query(combined_sql(pool_table, columns, header, monitor and monitor[1])))
+        pool, rows, logs = split(session.query(combined_sql(pool_table, names, header, monitor and monitor[1])), names)
     except Exception as exc:
         if errors.is_connection_error(exc) or errors.is_passing(exc):
             raise
@@ -173,6 +201,8 @@ def read(session, collector, plain):
         else:
             folding.refused = True  # e.g. a ProxySQL whose admin interface has no UNION ALL
         return read(session, collector, plain)
+    if pool is None:  # a NULL in the pool (group_concat left it out): its rows read by themselves
+        pool = session.query(f"select * from {pool_table}")
     folding.kept[partner.name] = (rows if is_pool else pool, started, wall)
     if monitor is not None:
         folding.kept[monitor[0].name] = (logs, started, wall)

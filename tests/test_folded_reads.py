@@ -21,6 +21,7 @@ from tests.benchmark import Stepper
 from tests.proxysql_double import ProxySQLDouble, Recording
 
 POOL = "select * from stats_mysql_connection_pool"
+COMBINED = "select count(*), group_concat(\"hostgroup\")"  # the pool's part of a combined query
 MONITOR = "select * from (select 'now' as kind"  # the monitor logs' query (collectors.monitor.monitor_query)
 
 
@@ -59,7 +60,7 @@ def test_one_query_serves_the_header_and_the_pool_with_the_same_figures(counted_
             *_, lines = stepper.cycle()
         text = view.screen_text(lines)
         sent = counted_double.queries("admin")
-        combined = [q for q in sent if q.startswith(POOL + " union all")]
+        combined = [q for q in sent if q.startswith(COMBINED)]
         # the first batch learns the pool's columns with two plain queries; every later one sends one
         assert sent.count(HeaderStatus().sql()) == 1 and sent.count(POOL) == 1
         assert len(combined) == 4
@@ -76,6 +77,58 @@ def test_one_query_serves_the_header_and_the_pool_with_the_same_figures(counted_
         stepper.close()
 
 
+def test_the_pool_read_in_one_concatenated_row_is_the_table_select_star_gives():
+    double = ProxySQLDouble(recording=Recording.load("2.7"))
+    first = []
+
+    def frozen(columns, rows):  # every reading answers the first frame: the two reads compare
+        if not first:
+            first.append((columns, [list(r) for r in rows]))
+        return first[0]
+
+    double.transforms["stats_mysql_connection_pool"] = frozen
+    double.start()
+    stepper = Stepper(["-P", str(double.port), "--screen", "connpool", "-d", "1", "--no-discover"])
+    try:
+        stepper.connect()
+        for _ in range(3):
+            stepper.cycle()
+        assert double.queries("admin")[-1].startswith(COMBINED)
+        pool = stepper.engine.latest(ConnectionPool.name).data
+        assert pool == stepper.handles["proxysql"].query(POOL) and len(pool.rows) == 3
+    finally:
+        stepper.close()
+        double.stop()
+
+
+def test_a_null_in_the_pool_has_it_read_by_itself_for_that_reading():
+    """group_concat leaves a NULL out, and the columns' values would no longer line up: the
+    pool is read by itself in that batch, and its rows are the plain query's."""
+    double = ProxySQLDouble(recording=Recording.load("2.7"))
+
+    def null_latency(columns, rows):
+        rows = [list(r) for r in rows]
+        rows[1][columns.index("Latency_us")] = None
+        return columns, rows
+
+    double.transforms["stats_mysql_connection_pool"] = null_latency
+    double.start()
+    stepper = Stepper(["-P", str(double.port), "--screen", "connpool", "-d", "1", "--no-discover"])
+    try:
+        stepper.connect()
+        for _ in range(3):
+            stepper.cycle()
+        sent = double.queries("admin")
+        combined = [i for i, q in enumerate(sent) if q.startswith(COMBINED)]
+        assert len(combined) == 2 and all(sent[i + 1] == POOL for i in combined), sent
+        pool = stepper.engine.latest(ConnectionPool.name).data
+        assert pool.rows[1][pool.columns.index("Latency_us")] is None and len(pool.rows) == 3
+        assert pool.columns == stepper.handles["proxysql"].query(POOL).columns
+    finally:
+        stepper.close()
+        double.stop()
+
+
 def test_the_pool_alone_is_read_plainly_when_the_header_is_not_due(counted_double):
     """On a screen that doesn't show the pool, the header alarm reads it every 2 s while the
     header reads every second: the header's query never carries the pool when it isn't due."""
@@ -85,7 +138,7 @@ def test_the_pool_alone_is_read_plainly_when_the_header_is_not_due(counted_doubl
         for _ in range(6):
             stepper.cycle()
         sent = counted_double.queries("admin")
-        combined = [q for q in sent if q.startswith(POOL + " union all")]
+        combined = [q for q in sent if q.startswith(COMBINED)]
         narrow = sent.count(HeaderStatus().sql())
         # six batches of the header, three of the pool (every other second), one plain of each first
         assert len(combined) + sent.count(POOL) == 3 and len(combined) + narrow == 6
@@ -120,7 +173,7 @@ def test_the_monitor_logs_join_the_combined_query_when_due_and_read_what_they_re
     a log to its next recorded frame whenever a query names it: both runs see the same frames.)"""
     sent, monitor, pool = monitor_run(fold=True)
     alone = [i for i, q in enumerate(sent) if q.startswith(MONITOR)]
-    joined = [i for i, q in enumerate(sent) if q.startswith(POOL + " union all") and MONITOR in q]
+    joined = [i for i, q in enumerate(sent) if q.startswith(COMBINED) and MONITOR in q]
     # nine batches: the monitor's at 0, 2, 4, 6 and 8 s, by itself the first time only (one
     # query a log this ProxySQL lacks, and the one that reads: the recording has two logs)
     assert len(alone) == 3 and len(joined) == 4 and max(alone) < min(joined), sent
@@ -152,7 +205,8 @@ class MonitorRefusingSession:
         if "union all" in sql:
             if MONITOR in sql:
                 raise RuntimeError("ProxySQL Admin Error: no such table: monitor.mysql_server_ping_log")
-            return Table(pool.columns, pool.rows + ((None, "Questions", "7") + (None,) * 6,))
+            concatenated = ("1",) + pool.rows[0]  # one backend: each column's one value
+            return Table(("n",) + pool.columns, (concatenated, (None, "Questions", "7") + (None,) * 7))
         if "stats_mysql_global" in sql:
             return Table(("Variable_Name", "Variable_Value"), (("Questions", "7"),))
         return pool
@@ -194,7 +248,7 @@ def test_a_refused_combined_query_leaves_two_plain_queries_from_then_on():
         session.folding.plan([header.name, pool.name])
         assert header.collect(session) == {"Questions": "7"}
         assert pool.collect(session).rows == (("10", "db1", "3306", "ONLINE"),)
-    assert [sql.startswith(POOL + " union all") for sql in session.sent] == [False, False, True, False, False, False, False]
+    assert [sql.startswith(COMBINED) for sql in session.sent] == [False, False, True, False, False, False, False]
 
 
 def test_after_a_screen_switch_the_header_and_the_pool_are_read_together(proxytop_term, proxysql_double):
@@ -210,7 +264,7 @@ def test_after_a_screen_switch_the_header_and_the_pool_are_read_together(proxyto
     start = len(proxysql_double.queries("admin"))
 
     def combined():
-        return [i for i, q in enumerate(proxysql_double.queries("admin")[start:]) if q.startswith(POOL + " union all")]
+        return [i for i, q in enumerate(proxysql_double.queries("admin")[start:]) if q.startswith(COMBINED)]
 
     term.wait_until(lambda s: len(combined()) >= 3, timeout=20, what="three combined readings")
     since = proxysql_double.queries("admin")[start:][combined()[0]:]
