@@ -1,6 +1,5 @@
-"""One query for the readings every refresh of ConnPool takes: the header's rows of
-stats_mysql_global and stats_mysql_connection_pool (each side's, on ProxySQL 3.x), and every
-other second the new rows of the monitor logs.
+"""One query for the two readings every refresh of ConnPool takes: the header's rows of
+stats_mysql_global and stats_mysql_connection_pool (each side's, on ProxySQL 3.x).
 
 Each query to the admin interface has a fixed cost in proxytop (PyMySQL's sending, reading and
 decoding, the column definitions, the thread's wake-up) about as large as decoding a dozen
@@ -25,13 +24,9 @@ The union needs the pool's columns (their names and number differ between versio
 connection's first pool reading is a plain ``select *``, and the readings after it are
 combined. A ProxySQL that refuses the combined query gets the two plain queries from then on.
 
-The monitor logs' query (collectors.monitor: seven columns, its own ORDER BY and LIMIT) joins
-as a third part when it is due in the same batch, after the monitor has read once by itself on
-this connection (which of its logs this ProxySQL has and this user may read is learnt then):
-``union all select null, null, * [, null ...] from (<its query>)``. The admin interface runs
-both parts on a database that has the monitor schema attached (the admin user's and the stats
-user's alike). A combined query refused with the monitor's part is sent without it from then
-on, and the monitor reads by itself again.
+The monitor logs, due every other second, keep their own query: joined to this one as a third
+part, the worker's readings cost more CPU in the running program, not less (720 µs a second
+against 650: the monitor's rows padded to the pool's width).
 
 The reading served from the other's query is stamped with the time that query started (the
 engine takes ``served_at``): its rates span the same interval as if it had been read itself.
@@ -46,7 +41,6 @@ from proxytop.collectors.base import Table
 
 POOL_SUFFIX = "_connection_pool"
 GLOBAL_SUFFIX = "_global"
-MONITOR_COLUMNS = ("kind", "hostname", "port", "time_start_us", "success_us", "error", "value")  # monitor_query's
 
 
 def partner_table(table: str) -> str:
@@ -60,10 +54,9 @@ def partner_table(table: str) -> str:
     return table[: -len(POOL_SUFFIX)] + GLOBAL_SUFFIX
 
 
-def combined_sql(pool_table: str, pool_names: Sequence[str], header, monitor_sql: Optional[str] = None) -> str:
+def combined_sql(pool_table: str, pool_names: Sequence[str], header) -> str:
     """The pool's rows as one row (how many, then each column's values joined by commas), then
-    the header's rows padded to its width, then (with ``monitor_sql``) the monitor logs' rows
-    after two NULLs, padded the same way.
+    the header's rows padded to its width.
 
     >>> from proxytop.collectors.proxysql import HeaderStatus
     >>> sql = combined_sql("stats_mysql_connection_pool", ("hostgroup", "srv_host", "status"), HeaderStatus())
@@ -71,46 +64,32 @@ def combined_sql(pool_table: str, pool_names: Sequence[str], header, monitor_sql
     'select count(*), group_concat("hostgroup"), group_concat("srv_host"), group_concat("status") from stats_mysql_connection_pool union all select null, Variable_Name, Variable_Value, null'
     >>> sql.endswith(HeaderStatus().sql()[len("select * from stats_mysql_global"):])
     True
-    >>> combined_sql("stats_mysql_connection_pool", ("c",) * 9, HeaderStatus(), "select 1")[-52:]
-    'union all select null, null, *, null from (select 1)'
     """
     narrow = header.sql()
     where = narrow[narrow.index(header.table) + len(header.table):]
     width = 1 + len(pool_names)
     concatenated = ", ".join(f'group_concat("{name}")' for name in pool_names)
-    sql = (f"select count(*), {concatenated} from {pool_table} union all "
-           f"select null, Variable_Name, Variable_Value{', null' * (width - 3)} from {header.table}{where}")
-    if monitor_sql is not None:
-        sql += f" union all select null, null, *{', null' * (width - 2 - len(MONITOR_COLUMNS))} from ({monitor_sql})"
-    return sql
+    return (f"select count(*), {concatenated} from {pool_table} union all "
+            f"select null, Variable_Name, Variable_Value{', null' * (width - 3)} from {header.table}{where}")
 
 
-def split(table: Table, pool_names: Sequence[str]) -> Tuple[Optional[Table], Dict[str, str], Table]:
+def split(table: Table, pool_names: Sequence[str]) -> Tuple[Optional[Table], Dict[str, str]]:
     """The combined result as the pool's Table (None when a value is missing: group_concat
-    leaves NULLs out), the header's {Variable_Name: Variable_Value} and the monitor logs' Table
-    (its rows in the order its query gives them: ProxySQL's clock first, then the oldest).
+    leaves NULLs out) and the header's {Variable_Name: Variable_Value}.
 
     >>> t = Table(("n", "a", "b", "c"), (("2", "10,20", "db1,db2", "3306,3307"), (None, "Questions", "42", None)))
-    >>> split(t, ("hostgroup", "srv_host", "srv_port"))[:2]
+    >>> split(t, ("hostgroup", "srv_host", "srv_port"))
     (Table(columns=('hostgroup', 'srv_host', 'srv_port'), rows=(('10', 'db1', '3306'), ('20', 'db2', '3307'))), {'Questions': '42'})
     >>> split(Table(("n", "a"), (("2", "10"),)), ("hostgroup",))[0] is None
     True
-    >>> t = Table(("n", "b") + MONITOR_COLUMNS, ((None, None, "ping", "db1", "3306", "9", "5", None, None),
-    ...                                          (None, None, "now", None, None, "8", None, None, None)))
-    >>> [row[:4] for row in split(t, ("c",) * 8)[2].rows]
-    [('now', None, None, '8'), ('ping', 'db1', '3306', '9')]
     """
     pool = None
     for row in table.rows:
         if row[0] is not None:
             pool = _unconcatenated(row, pool_names)
             break
-    header = {row[1]: row[2] for row in table.rows if row[0] is None and row[1] is not None}
-    end = 2 + len(MONITOR_COLUMNS)
-    logs = [row[2:end] for row in table.rows if row[0] is None and row[1] is None]
-    # as the monitor's own query orders them, whatever order the union gives the subquery's rows
-    logs.sort(key=lambda row: (row[0] != "now", _whole(row[3])))
-    return pool, header, Table(MONITOR_COLUMNS, tuple(logs))
+    header = {row[1]: row[2] for row in table.rows if row[0] is None}
+    return pool, header
 
 
 def _unconcatenated(row: tuple, names: Sequence[str]) -> Optional[Table]:
@@ -136,18 +115,16 @@ def _whole(value) -> int:
 
 
 class Folding:
-    """What a connection knows for combining the readings: which collectors are due in the
-    batch being run (told by the engine, :meth:`plan`), the parts kept for the others, the
-    pool's columns, and the collectors seen (each finds its partners here)."""
+    """What a connection knows for combining the two readings: which collectors are due in the
+    batch being run (told by the engine, :meth:`plan`), the part kept for the second one, the
+    pool's columns, and the collectors seen (each finds its partner here)."""
 
     def __init__(self):
         self.due = frozenset()  # names of the collectors due in this batch
         self.kept: Dict[str, Tuple[object, float, float]] = {}  # name -> (data, started, started wall)
         self.pool_columns: Dict[str, Tuple[str, ...]] = {}  # pool table -> its columns' names
         self.collectors: Dict[str, object] = {}  # table -> the collector that reads it this way
-        self.monitors: Dict[str, object] = {}  # pool table -> the monitor logs' collector of its side
         self.refused = False  # the ProxySQL refused the combined query: two queries from now on
-        self.monitor_refused = False  # ... or refused it with the monitor's part: without it from now on
         self.clock = time.monotonic  # the engine's
 
     def plan(self, due, clock=time.monotonic) -> None:
@@ -156,20 +133,10 @@ class Folding:
         self.kept.clear()
         self.clock = clock
 
-    def _monitor_part(self, pool_table: str, columns: int):
-        """(the monitor collector, its query) to join the combined query, or None."""
-        monitor = self.monitors.get(pool_table)
-        if monitor is None or self.monitor_refused or monitor.name not in self.due \
-                or 1 + columns < 2 + len(MONITOR_COLUMNS):
-            return None
-        sql = monitor.fold_sql()
-        return None if sql is None else (monitor, sql)
-
 
 def read(session, collector, plain):
     """``collector``'s reading (the header's or the pool's): kept for it from its partner's
-    query in this batch, or read with its partner's when that is due too (and the monitor
-    logs' when they are due), or ``plain(session)``."""
+    query in this batch, or read with its partner's when that is due too, or ``plain(session)``."""
     folding: Optional[Folding] = getattr(session, "folding", None)
     if folding is None:
         return plain(session)
@@ -189,39 +156,15 @@ def read(session, collector, plain):
             folding.pool_columns[pool_table] = data.columns
         return data
     header = partner if is_pool else collector
-    monitor = folding._monitor_part(pool_table, len(names))
     started, wall = folding.clock(), time.time()
     try:
-        pool, rows, logs = split(session.query(combined_sql(pool_table, names, header, monitor and monitor[1])), names)
+        pool, rows = split(session.query(combined_sql(pool_table, names, header)), names)
     except Exception as exc:
         if errors.is_connection_error(exc) or errors.is_passing(exc):
             raise
-        if monitor is not None:
-            folding.monitor_refused = True  # e.g. a monitor log this user may no longer read
-        else:
-            folding.refused = True  # e.g. a ProxySQL whose admin interface has no UNION ALL
+        folding.refused = True  # e.g. a ProxySQL whose admin interface has no UNION ALL
         return read(session, collector, plain)
     if pool is None:  # a NULL in the pool (group_concat left it out): its rows read by themselves
         pool = session.query(f"select * from {pool_table}")
     folding.kept[partner.name] = (rows if is_pool else pool, started, wall)
-    if monitor is not None:
-        folding.kept[monitor[0].name] = (logs, started, wall)
     return pool if is_pool else rows
-
-
-def served(session, collector, pool_table: str) -> Optional[Table]:
-    """The monitor logs' rows for ``collector`` from the combined query of this batch, or None:
-    then the collector reads by itself, and is joined to the combined queries of later batches
-    (``collector.fold_sql()`` gives its query, or None while it can't join)."""
-    folding: Optional[Folding] = getattr(session, "folding", None)
-    if folding is None:
-        return None
-    kept = folding.kept.pop(collector.name, None)
-    folding.monitors[pool_table] = collector
-    # read by itself: a combined query later in this batch doesn't read it again
-    folding.due = folding.due - {collector.name}
-    if kept is None:
-        return None
-    data, started, wall = kept
-    collector.served_at = (started, wall)
-    return data

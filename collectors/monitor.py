@@ -14,10 +14,6 @@ newer than the last one seen, from all four logs at once (UNION ALL), plus Proxy
 minutes in the future, and a reader that trusted them would see no new rows until then. Rows
 from the future are therefore read again each time and kept only once.
 
-Every other second the monitor logs are due with the connection pool and the header: their
-query then joins those two in one (collectors.folded), once the monitor has read by itself on
-the connection.
-
 The first reading starts one minute before the newest row of each log. A log this ProxySQL
 doesn't have (older versions) or that this user may not read is left out of later readings and
 named in the snapshot, so the screen can say so in one line.
@@ -28,7 +24,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from proxytop.collectors import folded
 from proxytop.collectors.base import Collector
 from proxytop.collectors.proxysql import PROXYSQL
 
@@ -155,38 +150,11 @@ class MonitorLogs(Collector):
         self._servers: Dict[str, ServerMonitor] = {}
         self._future: Set[Tuple] = set()  # rows stamped after ProxySQL's clock, already kept
         self._session = None
-        self._read_by_itself = False  # on this connection: which logs it has is known
-
-    @property
-    def pool_table(self) -> str:
-        """The connection pool of this collector's side, whose query this one may join.
-
-        >>> MonitorLogs().pool_table
-        'stats_mysql_connection_pool'
-        """
-        side = self.logs[0].table.split("_", 1)[0] if self.logs else "mysql"
-        return f"stats_{side}_connection_pool"
-
-    def fold_sql(self) -> Optional[str]:
-        """This reading's query, for the combined query of its batch (collectors.folded); None
-        until the collector has read by itself on the connection, or when it reads no log."""
-        logs = [log for log in self.logs if log.kind not in self._unavailable]
-        if not self._read_by_itself or not logs:
-            return None
-        return monitor_query(logs, self._after)
 
     def collect(self, session) -> MonitorReadings:
         if session is not self._session:  # a new connection (maybe a restarted ProxySQL): start over
             self.reset()
             self._session = session
-        table = folded.served(session, self, self.pool_table)
-        if table is not None:
-            return self._absorb(table.columns, table.rows)
-        readings = self._read(session)
-        self._read_by_itself = True
-        return readings
-
-    def _read(self, session) -> MonitorReadings:
         for _attempt in range(len(self.logs) + 1):
             logs = [log for log in self.logs if log.kind not in self._unavailable]
             if not logs:

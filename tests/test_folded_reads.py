@@ -14,7 +14,6 @@ import pytest
 
 from proxytop.collectors import folded
 from proxytop.collectors.base import Table
-from proxytop.collectors.monitor import MonitorLogs
 from proxytop.collectors.proxysql import ConnectionPool, HeaderStatus
 from proxytop.ui import view
 from tests.benchmark import Stepper
@@ -22,7 +21,6 @@ from tests.proxysql_double import ProxySQLDouble, Recording
 
 POOL = "select * from stats_mysql_connection_pool"
 COMBINED = "select count(*), group_concat(\"hostgroup\")"  # the pool's part of a combined query
-MONITOR = "select * from (select 'now' as kind"  # the monitor logs' query (collectors.monitor.monitor_query)
 
 
 def counting(column_name, key_column, key, step):
@@ -93,7 +91,7 @@ def test_the_pool_read_in_one_concatenated_row_is_the_table_select_star_gives():
         stepper.connect()
         for _ in range(3):
             stepper.cycle()
-        assert double.queries("admin")[-1].startswith(COMBINED)
+        assert sum(q.startswith(COMBINED) for q in double.queries("admin")) == 2  # the batches after the first
         pool = stepper.engine.latest(ConnectionPool.name).data
         assert pool == stepper.handles["proxysql"].query(POOL) and len(pool.rows) == 3
     finally:
@@ -145,85 +143,6 @@ def test_the_pool_alone_is_read_plainly_when_the_header_is_not_due(counted_doubl
         assert len(combined) == 2
     finally:
         stepper.close()
-
-
-def monitor_run(fold: bool):
-    """Nine batches of ConnPool on a double of its own: the queries sent and the monitor's
-    latest snapshot and the pool's, with the readings combined or (``fold`` False) all plain."""
-    double = ProxySQLDouble(recording=Recording.load("2.7"))
-    double.start()
-    stepper = Stepper(["-P", str(double.port), "--screen", "connpool", "-d", "1", "--no-discover"])
-    try:
-        stepper.connect()
-        if not fold:
-            stepper.handles["proxysql"].folding.refused = True
-        for _ in range(9):
-            stepper.cycle()
-        engine = stepper.engine
-        return double.queries("admin"), engine.latest(MonitorLogs.name), engine.latest(ConnectionPool.name)
-    finally:
-        stepper.close()
-        double.stop()
-
-
-def test_the_monitor_logs_join_the_combined_query_when_due_and_read_what_they_read_alone():
-    """Every other second the monitor logs are due with the pool and the header: after one
-    reading by itself (which logs this ProxySQL has), the monitor's query is the third part of
-    the combined one, and the monitor keeps what it keeps reading by itself. (The double moves
-    a log to its next recorded frame whenever a query names it: both runs see the same frames.)"""
-    sent, monitor, pool = monitor_run(fold=True)
-    alone = [i for i, q in enumerate(sent) if q.startswith(MONITOR)]
-    joined = [i for i, q in enumerate(sent) if q.startswith(COMBINED) and MONITOR in q]
-    # nine batches: the monitor's at 0, 2, 4, 6 and 8 s, by itself the first time only (one
-    # query a log this ProxySQL lacks, and the one that reads: the recording has two logs)
-    assert len(alone) == 3 and len(joined) == 4 and max(alone) < min(joined), sent
-    assert monitor.taken_at == pool.taken_at  # stamped with the query that read it
-    assert monitor.data.server_now_us is not None
-
-    plain_sent, plain, _pool = monitor_run(fold=False)
-    assert len([q for q in plain_sent if q.startswith(MONITOR)]) == 7
-    assert monitor.data.servers and monitor.data.servers == plain.data.servers
-    assert (monitor.data.unavailable, monitor.data.new_rows) == (plain.data.unavailable, plain.data.new_rows)
-    assert monitor.data.new_rows > 0
-
-
-class MonitorRefusingSession:
-    """A connection whose ProxySQL answers the pool and header's combined query, but refuses it
-    with the monitor's part."""
-
-    def __init__(self):
-        self.folding = folded.Folding()
-        self.sent = []
-
-    def query(self, sql):
-        self.sent.append(sql)
-        pool = Table(("hostgroup", "srv_host", "srv_port", "status", "ConnUsed", "ConnFree", "ConnOK", "ConnERR", "Queries"),
-                     (("10", "db1", "3306", "ONLINE", "1", "2", "3", "0", "9"),))
-        if sql.startswith(MONITOR):
-            return Table(folded.MONITOR_COLUMNS, (("now", None, None, "5000000", None, None, None),
-                                                   ("ping", "db1", "3306", "4000000", "120", None, None)))
-        if "union all" in sql:
-            if MONITOR in sql:
-                raise RuntimeError("ProxySQL Admin Error: no such table: monitor.mysql_server_ping_log")
-            concatenated = ("1",) + pool.rows[0]  # one backend: each column's one value
-            return Table(("n",) + pool.columns, (concatenated, (None, "Questions", "7") + (None,) * 7))
-        if "stats_mysql_global" in sql:
-            return Table(("Variable_Name", "Variable_Value"), (("Questions", "7"),))
-        return pool
-
-
-def test_a_combined_query_refused_with_the_monitor_part_is_sent_without_it_from_then_on():
-    session, header, pool, monitor = MonitorRefusingSession(), HeaderStatus(), ConnectionPool(), MonitorLogs()
-    for _ in range(3):
-        session.folding.plan([header.name, pool.name, monitor.name])
-        assert header.collect(session) == {"Questions": "7"}
-        assert pool.collect(session).rows[0][:3] == ("10", "db1", "3306")
-        assert monitor.collect(session).servers["db1:3306"].ping[-1][:2] == (4000000, 120)
-    kinds = ["monitor" if q.startswith(MONITOR) else "three" if MONITOR in q else "two" if "union all" in q
-             else "plain" for q in session.sent]
-    # batch 1: two plain readings and the monitor's by itself; batch 2: the three refused, then
-    # two combined and the monitor by itself; batch 3: the same without asking again
-    assert kinds == ["plain", "plain", "monitor", "three", "two", "monitor", "two", "monitor"]
 
 
 class RefusingSession:
