@@ -7,6 +7,7 @@ numbers: Questions grows by 1,000 and one backend's Queries by 500 per reading o
 """
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 
@@ -75,8 +76,25 @@ def test_one_query_serves_the_header_and_the_pool_with_the_same_figures(counted_
         stepper.close()
 
 
-def test_the_pool_read_in_one_concatenated_row_is_the_table_select_star_gives():
+@contextlib.contextmanager
+def connpool_after_three_batches(transform):
+    """(the double, the stepper) of ConnPool three batches in, the double's pool answering
+    through ``transform``."""
     double = ProxySQLDouble(recording=Recording.load("2.7"))
+    double.transforms["stats_mysql_connection_pool"] = transform
+    double.start()
+    stepper = Stepper(["-P", str(double.port), "--screen", "connpool", "-d", "1", "--no-discover"])
+    try:
+        stepper.connect()
+        for _ in range(3):
+            stepper.cycle()
+        yield double, stepper
+    finally:
+        stepper.close()
+        double.stop()
+
+
+def test_the_pool_read_in_one_concatenated_row_is_the_table_select_star_gives():
     first = []
 
     def frozen(columns, rows):  # every reading answers the first frame: the two reads compare
@@ -84,47 +102,27 @@ def test_the_pool_read_in_one_concatenated_row_is_the_table_select_star_gives():
             first.append((columns, [list(r) for r in rows]))
         return first[0]
 
-    double.transforms["stats_mysql_connection_pool"] = frozen
-    double.start()
-    stepper = Stepper(["-P", str(double.port), "--screen", "connpool", "-d", "1", "--no-discover"])
-    try:
-        stepper.connect()
-        for _ in range(3):
-            stepper.cycle()
+    with connpool_after_three_batches(frozen) as (double, stepper):
         assert sum(q.startswith(COMBINED) for q in double.queries("admin")) == 2  # the batches after the first
         pool = stepper.engine.latest(ConnectionPool.name).data
         assert pool == stepper.handles["proxysql"].query(POOL) and len(pool.rows) == 3
-    finally:
-        stepper.close()
-        double.stop()
 
 
 def test_a_null_in_the_pool_has_it_read_by_itself_for_that_reading():
     """group_concat leaves a NULL out, and the columns' values would no longer line up: the
     pool is read by itself in that batch, and its rows are the plain query's."""
-    double = ProxySQLDouble(recording=Recording.load("2.7"))
-
     def null_latency(columns, rows):
         rows = [list(r) for r in rows]
         rows[1][columns.index("Latency_us")] = None
         return columns, rows
 
-    double.transforms["stats_mysql_connection_pool"] = null_latency
-    double.start()
-    stepper = Stepper(["-P", str(double.port), "--screen", "connpool", "-d", "1", "--no-discover"])
-    try:
-        stepper.connect()
-        for _ in range(3):
-            stepper.cycle()
+    with connpool_after_three_batches(null_latency) as (double, stepper):
         sent = double.queries("admin")
         combined = [i for i, q in enumerate(sent) if q.startswith(COMBINED)]
         assert len(combined) == 2 and all(sent[i + 1] == POOL for i in combined), sent
         pool = stepper.engine.latest(ConnectionPool.name).data
         assert pool.rows[1][pool.columns.index("Latency_us")] is None and len(pool.rows) == 3
         assert pool.columns == stepper.handles["proxysql"].query(POOL).columns
-    finally:
-        stepper.close()
-        double.stop()
 
 
 def test_the_pool_alone_is_read_plainly_when_the_header_is_not_due(counted_double):
