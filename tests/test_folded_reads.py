@@ -11,6 +11,7 @@ import contextlib
 import re
 import time
 
+import pymysql
 import pytest
 
 from proxytop.collectors import folded
@@ -166,6 +167,36 @@ def test_a_refused_combined_query_leaves_two_plain_queries_from_then_on():
         assert header.collect(session) == {"Questions": "7"}
         assert pool.collect(session).rows == (("10", "db1", "3306", "ONLINE"),)
     assert [sql.startswith(COMBINED) for sql in session.sent] == [False, False, True, False, False, False, False]
+
+
+class LockedOnceSession(RefusingSession):
+    """A ProxySQL whose admin database is locked for the first combined query only."""
+
+    def query(self, sql):
+        if sql.startswith(COMBINED) and not any(q.startswith(COMBINED) for q in self.sent):
+            self.sent.append(sql)
+            raise pymysql.err.OperationalError(1205, "database is locked")
+        if sql.startswith(COMBINED):
+            self.sent.append(sql)
+            return Table(("n", "a", "b", "c", "d"), (("1", "10", "db1", "3306", "ONLINE"), (None, "Questions", "7", None, None)))
+        return super().query(sql)
+
+
+def test_a_locked_admin_database_fails_the_reading_and_keeps_the_combined_query():
+    """"database is locked" (1205) says nothing of the query: that reading fails as any
+    reading does, and the next batch combines the two again."""
+    session, header, pool = LockedOnceSession(), HeaderStatus(), ConnectionPool()
+    session.folding.plan([header.name, pool.name])
+    header.collect(session), pool.collect(session)  # the first batch: plain, the pool's columns learnt
+    session.folding.plan([header.name, pool.name])
+    with pytest.raises(pymysql.err.OperationalError):
+        header.collect(session)
+    for _ in range(2):
+        session.folding.plan([header.name, pool.name])
+        assert header.collect(session) == {"Questions": "7"}
+        assert pool.collect(session).rows == (("10", "db1", "3306", "ONLINE"),)
+    assert not session.folding.refused
+    assert [sql.startswith(COMBINED) for sql in session.sent] == [False, False, True, True, True]
 
 
 def test_after_a_screen_switch_the_header_and_the_pool_are_read_together(proxytop_term, proxysql_double):
