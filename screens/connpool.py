@@ -19,7 +19,7 @@ from proxytop.collectors.monitor import MonitorLogs, MonitorReadings
 from proxytop.collectors.proxysql import ConnectionPool, RuntimeServers
 from proxytop.collectors.sides import twin_name
 from proxytop.metrics import health, units
-from proxytop.metrics.rates import rate, to_number, whole_numbers
+from proxytop.metrics.rates import rate, to_number, to_numbers
 from proxytop.metrics.sides import MYSQL, PGSQL, Side, pgsql_problem
 from proxytop.screens.base import DataView, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
@@ -144,20 +144,14 @@ def pool_values(snapshot) -> Dict[Tuple[str, str, str], Tuple]:
 
         hostgroups, hosts, ports = (column(name) for name in _KEY_FIELDS)
         keys = zip(map(str, hostgroups), map(str, hosts), map(str, ports))
-        hostgroup, used, free, max_used, micros, millis = (_numbers(column(name)) for name in _GAUGES)
+        hostgroup, used, free, max_used, micros, millis = (to_numbers(column(name)) for name in _GAUGES)
         # Latency_us (2.x), else Latency_ms (before 1.3.3)
         latency = [ms if raw is None else (None if us is None else us / 1000.0)
                    for raw, us, ms in zip(column("Latency_us"), micros, millis)]
-        counts = zip(*(_numbers(column(name)) for name in COUNTERS))
+        counts = zip(*(to_numbers(column(name)) for name in COUNTERS))
         return dict(zip(keys, zip(hosts, ports, column("status"), hostgroup, used, free, max_used, latency, counts)))
 
     return _remember(snapshot, "values", build)
-
-
-def _numbers(values) -> List:
-    """to_number of each value: in one pass in C when all are texts of whole numbers."""
-    numbers = whole_numbers(values)
-    return numbers if numbers is not None else list(map(to_number, values))
 
 
 def counters_by_key(snapshot) -> Dict[Tuple[str, str, str], Tuple]:

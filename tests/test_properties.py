@@ -340,10 +340,12 @@ _id_or_count = st.one_of(st.integers(min_value=0, max_value=10**12).map(str),
 @given(st.lists(_id_or_count, max_size=8))
 def test_whole_numbers_are_what_to_number_reads(values):
     """The one-pass ints of QueryRules' ids and hits are to_number's, or the general path is taken."""
-    from proxytop.metrics.rates import to_number, whole_numbers
+    from proxytop.metrics.rates import counter_total, to_number, to_numbers, whole_numbers
 
     numbers = whole_numbers(values)
     assert numbers is None or (numbers == [to_number(v) for v in values] and all(type(n) is int for n in numbers))
+    assert to_numbers(values) == [to_number(v) for v in values]
+    assert counter_total(values) == sum(to_number(v) or 0 for v in values)
     if all(isinstance(v, str) and v.isascii() and v.isdigit() for v in values):
         assert numbers is not None  # the usual case takes the fast path
 

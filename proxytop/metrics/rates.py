@@ -67,6 +67,16 @@ def whole_numbers(values: Sequence[Any]) -> Optional[List[int]]:
 _TEXT = frozenset((str,))
 
 
+def to_numbers(values: Sequence[Any]) -> List[Any]:
+    """to_number of each value: in one pass in C when all are texts of whole numbers.
+
+    >>> to_numbers(["12", "7"]), to_numbers(["12", None, "1.5", "x"])
+    ([12, 7], [12, None, 1.5, None])
+    """
+    numbers = whole_numbers(values)
+    return numbers if numbers is not None else list(map(to_number, values))
+
+
 def counter_total(values: Sequence[Any]) -> Any:
     """The sum of the counters ``values`` (one that is not a number counts 0): what tells two
     readings of a table of counters apart (SteadyPair's key).
@@ -74,8 +84,7 @@ def counter_total(values: Sequence[Any]) -> Any:
     >>> counter_total(["10", "2"]), counter_total(["10", None, "2.5"])
     (12, 12.5)
     """
-    numbers = whole_numbers(values)
-    return sum(numbers) if numbers is not None else sum(to_number(value) or 0 for value in values)
+    return sum(filter(None, to_numbers(values)))
 
 
 def _float(text: str) -> Optional[float]:
