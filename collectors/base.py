@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,32 @@ class Table:
 
     def has(self, column: str) -> bool:
         return column in self.columns
+
+
+def unconcatenated(names: Sequence[str], count: Any, joined: Sequence[Optional[str]]) -> Optional[Table]:
+    """A table ProxySQL sent as one row: ``count`` rows, and each column's values joined by
+    commas (``group_concat``), split here in C instead of a row packet decoded per row. None when
+    ``count`` is no number or a column has another number of values (group_concat leaves NULLs
+    out): then the table is read plainly.
+
+    >>> unconcatenated(("id", "hits"), "2", ("1,2", "10,0"))
+    Table(columns=('id', 'hits'), rows=(('1', '10'), ('2', '0')))
+    >>> unconcatenated(("id",), "0", (None,)).rows, unconcatenated(("id", "hits"), "2", ("1,2", "10"))
+    ((), None)
+    """
+    try:
+        count = int(count)
+    except (TypeError, ValueError):
+        return None
+    if count == 0:
+        return Table(tuple(names), ())
+    columns = []
+    for text in joined:
+        values = text.split(",") if text is not None else ()
+        if len(values) != count:
+            return None
+        columns.append(values)
+    return Table(tuple(names), tuple(zip(*columns)))
 
 
 class CollectorError(Exception):

@@ -37,7 +37,7 @@ import time
 from typing import Dict, Optional, Sequence, Tuple
 
 from proxytop import errors
-from proxytop.collectors.base import Table
+from proxytop.collectors.base import Table, unconcatenated
 
 POOL_SUFFIX = "_connection_pool"
 GLOBAL_SUFFIX = "_global"
@@ -86,32 +86,10 @@ def split(table: Table, pool_names: Sequence[str]) -> Tuple[Optional[Table], Dic
     pool = None
     for row in table.rows:
         if row[0] is not None:
-            pool = _unconcatenated(row, pool_names)
+            pool = unconcatenated(pool_names, row[0], row[1:1 + len(pool_names)])
             break
     header = {row[1]: row[2] for row in table.rows if row[0] is None}
     return pool, header
-
-
-def _unconcatenated(row: tuple, names: Sequence[str]) -> Optional[Table]:
-    """The pool's rows from its one concatenated row: split in C, none decoded one by one (a
-    dozen rows of fourteen values every second); None when a column has fewer values than rows."""
-    count = _whole(row[0])
-    if count == 0:
-        return Table(tuple(names), ())
-    columns = []
-    for joined in row[1:1 + len(names)]:
-        values = joined.split(",") if joined is not None else ()
-        if len(values) != count:
-            return None
-        columns.append(values)
-    return Table(tuple(names), tuple(zip(*columns)))
-
-
-def _whole(value) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
 
 
 class Folding:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
 from proxytop import errors
-from proxytop.collectors.base import Collector, Table
+from proxytop.collectors.base import Collector, Table, unconcatenated
 from proxytop.collectors.proxysql import PROXYSQL, GlobalStatus, HeaderStatus, TableCollector
 from proxytop.metrics.rates import RATE_WINDOW
 from proxytop.polling.columns import ColumnsTable
@@ -131,18 +131,7 @@ def split_concatenated(table: Table) -> Optional[Table]:
     if len(table.rows) != 1 or len(table.rows[0]) != 3:
         return None
     ids, hits, count = table.rows[0]
-    try:
-        count = int(count)
-    except (TypeError, ValueError):
-        return None
-    if count == 0:
-        return Table(("rule_id", "hits"), ())
-    if ids is None or hits is None:
-        return None
-    ids, hits = ids.split(","), hits.split(",")
-    if len(ids) != count or len(hits) != count:
-        return None
-    return Table(("rule_id", "hits"), tuple(zip(ids, hits)))
+    return unconcatenated(("rule_id", "hits"), count, (ids, hits))
 
 
 class RuntimeQueryRules(TableCollector):

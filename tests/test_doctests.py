@@ -17,6 +17,7 @@ MODULES = [
     "proxytop.polling.columns",
     "proxytop.collectors.proxysql_stats",
     "proxytop.collectors.folded",
+    "proxytop.collectors.base",
     "proxytop.collectors.baseline_file",
     # the drawing path and the InnoDB fleet: cell texts kept by value, segments joined into
     # runs, INNODB_METRICS' select list, the fleet's pace
