@@ -8,17 +8,19 @@ sends ::
 
     select count(*), group_concat("hostgroup"), group_concat("srv_host"), ...
     from stats_mysql_connection_pool
-    union all select null, Variable_Name, Variable_Value, null, ... from stats_mysql_global
-    where Variable_Name in (...)
+    union all select null, group_concat(Variable_Name), group_concat(Variable_Value), count(*),
+    null, ... from stats_mysql_global where Variable_Name in (...)
 
 and keeps the other's part for it (:func:`read`). ProxySQL refreshes every stats table whose
 name the query text has (ProxySQL_Admin::GenericRefreshStatistics tests each name in turn), so
 both tables are as fresh as with two queries, and ProxySQL answers one query instead of two.
 The pool comes as one row: how many backends, then each column's values joined by commas
 (no value of the pool has one), split here in C instead of a dozen row packets of fourteen
-values decoded one by one; its count is never NULL, the header's rows start with NULL. A
-column with fewer values than backends (group_concat leaves NULLs out) has the pool read by
-itself for that reading.
+values decoded one by one; its count is never NULL. The header's seven rows come as one row
+too, which starts with NULL: the names and the values joined, then how many (seven rows
+padded to the pool's width were half of what the answer cost to read). A column with fewer
+values than its count (group_concat leaves NULLs out, a value with a comma) has that table
+read by itself for that reading.
 
 The union needs the pool's columns (their names and number differ between versions): a
 connection's first pool reading is a plain ``select *``, and the readings after it are
@@ -54,14 +56,18 @@ def partner_table(table: str) -> str:
     return table[: -len(POOL_SUFFIX)] + GLOBAL_SUFFIX
 
 
+MIN_POOL_COLUMNS = 3  # the header's row takes four columns: NULL, the names, the values, how many
+
+
 def combined_sql(pool_table: str, pool_names: Sequence[str], header) -> str:
     """The pool's rows as one row (how many, then each column's values joined by commas), then
-    the header's rows padded to its width.
+    the header's rows as one row of the pool's width (NULL, the names and the values joined,
+    how many), with ``MIN_POOL_COLUMNS`` or more pool columns.
 
     >>> from proxytop.collectors.proxysql import HeaderStatus
     >>> sql = combined_sql("stats_mysql_connection_pool", ("hostgroup", "srv_host", "status"), HeaderStatus())
     >>> sql[:sql.index(" from stats_mysql_global")]
-    'select count(*), group_concat("hostgroup"), group_concat("srv_host"), group_concat("status") from stats_mysql_connection_pool union all select null, Variable_Name, Variable_Value, null'
+    'select count(*), group_concat("hostgroup"), group_concat("srv_host"), group_concat("status") from stats_mysql_connection_pool union all select null, group_concat(Variable_Name), group_concat(Variable_Value), count(*)'
     >>> sql.endswith(HeaderStatus().sql()[len("select * from stats_mysql_global"):])
     True
     """
@@ -70,25 +76,32 @@ def combined_sql(pool_table: str, pool_names: Sequence[str], header) -> str:
     width = 1 + len(pool_names)
     concatenated = ", ".join(f'group_concat("{name}")' for name in pool_names)
     return (f"select count(*), {concatenated} from {pool_table} union all "
-            f"select null, Variable_Name, Variable_Value{', null' * (width - 3)} from {header.table}{where}")
+            f"select null, group_concat(Variable_Name), group_concat(Variable_Value), count(*)"
+            f"{', null' * (width - 4)} from {header.table}{where}")
 
 
-def split(table: Table, pool_names: Sequence[str]) -> Tuple[Optional[Table], Dict[str, str]]:
-    """The combined result as the pool's Table (None when a value is missing: group_concat
-    leaves NULLs out) and the header's {Variable_Name: Variable_Value}.
+HEADER_COLUMNS = ("Variable_Name", "Variable_Value")
 
-    >>> t = Table(("n", "a", "b", "c"), (("2", "10,20", "db1,db2", "3306,3307"), (None, "Questions", "42", None)))
+
+def split(table: Table, pool_names: Sequence[str]) -> Tuple[Optional[Table], Optional[Dict[str, str]]]:
+    """The combined result as the pool's Table and the header's {Variable_Name: Variable_Value},
+    each None when its values don't line up with its count (group_concat leaves NULLs out; a
+    header's value may have a comma): that one is then read plainly.
+
+    >>> t = Table(("n", "a", "b", "c"), (("2", "10,20", "db1,db2", "3306,3307"),
+    ...                                  (None, "Questions,Active_Transactions", "42,3", "2")))
     >>> split(t, ("hostgroup", "srv_host", "srv_port"))
-    (Table(columns=('hostgroup', 'srv_host', 'srv_port'), rows=(('10', 'db1', '3306'), ('20', 'db2', '3307'))), {'Questions': '42'})
-    >>> split(Table(("n", "a"), (("2", "10"),)), ("hostgroup",))[0] is None
-    True
+    (Table(columns=('hostgroup', 'srv_host', 'srv_port'), rows=(('10', 'db1', '3306'), ('20', 'db2', '3307'))), {'Questions': '42', 'Active_Transactions': '3'})
+    >>> split(Table(("n", "a", "b", "c"), (("2", "10", None, None), (None, "Questions", "4,2", "1"))), ("hostgroup",))
+    (None, None)
     """
-    pool = None
+    pool = header = None
     for row in table.rows:
         if row[0] is not None:
             pool = unconcatenated(pool_names, row[0], row[1:1 + len(pool_names)])
-            break
-    header = {row[1]: row[2] for row in table.rows if row[0] is None}
+        else:
+            variables = unconcatenated(HEADER_COLUMNS, row[3], row[1:3])
+            header = dict(variables.rows) if variables is not None else None
     return pool, header
 
 
@@ -128,7 +141,7 @@ def read(session, collector, plain):
     is_pool = collector.table.endswith(POOL_SUFFIX)
     pool_table = collector.table if is_pool else partner_table(collector.table)
     names = folding.pool_columns.get(pool_table, ())
-    if folding.refused or partner is None or partner.name not in folding.due or len(names) < 2:
+    if folding.refused or partner is None or partner.name not in folding.due or len(names) < MIN_POOL_COLUMNS:
         data = plain(session)
         if is_pool and isinstance(data, Table):
             folding.pool_columns[pool_table] = data.columns
@@ -144,5 +157,7 @@ def read(session, collector, plain):
         return read(session, collector, plain)
     if pool is None:  # a NULL in the pool (group_concat left it out): its rows read by themselves
         pool = session.query(f"select * from {pool_table}")
+    if rows is None:  # a header's value with a comma, or NULL: its rows read by themselves
+        rows = header.read_plainly(session)
     folding.kept[partner.name] = (rows if is_pool else pool, started, wall)
     return pool if is_pool else rows

@@ -39,6 +39,11 @@ class GlobalStatus(Collector):
     history = 2 + int(RATE_WINDOW / min_interval)  # rates span RATE_WINDOW seconds of readings
 
     def collect(self, session) -> Dict[str, str]:
+        return self.read_plainly(session)
+
+    def read_plainly(self, session) -> Dict[str, str]:
+        """The rows of :meth:`sql` by themselves (the header's, when not read with the pool's:
+        collectors.folded)."""
         table = session.query(self.sql())
         name_at = table.columns.index("Variable_Name")
         value_at = table.columns.index("Variable_Value")
@@ -69,7 +74,7 @@ class HeaderStatus(GlobalStatus):
 
     def collect(self, session) -> Dict[str, str]:
         # with the connection pool's reading when that is due too (collectors.folded)
-        return folded.read(session, self, super().collect)
+        return folded.read(session, self, self.read_plainly)
 
     def sql(self) -> str:
         """

@@ -126,6 +126,39 @@ def test_a_null_in_the_pool_has_it_read_by_itself_for_that_reading():
         assert pool.columns == stepper.handles["proxysql"].query(POOL).columns
 
 
+@pytest.mark.parametrize("odd_value", ["1,5", None])
+def test_a_header_value_that_does_not_split_has_the_header_read_by_itself(odd_value):
+    """The header's values come joined by commas too: one with a comma (or a NULL, which
+    group_concat leaves out) would shift the values after it, so the header's rows are read by
+    themselves in that batch, and the header is what the plain query gives."""
+    def odd(columns, rows):
+        rows = [list(r) for r in rows]
+        name_at, value_at = columns.index("Variable_Name"), columns.index("Variable_Value")
+        for row in rows:
+            if row[name_at] == "Active_Transactions":
+                row[value_at] = odd_value
+        return columns, rows
+
+    double = ProxySQLDouble(recording=Recording.load("2.7"))
+    double.transforms["stats_mysql_global"] = odd
+    double.start()
+    stepper = Stepper(["-P", str(double.port), "--screen", "connpool", "-d", "1", "--no-discover"])
+    try:
+        stepper.connect()
+        for _ in range(3):
+            stepper.cycle()
+        sent = double.queries("admin")
+        combined = [i for i, q in enumerate(sent) if q.startswith(COMBINED)]
+        assert len(combined) == 2 and all(sent[i + 1] == HeaderStatus().sql() for i in combined), sent
+        header = stepper.engine.latest(HeaderStatus.name).data
+        assert set(header) == set(HeaderStatus.variables) and header["Active_Transactions"] == odd_value
+        assert header["Questions"].isdigit()
+        assert len(stepper.engine.latest(ConnectionPool.name).data.rows) == 3  # the pool from the combined query
+    finally:
+        stepper.close()
+        double.stop()
+
+
 def test_the_pool_alone_is_read_plainly_when_the_header_is_not_due(counted_double):
     """On a screen that doesn't show the pool, the header alarm reads it every 2 s while the
     header reads every second: the header's query never carries the pool when it isn't due."""
@@ -178,7 +211,7 @@ class LockedOnceSession(RefusingSession):
             raise pymysql.err.OperationalError(1205, "database is locked")
         if sql.startswith(COMBINED):
             self.sent.append(sql)
-            return Table(("n", "a", "b", "c", "d"), (("1", "10", "db1", "3306", "ONLINE"), (None, "Questions", "7", None, None)))
+            return Table(("n", "a", "b", "c", "d"), (("1", "10", "db1", "3306", "ONLINE"), (None, "Questions", "7", "1", None)))
         return super().query(sql)
 
 

@@ -250,7 +250,7 @@ class CellTexts:
     every time). Each column keeps at most LIMIT texts.
 
     >>> texts = CellTexts([(Column("n", "N", 4), 4)])
-    >>> [texts.cells({"n": v})[0][0] for v in (1, 1.5, 1, None)]
+    >>> [texts.line({"n": v})[0][0] for v in (1, 1.5, 1, None)]
     ['   1', ' 1.5', '   1', '   —']
     """
 
@@ -268,43 +268,116 @@ class CellTexts:
         return len(fitted) == len(self.fitted) and all(
             a[0] is b[0] and a[1] == b[1] for a, b in zip(fitted, self.fitted))
 
-    def cells(self, row: Row) -> List[Tuple[str, Optional[str]]]:
-        """The cells of one (non-subtotal) row, as row_cells() makes them."""
-        cells = []
-        row_style = row.get("_style")
+    def line(self, row: Row, cursor: bool = False) -> Optional["Runs"]:
+        """The runs of a row as ``Runs.joined(row_cells(row, fitted), cursor)`` makes them,
+        with the texts of values seen before, in one pass: no list of cells is made and
+        walked again (a table is redrawn every second, and its rows were most of a frame).
+        None for a row whose text spills over the empty cells before it (row_cells merges
+        those)."""
         get = row.get
+        if get("_spill") is not None:
+            return None
+        subtotal = get("_kind") == "subtotal"
+        row_style = get("_style") or ("subtotal" if subtotal else None)
+        gap = "cursor" if cursor else None
+        runs = Runs()
+        texts_of_run: List[str] = []
+        current = gap  # the style of the run being made
+        first = True
         for key, column, width, style_of, texts in self._plan:
             if texts is None:
-                cells.append((clip(column.text(row), width, column.align),
-                              (style_of(row) if style_of is not None else None) or row_style))
-                continue
-            value = get(key)
-            memo = (value.__class__, value)  # 1, 1.0 and True are equal keys but format differently
-            try:
-                text = texts.get(memo)  # not texts[memo]: a KeyError raised costs more than the lookup
-            except TypeError:  # an unhashable value
                 text = clip(column.text(row), width, column.align)
-            if text is None:
-                if len(texts) >= self.LIMIT:
-                    texts.clear()
-                text = texts[memo] = clip(column.text(row), width, column.align)
-            cells.append((text, (style_of(row) if style_of is not None else None) or row_style))
-        return cells
+            else:
+                value = get(key)
+                if value is None and subtotal and not column.summable:
+                    text = " " * width  # no total of this column (Column.text)
+                else:
+                    memo = (value.__class__, value)
+                    try:
+                        text = texts.get(memo)
+                    except TypeError:  # an unhashable value
+                        text = clip(column.text(row), width, column.align)
+                    if text is None:
+                        if len(texts) >= self.LIMIT:
+                            texts.clear()
+                        text = texts[memo] = clip(column.text(row), width, column.align)
+            style = (style_of(row) if style_of is not None and not subtotal else None) or row_style
+            if cursor:
+                style = (style + "+cursor") if style else "cursor"
+            if first:
+                first = False
+            elif current == gap:
+                texts_of_run.append(" ")
+            else:
+                runs.append(("".join(texts_of_run), current))
+                texts_of_run, current = [" "], gap
+            if not text:
+                continue
+            if style == current:
+                texts_of_run.append(text)
+            else:
+                if texts_of_run:
+                    runs.append(("".join(texts_of_run), current))
+                texts_of_run, current = [text], style
+        if texts_of_run:
+            runs.append(("".join(texts_of_run), current))
+        return runs
 
 
-def row_cells(row: Row, fitted: Sequence[Tuple[Column, int]],
-              texts: Optional[CellTexts] = None) -> List[Tuple[str, Optional[str]]]:
-    """The cells of one row as (text, style name); ``texts`` (made for ``fitted``) remembers
-    the texts of values seen before."""
+class Runs(list):
+    """A line whose neighbouring segments differ in style and none is empty (made by
+    :meth:`joined`): the painter sends it as it is, without joining runs again
+    (proxytop.ui.app._runs)."""
+
+    @classmethod
+    def joined(cls, cells: Sequence[Tuple[str, Optional[str]]], cursor: bool = False) -> "Runs":
+        """Cells with a space between them, as runs of one style: what the painter's runs of
+        the cells and gaps would be (proxytop.ui.app._runs), made at once. A row is some forty
+        segments but a few runs, and the painter makes one curses call per run. On the
+        cursor's row every style is drawn reversed, the gaps too.
+
+        >>> Runs.joined([("a", None), ("b", None), ("c", "dim"), ("d", "dim")])
+        [('a b ', None), ('c', 'dim'), (' ', None), ('d', 'dim')]
+        >>> Runs.joined([("a", None), ("b", "dim")], cursor=True)
+        [('a ', 'cursor'), ('b', 'dim+cursor')]
+        """
+        gap = "cursor" if cursor else None
+        line = cls()
+        texts: List[str] = []  # the run being made, of style ``current``
+        current = gap
+        first = True
+        for text, style in cells:
+            if first:
+                first = False
+            elif current == gap:
+                texts.append(" ")
+            else:
+                line.append(("".join(texts), current))
+                texts, current = [" "], gap
+            if not text:
+                continue
+            if cursor:
+                style = (style + "+cursor") if style else "cursor"
+            if style == current:
+                texts.append(text)
+            else:
+                if texts:
+                    line.append(("".join(texts), current))
+                texts, current = [text], style
+        if texts:
+            line.append(("".join(texts), current))
+        return line
+
+
+def row_cells(row: Row, fitted: Sequence[Tuple[Column, int]]) -> List[Tuple[str, Optional[str]]]:
+    """The cells of one row as (text, style name), each formatted afresh (a table drawn every
+    second keeps its texts: CellTexts.line)."""
     subtotal = row.get("_kind") == "subtotal"
-    if texts is not None and not subtotal:  # a subtotal's empty cells are not its value's text
-        cells = texts.cells(row)
-    else:
-        cells = []
-        row_style = row.get("_style") or ("subtotal" if subtotal else None)
-        for column, width in fitted:
-            style = column.style(row) if column.style and not subtotal else None
-            cells.append((clip(column.text(row), width, column.align), style or row_style))
+    cells = []
+    row_style = row.get("_style") or ("subtotal" if subtotal else None)
+    for column, width in fitted:
+        style = column.style(row) if column.style and not subtotal else None
+        cells.append((clip(column.text(row), width, column.align), style or row_style))
     spill = row.get("_spill")
     if spill is not None:
         cells = _spilled(row, fitted, cells, spill)

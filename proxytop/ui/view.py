@@ -18,9 +18,7 @@ Segment = Tuple[str, Optional[str]]
 Line = List[Segment]
 
 
-class Runs(list):
-    """A line whose neighbouring segments differ in style and none is empty (made by _join):
-    the painter sends it as it is, without joining runs again (proxytop.ui.app._runs)."""
+Runs = table.Runs  # a table row's line: its runs, joined once (the painter sends them as they are)
 
 
 def fit(line: Line, width: int) -> Line:
@@ -247,50 +245,19 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
         texts = ctl._cell_texts = table.CellTexts(fitted)
     screen.complete_rows(rows[top:top + body], ctl.view)
     lines: List[Line] = [_join(table.header_cells(fitted, ctl.state))]
+    on_cursor = cursor if ctl.mode == "table" else -1
     for i in range(top, min(len(rows), top + body)):
-        cells = table.row_cells(rows[i], fitted, texts)
-        lines.append(_join(cells, cursor=i == cursor and ctl.mode == "table"))
+        line = texts.line(rows[i], cursor=i == on_cursor)
+        if line is None:  # a row whose text spills over empty cells: its cells, then runs
+            line = _join(table.row_cells(rows[i], fitted), cursor=i == on_cursor)
+        lines.append(line)
     ctl._table_lines = (token, lines, ctl.visible_keys)
     return lines
 
 
 def _join(cells: Sequence[Segment], cursor: bool = False) -> Line:
-    """Cells with a space between them, as runs of one style: what the painter's runs of
-    the cells and gaps would be (proxytop.ui.app._runs), made at once. A row is some forty
-    segments but a few runs, and the painter makes one curses call per run. On the cursor's
-    row every style is drawn reversed, the gaps too.
-
-    >>> _join([("a", None), ("b", None), ("c", "dim"), ("d", "dim")])
-    [('a b ', None), ('c', 'dim'), (' ', None), ('d', 'dim')]
-    >>> _join([("a", None), ("b", "dim")], cursor=True)
-    [('a ', 'cursor'), ('b', 'dim+cursor')]
-    """
-    gap = "cursor" if cursor else None
-    line: Line = Runs()
-    texts: List[str] = []  # the run being made, of style ``current``
-    current = gap
-    first = True
-    for text, style in cells:
-        if first:
-            first = False
-        elif current == gap:
-            texts.append(" ")
-        else:
-            line.append(("".join(texts), current))
-            texts, current = [" "], gap
-        if not text:
-            continue
-        if cursor:
-            style = (style + "+cursor") if style else "cursor"
-        if style == current:
-            texts.append(text)
-        else:
-            if texts:
-                line.append(("".join(texts), current))
-            texts, current = [text], style
-    if texts:
-        line.append(("".join(texts), current))
-    return line
+    """Cells with a space between them, as runs of one style (table.Runs.joined)."""
+    return Runs.joined(cells, cursor)
 
 
 def help_lines(ctl, width: int) -> List[Line]:
