@@ -53,6 +53,19 @@ def test_a_typed_result_is_the_table_run_query_reads(conn, sql):
         assert rows == ((1, Decimal("2.50"), None, "caf\u00e9", datetime.date(2024, 1, 2), "\x00\ufffd"),)  # as run_query decodes bytes
 
 
+@pytest.mark.parametrize("columns", [3, 300])
+def test_column_definitions_in_one_buffer_or_over_several(conn, columns):
+    """A few definitions are whole in the read buffer and are looked up as one text; three
+    hundred (some 20 KB, their sequence numbers past 255) come over several reads and are
+    taken one packet at a time: the same names and values either way, twice (kept)."""
+    sql = "SELECT " + ", ".join(f"{n} AS a_rather_long_column_alias_{n:03d}" for n in range(columns))
+    for _ in range(2):
+        names, rows = text_result(conn, query_packet(sql))
+        expected = run_query(conn, sql)
+        assert names == expected.columns and rows == expected.rows and len(names) == columns
+        assert text_result(conn, query_packet("SELECT 7 AS seven")) == (("seven",), ((7,),))  # the next is whole
+
+
 def test_a_result_larger_than_the_read_buffer(conn):
     """Rows that come in many reads (the buffer holds a few kilobytes): every one, in order."""
     sql = ("SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, REPEAT('y', 3000) FROM information_schema.COLUMNS "

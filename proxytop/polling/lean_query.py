@@ -14,7 +14,7 @@ them (the same exceptions, the connection closed where PyMySQL closes it).
 from __future__ import annotations
 
 import struct
-from typing import List, Tuple
+from typing import Dict, List, Tuple
 
 from pymysql import err
 from pymysql.constants import COMMAND, CR
@@ -81,19 +81,23 @@ def _answer(conn, packet: bytes, typed: bool):
                 raise err.InternalError("LOCAL INFILE asked for by the server")
             return (), ()
         columns = head if head < 251 else int.from_bytes(first[1:1 + {252: 2, 253: 3, 254: 8}[head]], "little")
-        definitions = []
-        for _ in range(columns + 1):  # the definitions, then their EOF
-            data = reader.next()
-            if data[:1] == b"\xff":
-                reader.done()
-                MysqlPacket(data, conn.encoding).raise_for_error()
-            if typed:
-                definitions.append(bytes(data))
-        if typed:
-            _fields, converters, description = described(conn, tuple(definitions))
-            names = tuple(_name(d[0]) for d in description)
+        span = reader.whole(columns + 1) if typed else None  # the definitions, then their EOF
+        if span is not None:
+            converters, names = _described_span(conn, span)
         else:
-            converters, names = ((None, None),) * columns, ()  # every value as str
+            definitions = []
+            for _ in range(columns + 1):
+                data = reader.next()
+                if data[:1] == b"\xff":
+                    reader.done()
+                    MysqlPacket(data, conn.encoding).raise_for_error()
+                if typed:
+                    definitions.append(bytes(data))
+            if typed:
+                _fields, converters, description = described(conn, tuple(definitions))
+                names = tuple(_name(d[0]) for d in description)
+            else:
+                converters, names = ((None, None),) * columns, ()  # every value as str
         rows: List[tuple] = []
         while True:
             data = reader.next()
@@ -112,6 +116,31 @@ def _answer(conn, packet: bytes, typed: bool):
         conn._force_close()
         detail = f" ({exc})" if isinstance(exc, OSError) else ""
         raise err.OperationalError(CR.CR_SERVER_LOST, f"Lost connection to MySQL server during query{detail}")
+
+
+_spans: Dict[tuple, tuple] = {}  # (use_unicode, encoding, definitions' packets) -> (decoders, converters, names)
+SPANS_KEPT = 64
+
+
+def _described_span(conn, span: bytes) -> Tuple[tuple, Tuple[str, ...]]:
+    """(converters, column names) of a result's column definitions and their EOF, given as
+    the packets' bytes (``span``: headers included, sequence numbers checked): the same few
+    statements are sent every second, and their definitions are looked up as one text
+    instead of being taken one packet at a time."""
+    key = (conn.use_unicode, conn.encoding, span)
+    known = _spans.get(key)
+    if known is None or (known[0] is not conn.decoders and known[0] != conn.decoders):
+        payloads, at = [], 0
+        while at < len(span):
+            size = span[at] | span[at + 1] << 8 | span[at + 2] << 16
+            payloads.append(span[at + 4:at + 4 + size])
+            at += 4 + size
+        _fields, converters, description = described(conn, tuple(payloads))
+        known = (conn.decoders, converters, tuple(_name(d[0]) for d in description))
+        if len(_spans) >= SPANS_KEPT:
+            _spans.clear()
+        _spans[key] = known
+    return known[1], known[2]
 
 
 def _name(value) -> str:
@@ -163,6 +192,26 @@ class _Packets:
             parts.append(data)
             if size < _MAX_PACKET:
                 return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def whole(self, count: int):
+        """The next ``count`` packets as one bytes, headers included, when all of them are in
+        the buffer, none is an error packet or 16 MB long, and their sequence numbers follow;
+        else None, and nothing is taken (next() takes them one by one, and reports what is
+        wrong as it does)."""
+        buffer, start = self.buffer, self.start
+        end, expected, at = len(buffer), self.expected, start
+        for _ in range(count):
+            if at + 5 > end:
+                return None
+            size = buffer[at] | buffer[at + 1] << 8 | buffer[at + 2] << 16
+            if size == 0 or size >= _MAX_PACKET or buffer[at + 3] != expected or buffer[at + 4] == 0xFF:
+                return None
+            expected = (expected + 1) & 0xFF
+            at += 4 + size
+        if at > end:
+            return None
+        self.start, self.expected = at, expected
+        return buffer[start:at]
 
     def _check(self, sequence: int) -> None:
         if sequence != self.expected:
