@@ -78,11 +78,11 @@ def test_one_query_serves_the_header_and_the_pool_with_the_same_figures(counted_
 
 
 @contextlib.contextmanager
-def connpool_after_three_batches(transform):
-    """(the double, the stepper) of ConnPool three batches in, the double's pool answering
-    through ``transform``."""
+def connpool_after_three_batches(transform, table="stats_mysql_connection_pool"):
+    """(the double, the stepper) of ConnPool three batches in, the double's ``table``
+    answering through ``transform``."""
     double = ProxySQLDouble(recording=Recording.load("2.7"))
-    double.transforms["stats_mysql_connection_pool"] = transform
+    double.transforms[table] = transform
     double.start()
     stepper = Stepper(["-P", str(double.port), "--screen", "connpool", "-d", "1", "--no-discover"])
     try:
@@ -139,14 +139,7 @@ def test_a_header_value_that_does_not_split_has_the_header_read_by_itself(odd_va
                 row[value_at] = odd_value
         return columns, rows
 
-    double = ProxySQLDouble(recording=Recording.load("2.7"))
-    double.transforms["stats_mysql_global"] = odd
-    double.start()
-    stepper = Stepper(["-P", str(double.port), "--screen", "connpool", "-d", "1", "--no-discover"])
-    try:
-        stepper.connect()
-        for _ in range(3):
-            stepper.cycle()
+    with connpool_after_three_batches(odd, "stats_mysql_global") as (double, stepper):
         sent = double.queries("admin")
         combined = [i for i, q in enumerate(sent) if q.startswith(COMBINED)]
         assert len(combined) == 2 and all(sent[i + 1] == HeaderStatus().sql() for i in combined), sent
@@ -154,9 +147,6 @@ def test_a_header_value_that_does_not_split_has_the_header_read_by_itself(odd_va
         assert set(header) == set(HeaderStatus.variables) and header["Active_Transactions"] == odd_value
         assert header["Questions"].isdigit()
         assert len(stepper.engine.latest(ConnectionPool.name).data.rows) == 3  # the pool from the combined query
-    finally:
-        stepper.close()
-        double.stop()
 
 
 def test_the_pool_alone_is_read_plainly_when_the_header_is_not_due(counted_double):
