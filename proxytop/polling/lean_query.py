@@ -118,7 +118,7 @@ def _answer(conn, packet: bytes, typed: bool):
         raise err.OperationalError(CR.CR_SERVER_LOST, f"Lost connection to MySQL server during query{detail}")
 
 
-_spans: Dict[tuple, tuple] = {}  # (use_unicode, encoding, definitions' packets) -> (decoders, converters, names)
+_spans: Dict[bytes, list] = {}  # definitions' packets -> [their payloads, description, its column names]
 SPANS_KEPT = 64
 
 
@@ -126,21 +126,22 @@ def _described_span(conn, span: bytes) -> Tuple[tuple, Tuple[str, ...]]:
     """(converters, column names) of a result's column definitions and their EOF, given as
     the packets' bytes (``span``: headers included, sequence numbers checked): the same few
     statements are sent every second, and their definitions are looked up as one text
-    instead of being taken one packet at a time."""
-    key = (conn.use_unicode, conn.encoding, span)
-    known = _spans.get(key)
-    if known is None or (known[0] is not conn.decoders and known[0] != conn.decoders):
+    instead of being taken one packet at a time. textrows.described parses them (once per
+    connection settings); the names are kept with the description it gives."""
+    known = _spans.get(span)
+    if known is None:
         payloads, at = [], 0
         while at < len(span):
             size = span[at] | span[at + 1] << 8 | span[at + 2] << 16
             payloads.append(span[at + 4:at + 4 + size])
             at += 4 + size
-        _fields, converters, description = described(conn, tuple(payloads))
-        known = (conn.decoders, converters, tuple(_name(d[0]) for d in description))
         if len(_spans) >= SPANS_KEPT:
             _spans.clear()
-        _spans[key] = known
-    return known[1], known[2]
+        known = _spans[span] = [tuple(payloads), None, ()]
+    _fields, converters, description = described(conn, known[0])
+    if known[1] is not description:
+        known[1:] = [description, tuple(_name(d[0]) for d in description)]
+    return converters, known[2]
 
 
 def _name(value) -> str:
