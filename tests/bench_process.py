@@ -3,6 +3,7 @@
     python3 -m tests.bench_process                       # every scenario, 30 s each
     python3 -m tests.bench_process --seconds 40 --only paused,connpool
     python3 -m tests.bench_process --only connpool --repeat 5   # the median of five windows
+    python3 -m tests.bench_process --only connpool --repeat 6 --original "PYTHON PATH/proxytop"
 
 The real installed ``proxytop`` runs in a pseudo-terminal (tests/terminal.py) against the
 ProxySQL test double, which runs in a child process with counters that grow every reading
@@ -19,6 +20,13 @@ read at the start and the end of a window of at least 30 s. Figures:
   every 5 s as a fleet that large is): ms CPU per server reading (CPU per second times 5 s,
   divided by 500), the largest resident memory (psutil RSS) and the threads.
 
+ConnPool's target (2 ms) was set where the original proxytop (github.com/sysown/proxytop, one
+Python script) cost 2.5 ms per refresh on the same load; a machine slower or faster than that
+one moves both. ``--original`` takes the command that runs the original script (a Python with
+MySQLdb and npyscreen, then the script's path) and measures it on the same double, in the same
+terminal, in windows taken in turn with ConnPool's: the ratio of the two medians is judged
+against the target's, 2 / 2.5 (the original's code is not part of proxytop: see the README).
+
 The in-process refresh-path figures are tests.benchmark's ``cpu`` table (``python3 -m
 tests.benchmark --only cpu``); this one adds what the process spends around them (the curses
 loop waking up, threads, the terminal output).
@@ -27,11 +35,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
+import statistics
 import sys
 import tempfile
 import time
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import psutil
 
@@ -39,6 +49,9 @@ from tests.benchmark import SCALE, TITLES, TYPICAL, DoubleProcess, MySQLFleet, R
 
 TARGET_QUIET_MS_PER_S = 0.2  # paused, or idle between readings
 TARGET_CONNPOOL_MS = 2.0  # per 1 s refresh
+ORIGINAL_MS = 2.5  # the original proxytop's cost where the ConnPool target was set
+TARGET_RATIO = TARGET_CONNPOOL_MS / ORIGINAL_MS
+ORIGINAL_READY = "Conns(U/F/O/E)"  # the original's pool rows
 TARGET_OTHER_MS = 4.0
 TARGET_PER_SERVER_MS = 0.3  # InnoDB at 500 servers, per server reading
 TARGET_FLEET_RSS_MB = 80.0
@@ -52,9 +65,11 @@ READY = {  # text the screen shows once its rows are there
 
 class Scenario:
     def __init__(self, name: str, argv: Sequence[str], interval: float, keys: str = "", ready: str = "",
-                 target: float = TARGET_OTHER_MS, per_second: bool = False, after_keys: str = ""):
+                 target: float = TARGET_OTHER_MS, per_second: bool = False, after_keys: str = "",
+                 command: Optional[Sequence[str]] = None):
         self.name, self.argv, self.interval, self.keys = name, list(argv), interval, keys
         self.ready, self.target, self.per_second, self.after_keys = ready, target, per_second, after_keys
+        self.command = command  # another program than the installed proxytop (the original)
 
 
 def scenarios(port: int) -> List[Scenario]:
@@ -76,8 +91,10 @@ def measure(scenario: Scenario, seconds: float, settle: float = 3.0, ready=None)
     from tests.terminal import Terminal
 
     state = tempfile.mkdtemp(prefix="proxytop-bench-state-")
-    term = Terminal(scenario.argv, cols=160, rows=45, env={"XDG_STATE_HOME": state})
+    term = Terminal(scenario.argv, cols=160, rows=45, env={"XDG_STATE_HOME": state}, command=scenario.command)
     sampler = None
+    if ready is None and scenario.command is not None:
+        ready = lambda s: scenario.ready in s  # noqa: E731 (the original has no "data N s old")
     try:
         term.wait_until(ready or (lambda s: "data " in s and scenario.ready in s), timeout=120,
                         what=f"{scenario.name} showing its data")
@@ -123,6 +140,32 @@ def measure_fleet(port: int, seconds: float, servers: int = SCALE["servers"]) ->
         fleet.stop()
 
 
+def original_scenario(port: int, command: str) -> Scenario:
+    """The original proxytop on the double: its ConnPool screen, refreshed every second (its
+    default), as ``command`` (a Python and the script) runs it."""
+    return Scenario("original", ["-P", str(port)], 1.0, ready=ORIGINAL_READY, command=shlex.split(command))
+
+
+def per_second(figures: Dict[str, float]) -> float:
+    """CPU ms per second of a measured window: the kernel's run time when it has it
+    (nanoseconds), else utime+stime (ticks)."""
+    return figures.get("run_ms_per_s", figures["ms_per_s"])
+
+
+def compare_with_original(port: int, command: str, seconds: float, pairs: int) -> Tuple[List[float], List[float]]:
+    """ConnPool's and the original's ms per 1 s refresh, ``pairs`` windows each, taken in turn
+    (which goes first alternates): a machine's speed moves by a tenth or more within the hour."""
+    connpool = next(s for s in scenarios(port) if s.name == "connpool")
+    original = original_scenario(port, command)
+    ours: List[float] = []
+    theirs: List[float] = []
+    for turn in range(max(1, pairs)):
+        for scenario in ((connpool, original) if turn % 2 == 0 else (original, connpool)):
+            value = per_second(measure(scenario, seconds)) * scenario.interval
+            (ours if scenario is connpool else theirs).append(value)
+    return ours, theirs
+
+
 def run_time(pid: int) -> Optional[int]:
     """Nanoseconds the process's threads have run (the kernel's /proc/PID/task/*/schedstat):
     utime+stime count whole 10 ms clock ticks, too coarse for 0.2 ms per second over 30 s."""
@@ -162,6 +205,24 @@ def header_reading_ms(port: int, repeat: int = 300) -> Dict[str, float]:
     return figures
 
 
+def print_original_comparison(port: int, args, out) -> bool:
+    """ConnPool against the original proxytop, windows in turn; True when the ratio is met."""
+    ours, theirs = compare_with_original(port, args.original, args.seconds, args.repeat)
+    mine, original = statistics.median(ours), statistics.median(theirs)
+    ratio = mine / original
+    ok = ratio <= TARGET_RATIO
+    spread = lambda values: f"{min(values):.2f}-{max(values):.2f}"  # noqa: E731
+    print(f"  {'ConnPool':<14} {'':>10} {'':>9} {mine:>7.2f} ms per 1 s refresh {'':>14}       "
+          f"(median of {len(ours)}: {spread(ours)} ms)", file=out, flush=True)
+    print(f"  {'original':<14} {'':>10} {'':>9} {original:>7.2f} ms per 1 s refresh {'':>14}       "
+          f"(median of {len(theirs)}: {spread(theirs)} ms; the windows taken in turn with ConnPool's)",
+          file=out, flush=True)
+    print(f"  {'ConnPool/orig.':<14} {'':>10} {'':>9} {ratio:>26.2f} {'<= %.2f' % TARGET_RATIO:>14}  "
+          f"{'yes' if ok else 'NO'}  (the target's {TARGET_CONNPOOL_MS:g} ms against the original's "
+          f"{ORIGINAL_MS:g}; here that is {TARGET_RATIO * original:.2f} ms)", file=out, flush=True)
+    return ok
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m tests.bench_process", description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="measuring window per scenario (>= 30)")
@@ -170,6 +231,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="measure each screen's scenario this many times (a new proxytop each time) and "
                              "judge the median: on a shared virtual machine one window differs from the next "
                              "by up to a fifth")
+    parser.add_argument("--original", default="", metavar="COMMAND",
+                        help="the command that runs the original proxytop (a Python with MySQLdb and npyscreen, "
+                             "then the script): ConnPool is measured in turn with it, --repeat windows each, "
+                             "and judged by the ratio of their medians")
     args = parser.parse_args(argv)
     wanted = {name.strip() for name in args.only.split(",") if name.strip()}
     out = sys.stdout
@@ -182,11 +247,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for scenario in scenarios(double.port):
             if wanted and not any(scenario.name.startswith(w) for w in wanted):
                 continue
+            if scenario.name == "connpool" and args.original:
+                missed |= not print_original_comparison(double.port, args, out)
+                continue
             runs = [measure(scenario, args.seconds) for _ in range(max(1, args.repeat))]
-            # The kernel's run time when it has it (nanoseconds), else utime+stime (ticks).
-            each = sorted(f.get("run_ms_per_s", f["ms_per_s"]) for f in runs)
-            figures = sorted(runs, key=lambda f: f.get("run_ms_per_s", f["ms_per_s"]))[(len(runs) - 1) // 2]
-            per_s = figures.get("run_ms_per_s", figures["ms_per_s"])
+            each = sorted(per_second(f) for f in runs)
+            figures = sorted(runs, key=per_second)[(len(runs) - 1) // 2]
+            per_s = per_second(figures)
             spread = "" if len(each) == 1 else f", median of {len(each)}: {each[0]:.3f}-{each[-1]:.3f} ms/s"
             if scenario.per_second:
                 figure, value = f"{per_s:.3f} ms per second", per_s
@@ -210,7 +277,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             figures = measure_fleet(double.port, args.seconds)
             if figures is not None:
                 servers = SCALE["servers"]
-                per_s = figures.get("run_ms_per_s", figures["ms_per_s"])
+                per_s = per_second(figures)
                 per_server = per_s * FLEET_INTERVAL / servers
                 ok = per_server <= TARGET_PER_SERVER_MS and figures["rss_mb"] <= TARGET_FLEET_RSS_MB
                 missed |= not ok

@@ -239,16 +239,18 @@ def paint(pad, lines, painted, width: int, height: int, attributes, attribute) -
     if painted is None:
         pad.erase()
     for y, line in enumerate(lines):
-        runs = line if line.__class__ is view.Runs else _runs(line)
         before = None  # the runs the pad shows on this line, while they sit where the new ones do
         if painted is not None:
             shown = painted[y] if y < len(painted) else None
             if shown == line:
                 continue
-            if shown.__class__ is view.Runs and runs is line:
+            if shown.__class__ is view.Runs and line.__class__ is view.Runs:
                 before = shown
             else:
                 _clear_from(pad, y, 0)
+        # A line painted already is passed over before its runs are made: most of a frame's
+        # lines (the empty ones below the table too) are as they were.
+        runs = line if line.__class__ is view.Runs else _runs(line)
         x = 0
         end = width - 1 if y == height - 1 else width  # never write the last cell
         for n, (text, style) in enumerate(runs):
