@@ -119,3 +119,40 @@ def test_an_idle_pool_sleeps(monkeypatch):
         assert len(looks) <= pool.threads and all(t == engine_module.IDLE_WAIT for t in looks), looks
     finally:
         engine.stop()
+
+
+def test_turns_due_within_the_slack_are_taken_without_sleeping_between_them(monkeypatch):
+    """A thread back from a turn takes the next connected source's turn due within TURN_SLACK at
+    once: five sources whose first readings are staggered by a few milliseconds are read with
+    one sleep of the timer a round, not one per source (each a wake-up of its own)."""
+    from proxytop.polling.schedule import DUE_SLACK, STAGGER_PER_SOURCE
+
+    assert engine_module.TURN_SLACK < DUE_SLACK  # a turn taken early has its reading due
+    assert 4 * STAGGER_PER_SOURCE <= engine_module.TURN_SLACK
+    monkeypatch.setattr(engine_module, "POOL_THREADS", 1)
+    engine = Engine()
+    collectors = [Reading(f"slack{n}", 0.2) for n in range(5)]
+    for collector in collectors:
+        engine.add_source(Pooled(collector.source))
+        engine.add_collector(collector)
+    sleeps = []
+    real_wait = engine_module._WorkerPool._wait_as_timer
+
+    def counted(pool, timeout):
+        sleeps.append(timeout)
+        return real_wait(pool, timeout)
+
+    monkeypatch.setattr(engine_module._WorkerPool, "_wait_as_timer", counted)
+    engine.set_active([c.name for c in collectors])
+    engine.start()
+    try:
+        assert wait(lambda: all(len(engine.history(c.name)) >= 2 for c in collectors), 20)
+        before, read_before = len(sleeps), sum(len(engine.history(c.name)) for c in collectors)
+        assert wait(lambda: all(len(engine.history(c.name)) >= 8 for c in collectors), 20)
+        rounds = (sum(len(engine.history(c.name)) for c in collectors) - read_before) / len(collectors)
+        # one sleep per round, and a few more on a busy machine (a turn that came back late)
+        assert len(sleeps) - before <= 2 * rounds + 2, (len(sleeps) - before, rounds)
+        for collector in collectors:  # never read sooner than the interval less the slack
+            assert min(readings_apart(engine, collector.name)) >= 0.2 - engine_module.TURN_SLACK - 0.005
+    finally:
+        engine.stop()
