@@ -39,6 +39,15 @@ class Reading(Collector):
         return time.monotonic()
 
 
+def pooled_engine(collectors) -> Engine:
+    """An engine whose pool serves a source of its own for each of ``collectors``."""
+    engine = Engine()
+    for collector in collectors:
+        engine.add_source(Pooled(collector.source))
+        engine.add_collector(collector)
+    return engine
+
+
 def readings_apart(engine, name):
     taken = [s.taken_at for s in engine.history(name)]
     return [b - a for a, b in zip(taken, taken[1:])]
@@ -48,13 +57,10 @@ def readings_apart(engine, name):
 def test_a_source_hanging_inside_a_reading_does_not_hold_the_others(monkeypatch):
     monkeypatch.setattr(engine_module, "POOL_THREADS", 3)
     gate = threading.Event()
-    engine = Engine()
     interval = 0.2
     hung = Reading("hung", interval, gate)
     others = [Reading(f"s{n}", interval) for n in range(6)]
-    for collector in [hung] + others:
-        engine.add_source(Pooled(collector.source))
-        engine.add_collector(collector)
+    engine = pooled_engine([hung] + others)
     engine.set_active([c.name for c in [hung] + others])
     engine.start()
     try:
@@ -76,11 +82,8 @@ def test_a_source_hanging_inside_a_reading_does_not_hold_the_others(monkeypatch)
 def test_a_pool_of_one_thread_reads_every_source_in_turn(monkeypatch):
     """No other thread to hand the timing to: the one thread takes each turn and times the next."""
     monkeypatch.setattr(engine_module, "POOL_THREADS", 1)
-    engine = Engine()
     collectors = [Reading(f"one{n}", 0.1) for n in range(5)]
-    for collector in collectors:
-        engine.add_source(Pooled(collector.source))
-        engine.add_collector(collector)
+    engine = pooled_engine(collectors)
     engine.set_active([c.name for c in collectors])
     engine.start()
     try:
@@ -93,11 +96,8 @@ def test_a_pool_of_one_thread_reads_every_source_in_turn(monkeypatch):
 def test_an_idle_pool_sleeps(monkeypatch):
     """Sources whose screen is hidden hold no turn: no thread of the pool wakes (the deputy
     looks only while there are turns to time)."""
-    engine = Engine()
     collectors = [Reading(f"idle{n}", 0.1) for n in range(4)]
-    for collector in collectors:
-        engine.add_source(Pooled(collector.source))
-        engine.add_collector(collector)
+    engine = pooled_engine(collectors)
     engine.set_active([c.name for c in collectors])
     engine.start()
     try:
@@ -130,11 +130,8 @@ def test_turns_due_within_the_slack_are_taken_without_sleeping_between_them(monk
     assert engine_module.TURN_SLACK < DUE_SLACK  # a turn taken early has its reading due
     assert 4 * STAGGER_PER_SOURCE <= engine_module.TURN_SLACK
     monkeypatch.setattr(engine_module, "POOL_THREADS", 1)
-    engine = Engine()
     collectors = [Reading(f"slack{n}", 0.2) for n in range(5)]
-    for collector in collectors:
-        engine.add_source(Pooled(collector.source))
-        engine.add_collector(collector)
+    engine = pooled_engine(collectors)
     sleeps = []
     real_wait = engine_module._WorkerPool._wait_as_timer
 
