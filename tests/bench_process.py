@@ -93,11 +93,13 @@ def measure(scenario: Scenario, seconds: float, settle: float = 3.0, ready=None)
     state = tempfile.mkdtemp(prefix="proxytop-bench-state-")
     term = Terminal(scenario.argv, cols=160, rows=45, env={"XDG_STATE_HOME": state}, command=scenario.command)
     sampler = None
-    if ready is None and scenario.command is not None:
-        ready = lambda s: scenario.ready in s  # noqa: E731 (the original has no "data N s old")
+    if ready is None:
+        if scenario.command is not None:  # the original has no "data N s old"
+            ready = lambda s: scenario.ready in s  # noqa: E731
+        else:
+            ready = lambda s: "data " in s and scenario.ready in s  # noqa: E731
     try:
-        term.wait_until(ready or (lambda s: "data " in s and scenario.ready in s), timeout=120,
-                        what=f"{scenario.name} showing its data")
+        term.wait_until(ready, timeout=120, what=f"{scenario.name} showing its data")
         sampler = RSSSampler(term.pid)
         sampler.phase = scenario.name
         sampler.start()
@@ -152,11 +154,10 @@ def per_second(figures: Dict[str, float]) -> float:
     return figures.get("run_ms_per_s", figures["ms_per_s"])
 
 
-def compare_with_original(port: int, command: str, seconds: float, pairs: int) -> Tuple[List[float], List[float]]:
+def compare_with_original(connpool: Scenario, original: Scenario, seconds: float,
+                          pairs: int) -> Tuple[List[float], List[float]]:
     """ConnPool's and the original's ms per 1 s refresh, ``pairs`` windows each, taken in turn
     (which goes first alternates): a machine's speed moves by a tenth or more within the hour."""
-    connpool = next(s for s in scenarios(port) if s.name == "connpool")
-    original = original_scenario(port, command)
     ours: List[float] = []
     theirs: List[float] = []
     for turn in range(max(1, pairs)):
@@ -205,9 +206,9 @@ def header_reading_ms(port: int, repeat: int = 300) -> Dict[str, float]:
     return figures
 
 
-def print_original_comparison(port: int, args, out) -> bool:
+def print_original_comparison(connpool: Scenario, port: int, args, out) -> bool:
     """ConnPool against the original proxytop, windows in turn; True when the ratio is met."""
-    ours, theirs = compare_with_original(port, args.original, args.seconds, args.repeat)
+    ours, theirs = compare_with_original(connpool, original_scenario(port, args.original), args.seconds, args.repeat)
     mine, original = statistics.median(ours), statistics.median(theirs)
     ratio = mine / original
     ok = ratio <= TARGET_RATIO
@@ -248,7 +249,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if wanted and not any(scenario.name.startswith(w) for w in wanted):
                 continue
             if scenario.name == "connpool" and args.original:
-                missed |= not print_original_comparison(double.port, args, out)
+                missed |= not print_original_comparison(scenario, double.port, args, out)
                 continue
             runs = [measure(scenario, args.seconds) for _ in range(max(1, args.repeat))]
             each = sorted(per_second(f) for f in runs)
