@@ -248,3 +248,63 @@ def test_a_packed_reading_that_does_not_add_up_is_read_again_row_by_row(mariadb)
         assert set(status.collect(session)) == whole and asked[2:] == [innodb.READING_SQL_MARIADB]
     finally:
         source.close(session)
+
+
+def test_a_reading_sent_ahead_is_read_by_its_turn(mariadb):
+    """The engine's pool sends a turn's statement before the turn (to several servers at
+    once): the reading then reads that answer, sends nothing more, and is stamped with when
+    the statement went out; an answer its turn did not read is dropped before anything else is
+    sent, so every later statement gets its own answer."""
+    import select
+    import time
+
+    source, session = open_source(mariadb)
+    status, engine = InnoDBStatus(source.endpoint), InnoDBEngine(source.endpoint)
+    try:
+        whole = set(status.collect(session)), engine.collect(session)
+        assert status.sends_ahead(session)
+        before = time.monotonic()
+        descriptor = status.send_ahead(session)
+        after = time.monotonic()
+        assert descriptor == session.conn._sock.fileno()
+        assert not status.sends_ahead(session) and status.send_ahead(session) is None  # one at a time
+        assert select.select([descriptor], [], [], 10)[0] == [descriptor]  # the answer came
+        sent = session.queries
+        reading = status.collect(session)
+        assert session.queries == sent + 1 and set(reading) == whole[0]
+        stamped, stamped_wall = status.__dict__.pop("served_at")
+        assert before <= stamped <= after and abs(stamped_wall - time.time()) < 60
+        assert engine.collect(session).pool_pending is not None  # its engine part came with it
+        assert status.sends_ahead(session)
+
+        status.send_ahead(session)  # not read by its turn, then another statement
+        assert session.query("SELECT 42 AS answer").rows == ((42,),)
+        assert set(status.collect(session)) == whole[0] and "served_at" not in status.__dict__
+        status.send_ahead(session)  # not read, and settled at the end of the turn
+        session.settle_ahead()
+        assert session.ahead is None and session.rows("SELECT 43") == ((43,),)
+    finally:
+        source.close(session)
+
+
+def test_a_connection_lost_with_a_reading_sent_ahead_is_reported_by_its_turn(mariadb):
+    """The server closes the connection while a reading's statement is in flight: the turn
+    reading it gets a connection error (the engine reconnects), not a hang nor another
+    statement's answer."""
+    import pymysql
+    import pytest
+
+    source, session = open_source(mariadb)
+    status, engine = InnoDBStatus(source.endpoint), InnoDBEngine(source.endpoint)
+    try:
+        status.collect(session), engine.collect(session)
+        thread_id = session.conn.thread_id()
+        status.send_ahead(session)
+        mariadb.query(f"KILL CONNECTION {thread_id}")
+        with pytest.raises(pymysql.err.MySQLError) as raised:
+            for _ in range(3):  # the answer may come before the kill: the next one cannot
+                status.collect(session)
+                status.send_ahead(session)
+        assert source.is_connection_error(raised.value)
+    finally:
+        source.close(session)

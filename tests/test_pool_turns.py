@@ -4,6 +4,7 @@ although the thread that takes a turn also times the next one (see
 proxytop.polling.engine._WorkerPool)."""
 from __future__ import annotations
 
+import socket
 import threading
 import time
 
@@ -151,5 +152,149 @@ def test_turns_due_within_the_slack_are_taken_without_sleeping_between_them(monk
         assert len(sleeps) - before <= 2 * rounds + 2, (len(sleeps) - before, rounds)
         for collector in collectors:  # never read sooner than the interval less the slack
             assert min(readings_apart(engine, collector.name)) >= 0.2 - engine_module.TURN_SLACK - 0.005
+    finally:
+        engine.stop()
+
+
+class Answering(Source):
+    """A pooled source whose server answers each statement (a byte on a socket pair) after the
+    delay its ``delays`` give, one by one (then the last delay for every later statement)."""
+
+    pooled = True
+
+    def __init__(self, name: str, delays=(0.0,)):
+        self.name = name
+        self.delays = list(delays)
+
+    def connect(self):
+        ours, theirs = socket.socketpair()
+        threading.Thread(target=self._answer, args=(theirs,), daemon=True).start()
+        return Connection(ours)
+
+    def _answer(self, theirs) -> None:
+        with theirs:
+            while theirs.recv(1):
+                time.sleep(self.delays.pop(0) if len(self.delays) > 1 else self.delays[0])
+                theirs.sendall(b"!")
+
+    def close(self, handle) -> None:
+        handle.sock.close()
+
+
+class Connection:
+    def __init__(self, sock):
+        self.sock = sock
+        self.in_flight = False
+        self.settled = 0
+
+    def settle_ahead(self) -> None:
+        if self.in_flight:
+            self.in_flight = False
+            self.sock.recv(1)
+            self.settled += 1
+
+
+class AheadReading(Collector):
+    """A reading of one statement the pool may send before the turn; ``log`` gets ("sent",
+    source) and ("read", source) in the order they happen."""
+
+    history = 50
+
+    def __init__(self, source: str, interval: float, log: list):
+        self.name, self.source = f"ahead.{source}", source
+        self.default_interval = self.min_interval = interval
+        self.log = log
+
+    def sends_ahead(self, connection) -> bool:
+        return not connection.in_flight
+
+    def send_ahead(self, connection):
+        connection.sock.sendall(b"?")
+        connection.in_flight = True
+        self.log.append(("sent", self.source))
+        return connection.sock.fileno()
+
+    def collect(self, connection):
+        if not connection.in_flight:
+            connection.sock.sendall(b"?")
+        connection.in_flight = False
+        connection.sock.recv(1)
+        self.log.append(("read", self.source))
+        return time.monotonic()
+
+
+def ahead_engine(sources, interval, log) -> Engine:
+    engine = Engine()
+    for source in sources:
+        engine.add_source(source)
+        engine.add_collector(AheadReading(source.name, interval, log))
+    engine.set_active(engine.collector_names("ahead."))
+    return engine
+
+
+def rounds_taken_together(log, names):
+    """The stretches of the log where every one of ``names`` was sent before any was read:
+    for each, the order the sources were read in."""
+    found, at = [], 0
+    while at + 2 * len(names) <= len(log):
+        head = log[at:at + len(names)]
+        if sorted(head) == sorted(("sent", name) for name in names):
+            found.append([name for kind, name in log[at + len(names):at + 2 * len(names)] if kind == "read"])
+            at += 2 * len(names)
+        else:
+            at += 1
+    return found
+
+
+def test_turns_due_together_are_sent_first_then_read_as_their_answers_come(monkeypatch):
+    """One thread takes the turns of five servers due together: each server gets its statement
+    before any answer is read (one wait for the five answers, not five), and a server slow to
+    answer is read last, holding up none of the others; its turns stay with theirs."""
+    monkeypatch.setattr(engine_module, "POOL_THREADS", 1)
+    log: list = []
+    names = [f"db{n}" for n in range(5)]
+    # db0 answers its first statement at once (it connects and reads with the others), then
+    # 0.3 s late: sent first, read last
+    sources = [Answering("db0", delays=(0.0, 0.3))] + [Answering(name) for name in names[1:]]
+    engine = ahead_engine(sources, 0.5, log)
+    engine.start()
+    try:
+        assert wait(lambda: len(rounds_taken_together(list(log), names)) >= 3, 20), log
+        rounds = rounds_taken_together(list(log), names)
+        for order in rounds:
+            assert sorted(order) == sorted(names) and order[-1] == "db0", rounds
+        for name in names:  # each read every interval, the slow one too (planned from the send)
+            gaps = readings_apart(engine, f"ahead.{name}")[1:]
+            assert gaps and max(gaps) < 0.5 + 0.3 + 0.2, (name, gaps)
+    finally:
+        engine.stop()
+
+
+def test_an_answer_sent_ahead_and_not_read_by_its_turn_is_settled(monkeypatch):
+    """A turn that reads nothing after its statement was sent (the engine paused meanwhile)
+    leaves the connection clear: the answer is read and dropped at the end of the turn."""
+    monkeypatch.setattr(engine_module, "POOL_THREADS", 1)
+    log: list = []
+    names = [f"p{n}" for n in range(3)]
+    engine = ahead_engine([Answering(name) for name in names], 0.3, log)
+    real_send = AheadReading.send_ahead
+
+    def send_then_pause(collector, connection):
+        descriptor = real_send(collector, connection)
+        engine.pause()  # before the turn reads: the turn takes nothing
+        return descriptor
+
+    engine.start()
+    try:
+        assert wait(lambda: len(rounds_taken_together(list(log), names)) >= 1, 20), log
+        monkeypatch.setattr(AheadReading, "send_ahead", send_then_pause)
+        connections = [engine._workers[name].handle for name in names]
+        assert wait(lambda: any(c.settled for c in connections), 20)
+        settled = [c for c in connections if c.settled]
+        assert all(not c.in_flight for c in settled)
+        monkeypatch.setattr(AheadReading, "send_ahead", real_send)
+        read = len(log)
+        engine.resume()  # the settled connections read again, one answer per statement
+        assert wait(lambda: len(rounds_taken_together(log[read:], names)) >= 2, 20), log[read:]
     finally:
         engine.stop()

@@ -15,6 +15,7 @@ import heapq
 import itertools
 import logging
 import math
+import select
 import threading
 import time
 from collections import deque
@@ -42,6 +43,13 @@ DEPUTY_LOOKS_EVERY = 0.1
 # the schedule's DUE_SLACK, so that the turn's reading is due when taken (nothing read: the
 # source would ask for the same turn again at once).
 TURN_SLACK = 0.02
+# Turns due together (within TURN_SLACK) whose readings start with one statement are taken
+# together by one pool thread, this many at most: each gets its statement sent, then each is
+# stepped as its answer comes (one wake-up for several readings instead of one each).
+TURNS_TOGETHER = 16
+# seconds the turns taken together wait for an answer before those still waiting are taken in
+# turn, each waiting on its own connection's read timeout (the servers slower than this)
+SLOW_ANSWER = 1.0
 
 
 def backoff_delay(failures: int) -> float:
@@ -499,14 +507,15 @@ class _SourceWorker:
             engine._tell_listeners()
         return None
 
-    def poll_due(self, handle, collectors: Sequence[Collector]) -> Optional[str]:
-        """Run the due collectors; returns an error line if the connection was lost."""
+    def poll_due(self, handle, collectors: Sequence[Collector], began: Optional[float] = None) -> Optional[str]:
+        """Run the due collectors; returns an error line if the connection was lost. ``began``:
+        when the batch's first statement was sent, when that was before (see _PooledWorker)."""
         engine = self.engine
         news = 0
         # Every reading of the batch is planned from the batch's start, not its own: a slower
         # collector (every 2 s) then stays in step with the 1 s ones instead of drifting by the
         # batch's length into a wake-up (and a redraw) of its own.
-        batch_started = engine._clock()
+        batch_started = engine._clock() if began is None else began
         plan = getattr(handle, "plan_batch", None)
         if plan is not None:  # one query may serve two readings due together (collectors.folded)
             plan([c.name for c in collectors if engine._schedule.is_due(c.name)], engine._clock)
@@ -624,6 +633,7 @@ class _PooledWorker(_SourceWorker):
         self.planned: Optional[float] = None
         self.running = False
         self.woken = False
+        self.sent_at: Optional[float] = None  # when the turn's first statement was sent ahead
 
     def start(self) -> None:
         self.pool.wake(self)
@@ -635,6 +645,9 @@ class _PooledWorker(_SourceWorker):
         """One turn: connect when a reading is due, run the tasks and the due collectors.
         Returns when the source wants its next turn (monotonic), or None to wait until woken."""
         engine, source = self.engine, self.source
+        # A turn whose statement went out before it is planned from then: a server slow to
+        # answer does not drift its turns later, out of those it is taken with.
+        sent_at, self.sent_at = self.sent_at, None
         if engine._stopping:
             self._close()
             return None
@@ -652,13 +665,55 @@ class _PooledWorker(_SourceWorker):
             if not self.connected:
                 return self.retry_at
         # the active collectors as the turn began (a change meanwhile wakes the source again)
-        lost = self._run_tasks(self.handle) or self.poll_due(self.handle, collectors)
+        lost = self._run_tasks(self.handle) or self.poll_due(self.handle, collectors, sent_at)
         if lost is not None:
             self._close()
             self.failures += 1
             self._back_off(self.failures, lost, self._retry_delay(self.failures))
             return self.retry_at
         return engine._schedule.first_due(collectors)
+
+    def _first_due(self) -> Optional[Collector]:
+        """The collector the next turn reads first (None: no turn to take now)."""
+        engine = self.engine
+        if engine._stopping or engine._paused or not self.connected or self._tasks:
+            return None
+        for collector in engine._active_of(self.source.name):
+            if engine._schedule.is_due(collector.name):
+                return collector
+        return None
+
+    def sends_ahead(self) -> bool:
+        """(the pool's lock held: no I/O) Whether the next turn's first reading is a statement
+        that may be sent before the turn (the collector's ``sends_ahead(handle)``)."""
+        collector = self._first_due()
+        check = getattr(collector, "sends_ahead", None)
+        return check is not None and check(self.handle)
+
+    def send_ahead(self) -> Optional[int]:
+        """Send the statement of the next turn's first reading before the turn, which then reads
+        its answer (the collector's ``send_ahead(handle)``): the file descriptor the answer comes
+        on, -1 when the turn may be taken at once (sending failed: the turn says why), None
+        when nothing was sent."""
+        collector = self._first_due()
+        send = getattr(collector, "send_ahead", None)
+        if send is None:
+            return None
+        sent_at = self.engine._clock()
+        try:
+            descriptor = send(self.handle)
+        except Exception:
+            log.exception("%s: sending ahead failed", self.source.name)
+            return None
+        self.sent_at = None if descriptor is None else sent_at
+        return descriptor
+
+    def settle(self) -> None:
+        """After a turn: an answer sent ahead that the turn did not read is dropped (the
+        handle's ``settle_ahead()``)."""
+        settle = getattr(self.handle, "settle_ahead", None)
+        if settle is not None:
+            settle()
 
     def _back_off(self, failures: int, message: str, delay: float) -> None:
         """Say why the source is unreachable; the pool looks at it again after ``delay``
@@ -787,6 +842,7 @@ class _WorkerPool:
                         continue
                     heapq.heappop(self._heap)
                     worker = candidate
+                together = self._turns_together(worker) if worker is not None else ()
                 if worker is not None and self._heap and not self._timer_waiting \
                         and (not self._deputy_waiting or self._heap[0][0] <= clock()):
                     # the next turn is due already, or no deputy would notice this one hanging:
@@ -796,17 +852,76 @@ class _WorkerPool:
                     for member in idle:
                         member._close()
                     return
-                worker.planned, worker.running, worker.woken = None, True, False
+                for taken in (worker,) + together:
+                    taken.planned, taken.running, taken.woken = None, True, False
+            if together:
+                self._take_together((worker,) + together)
+            else:
+                self._take(worker)
+
+    def _take(self, worker: _PooledWorker) -> None:
+        """Take one turn of ``worker`` (marked running), then plan its next."""
+        clock = self.engine._clock
+        try:
+            at = worker.step()
+        except Exception:  # a bug in one source's step must not take a pool thread with it
+            log.exception("%s: pooled step failed", worker.source.name)
+            at = clock() + BACKOFF_STEPS[-1]
+        finally:
+            worker.settle()
+        self._finish(worker, at)
+
+    def _finish(self, worker: _PooledWorker, at: Optional[float], taken: bool = True) -> None:
+        """``worker``'s turn is over, or given back untaken (``taken`` False: an idle thread is
+        woken for it): plan its next at ``at``."""
+        with self._cond:
+            worker.running = False
+            if worker.woken:
+                now = self.engine._clock()
+                at = now if at is None else min(at, now)
+            self._plan(worker, at, by_pool_thread=taken)
+
+    def _turns_together(self, worker: _PooledWorker) -> Tuple[_PooledWorker, ...]:
+        """(the lock held) The turns due within TURN_SLACK taken with ``worker``'s, when its
+        reading and theirs may be sent ahead (taken off the heap here)."""
+        if not worker.sends_ahead():
+            return ()
+        together: List[_PooledWorker] = []
+        limit = self.engine._clock() + TURN_SLACK
+        while self._heap and len(together) < TURNS_TOGETHER - 1:
+            at, _, candidate = self._heap[0]
+            if candidate.planned != at or candidate.running:
+                heapq.heappop(self._heap)  # replaced by an earlier turn, or on a thread now
+                continue
+            if at > limit or not candidate.sends_ahead():
+                break
+            heapq.heappop(self._heap)
+            together.append(candidate)
+        return tuple(together)
+
+    def _take_together(self, workers: Tuple[_PooledWorker, ...]) -> None:
+        """Send each turn's first statement, then take the turns as their answers come: a
+        server slow to answer holds up no other reading. A turn with nothing sent is given
+        back to the pool (another thread takes it at once)."""
+        waiting: Dict[int, _PooledWorker] = {}
+        ready: List[_PooledWorker] = []
+        for worker in workers:
+            descriptor = worker.send_ahead()
+            if descriptor is None:
+                self._finish(worker, self.engine._clock(), taken=False)
+            elif descriptor < 0:
+                ready.append(worker)
+            else:
+                waiting[descriptor] = worker
+        for worker in ready:
+            self._take(worker)
+        while waiting:
             try:
-                at = worker.step()
-            except Exception:  # a bug in one source's step must not take a pool thread with it
-                log.exception("%s: pooled step failed", worker.source.name)
-                at = clock() + BACKOFF_STEPS[-1]
-            with self._cond:
-                worker.running = False
-                if worker.woken:
-                    at = clock() if at is None else min(at, clock())
-                self._plan(worker, at, by_pool_thread=True)
+                answered, _, _ = select.select(list(waiting), [], [], SLOW_ANSWER)
+            except (OSError, ValueError):  # a descriptor closed meanwhile: each turn finds out
+                answered = []
+            for descriptor in answered or list(waiting):  # none in time: each waits on its own
+                self._take(waiting.pop(descriptor))
 
     def _wait(self, timeout: float) -> None:
         self._idle += 1

@@ -52,7 +52,10 @@ def text_result(conn, packet: bytes) -> Tuple[Tuple[str, ...], Tuple[Tuple[objec
     return _answer(conn, packet, True)
 
 
-def _answer(conn, packet: bytes, typed: bool):
+def send(conn, packet: bytes) -> None:
+    """Send ``packet`` on ``conn`` without reading its answer, which :func:`received_rows`
+    then reads (nothing else may be sent meanwhile): a statement sent to several servers
+    before any answer is read (proxytop.polling.engine's pool)."""
     if not conn._sock:
         raise err.InterfaceError(0, "")
     previous = conn._result
@@ -64,6 +67,21 @@ def _answer(conn, packet: bytes, typed: bool):
         conn._result = None
     conn._write_bytes(packet)  # PyMySQL's: its write timeout, "gone away" on failure
     conn._next_seq_id = 1
+
+
+def received_rows(conn) -> Tuple[Tuple[object, ...], ...]:
+    """The answer to the statement :func:`send` sent, as :func:`text_rows` returns it."""
+    if not conn._sock:
+        raise err.InterfaceError(0, "")
+    return _received(conn, False)[1]
+
+
+def _answer(conn, packet: bytes, typed: bool):
+    send(conn, packet)
+    return _received(conn, typed)
+
+
+def _received(conn, typed: bool):
     if getattr(conn, "_current_timeout", None) != conn._read_timeout:
         conn._sock.settimeout(conn._read_timeout)
         if hasattr(conn, "_current_timeout"):
