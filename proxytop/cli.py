@@ -1,6 +1,7 @@
 """Entry point: options, the no-terminal check, start-up, and a clean exit on every path."""
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -179,6 +180,10 @@ def run_interactive(config, engine, controller) -> int:
 
         controller.overlay = ReplayControls(engine)
     controller.activate()
+    # What start-up made (the modules, the screens, a fleet's sources and collectors) lives as
+    # long as the program: the collector's full passes skip it from now on. At 500 servers a
+    # full pass came every half minute and took some 27 ms, most of it scanning these again.
+    gc.freeze()
     engine.start()
     code = 0
     try:
