@@ -753,7 +753,12 @@ class _WorkerPool:
     about 45 us of a turn's CPU). In case the step hangs, one idle thread, the deputy, looks
     every DEPUTY_LOOKS_EVERY seconds: finding nobody timing the turns, it becomes the timer. Turns
     already due when the timer takes one (many sources due at once) still wake an idle thread
-    at once, and so does a turn taken with no deputy to look."""
+    at once, and so does a turn taken with no deputy to look.
+
+    Turns due together whose readings start with one statement (a fleet's MariaDB servers) are
+    taken together by one thread (:meth:`_take_together`): each server gets its statement
+    first, then each turn is taken as its answer comes, so that several readings share one
+    wake-up and a slow server holds up none of the others."""
 
     def __init__(self, engine: Engine, size: int):
         self.engine = engine
