@@ -4,6 +4,8 @@ although the thread that takes a turn also times the next one (see
 proxytop.polling.engine._WorkerPool)."""
 from __future__ import annotations
 
+import heapq
+import itertools
 import socket
 import threading
 import time
@@ -157,14 +159,14 @@ def test_turns_due_within_the_slack_are_taken_without_sleeping_between_them(monk
 
 
 class Answering(Source):
-    """A pooled source whose server answers each statement (a byte on a socket pair) after the
-    delay its ``delays`` give, one by one (then the last delay for every later statement)."""
+    """A pooled source whose server answers each statement (a byte on a socket pair) at once,
+    or after ``before_answer(n)`` returned for the n-th statement (from 0)."""
 
     pooled = True
 
-    def __init__(self, name: str, delays=(0.0,)):
+    def __init__(self, name: str, before_answer=None):
         self.name = name
-        self.delays = list(delays)
+        self.before_answer = before_answer
 
     def connect(self):
         ours, theirs = socket.socketpair()
@@ -173,9 +175,15 @@ class Answering(Source):
 
     def _answer(self, theirs) -> None:
         with theirs:
-            while theirs.recv(1):
-                time.sleep(self.delays.pop(0) if len(self.delays) > 1 else self.delays[0])
-                theirs.sendall(b"!")
+            for n in itertools.count():
+                if not theirs.recv(1):
+                    return
+                if self.before_answer is not None:
+                    self.before_answer(n)
+                try:
+                    theirs.sendall(b"!")
+                except OSError:  # the engine stopped and closed its end meanwhile
+                    return
 
     def close(self, handle) -> None:
         handle.sock.close()
@@ -248,24 +256,46 @@ def rounds_taken_together(log, names):
 
 def test_turns_due_together_are_sent_first_then_read_as_their_answers_come(monkeypatch):
     """One thread takes the turns of five servers due together: each server gets its statement
-    before any answer is read (one wait for the five answers, not five), and a server slow to
-    answer is read last, holding up none of the others; its turns stay with theirs."""
+    before any answer is read (one wait for the five answers, not five), and a server that
+    answers only once the others' readings are done holds up none of them (read in the order
+    sent, they would wait for it); its next turn is planned from when its statement went out,
+    not from its late answer."""
     monkeypatch.setattr(engine_module, "POOL_THREADS", 1)
+    monkeypatch.setattr(engine_module, "SLOW_ANSWER", 60.0)  # no answer in time: read in the order sent
     log: list = []
     names = [f"db{n}" for n in range(5)]
-    # db0 answers its first statement at once (it connects and reads with the others), then
-    # 0.3 s late: sent first, read last
-    sources = [Answering("db0", delays=(0.0, 0.3))] + [Answering(name) for name in names[1:]]
-    engine = ahead_engine(sources, 0.5, log)
+    late = 0.3
+
+    def after_the_others(n: int) -> None:
+        if n == 0:
+            return  # its first statement, when it connects
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            since = list(log)
+            sent = max((i for i, entry in enumerate(since) if entry == ("sent", "db0")), default=None)
+            if sent is not None and {("read", other) for other in names[1:]} <= set(since[sent:]):
+                break
+            time.sleep(0.01)
+        time.sleep(late)
+
+    sources = [Answering("db0", after_the_others)] + [Answering(name) for name in names[1:]]
+    interval = 0.5
+    engine = ahead_engine(sources, interval, log)
+    collectors = [f"ahead.{name}" for name in names]
     engine.start()
     try:
-        assert wait(lambda: len(rounds_taken_together(list(log), names)) >= 3, 20), log
-        rounds = rounds_taken_together(list(log), names)
-        for order in rounds:
-            assert sorted(order) == sorted(names) and order[-1] == "db0", rounds
-        for name in names:  # each read every interval, the slow one too (planned from the send)
-            gaps = readings_apart(engine, f"ahead.{name}")[1:]
-            assert gaps and max(gaps) < 0.5 + 0.3 + 0.2, (name, gaps)
+        assert wait(lambda: all(engine.latest(name) for name in collectors), 20)
+        for _ in range(3):
+            seen = len(log)
+            engine.read_together(collectors)  # due at the same moment (a busy machine spreads them)
+            assert wait(lambda: rounds_taken_together(log[seen:], names), 40), log[seen:]
+            order = rounds_taken_together(log[seen:], names)[0]
+            assert sorted(order) == sorted(names) and order[-1] == "db0", (order, log[seen:])
+        engine.pause()  # no turn after this one: its reading and its plan stay as they are
+        assert wait(lambda: len(engine.history("ahead.db0")) >= 4, 20)
+        time.sleep(0.1)
+        read = engine.latest("ahead.db0").taken_at  # when its reading began: its answer came late
+        assert engine._schedule.first_due([engine.collector("ahead.db0")]) - read < interval - late + 0.05
     finally:
         engine.stop()
 
@@ -298,3 +328,41 @@ def test_an_answer_sent_ahead_and_not_read_by_its_turn_is_settled(monkeypatch):
         assert wait(lambda: len(rounds_taken_together(log[read:], names)) >= 2, 20), log[read:]
     finally:
         engine.stop()
+
+
+def test_a_source_planned_twice_for_the_same_moment_is_taken_once():
+    """The pool's heap may hold two entries of one source for the same moment (planned, woken
+    sooner, then planned for that moment again): the turns taken with it never take it a
+    second time (its statement would go out twice)."""
+    engine = Engine()  # never started: no pool thread takes these turns
+    for name in ("a", "b"):
+        engine.add_source(Answering(name))
+        engine.add_collector(AheadReading(name, 0.5, []))
+    pool = engine._pool
+    pool._idle = 1  # as if a thread were idle: planning starts none
+    engine.set_active(engine.collector_names("ahead."))
+    workers = [engine._workers["a"], engine._workers["b"]]
+    try:
+        for worker in workers:
+            worker.connected, worker.handle = True, worker.source.connect()
+        a, b = workers
+        moment = engine.now()
+        for name in ("ahead.a", "ahead.b"):
+            engine._schedule._next_due[name] = moment  # due now (activation plans them a moment on)
+        with pool._cond:
+            pool._heap.clear()
+            a.planned = b.planned = None
+            pool._plan(a, moment)
+            pool._plan(a, moment - 0.01)  # woken: a sooner turn
+            heapq.heappop(pool._heap)  # ... taken
+            a.planned = None
+            pool._plan(a, moment)  # planned for the first moment again: two entries now
+            pool._plan(b, moment)
+            assert [w.source.name for _, _, w in pool._heap].count("a") == 2
+            _, _, lead = heapq.heappop(pool._heap)
+            assert lead is a
+            lead.planned, lead.running = None, True  # as _serve takes it
+            assert pool._turns_together(lead) == (b,)
+    finally:
+        for worker in workers:
+            worker.source.close(worker.handle)

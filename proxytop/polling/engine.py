@@ -847,6 +847,8 @@ class _WorkerPool:
                         continue
                     heapq.heappop(self._heap)
                     worker = candidate
+                if worker is not None:
+                    worker.planned, worker.running, worker.woken = None, True, False
                 together = self._turns_together(worker) if worker is not None else ()
                 if worker is not None and self._heap and not self._timer_waiting \
                         and (not self._deputy_waiting or self._heap[0][0] <= clock()):
@@ -857,8 +859,6 @@ class _WorkerPool:
                     for member in idle:
                         member._close()
                     return
-                for taken in (worker,) + together:
-                    taken.planned, taken.running, taken.woken = None, True, False
             if together:
                 self._take_together((worker,) + together)
             else:
@@ -887,20 +887,24 @@ class _WorkerPool:
             self._plan(worker, at, by_pool_thread=taken)
 
     def _turns_together(self, worker: _PooledWorker) -> Tuple[_PooledWorker, ...]:
-        """(the lock held) The turns due within TURN_SLACK taken with ``worker``'s, when its
-        reading and theirs may be sent ahead (taken off the heap here)."""
+        """(the lock held) The turns due within TURN_SLACK taken with ``worker``'s (marked
+        running), when its reading and theirs may be sent ahead: taken off the heap and marked
+        running here."""
         if not worker.sends_ahead():
             return ()
         together: List[_PooledWorker] = []
         limit = self.engine._clock() + TURN_SLACK
         while self._heap and len(together) < TURNS_TOGETHER - 1:
             at, _, candidate = self._heap[0]
+            # (a source planned again at the time of an older entry has two: the second is
+            # stale once the first is taken)
             if candidate.planned != at or candidate.running:
                 heapq.heappop(self._heap)  # replaced by an earlier turn, or on a thread now
                 continue
             if at > limit or not candidate.sends_ahead():
                 break
             heapq.heappop(self._heap)
+            candidate.planned, candidate.running, candidate.woken = None, True, False
             together.append(candidate)
         return tuple(together)
 
@@ -920,13 +924,18 @@ class _WorkerPool:
                 waiting[descriptor] = worker
         for worker in ready:
             self._take(worker)
+        # poll(), not select(): a fleet's connections may number past select()'s 1,024
+        answers = select.poll()
+        for descriptor in waiting:
+            answers.register(descriptor, select.POLLIN)
         while waiting:
-            try:
-                answered, _, _ = select.select(list(waiting), [], [], SLOW_ANSWER)
-            except (OSError, ValueError):  # a descriptor closed meanwhile: each turn finds out
-                answered = []
+            # an answer, an error or a closed descriptor alike: the turn finds out which
+            answered = [descriptor for descriptor, _ in answers.poll(SLOW_ANSWER * 1000)]
             for descriptor in answered or list(waiting):  # none in time: each waits on its own
-                self._take(waiting.pop(descriptor))
+                worker = waiting.pop(descriptor, None)
+                if worker is not None:
+                    answers.unregister(descriptor)
+                    self._take(worker)
 
     def _wait(self, timeout: float) -> None:
         self._idle += 1
