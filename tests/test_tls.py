@@ -258,3 +258,42 @@ def test_innodb_screen_reads_a_tls_server_with_a_client_certificate(tls_mariadb,
         text = "\n".join("".join(part for part, _style in line) for line in lines)
         assert re.search(r"user x509dba\s+TLS TLSv1\.[23]", text), text
         assert engine.source(f"mysql:{key}").session.encryption.startswith("TLSv1")
+
+
+def test_readings_sent_ahead_over_tls_are_waited_for_and_read(tls_mariadb, certs):
+    """The engine's pool sends several servers' readings, then waits with poll() on their
+    connections' descriptors: over TLS the answer makes the descriptor readable as it does in
+    the clear (nothing of it held back in the TLS layer), and each reading gets its own answer."""
+    import select
+
+    from proxytop.collectors.innodb import InnoDBEngine, InnoDBStatus
+
+    endpoint = mysql_endpoint(tls_mariadb, ca=certs.ca, cert=certs.client_cert, key=certs.client_key)
+    source = MySQLSource(endpoint)
+    sessions = [source.connect() for _ in range(3)]
+    status, engine = InnoDBStatus(endpoint), InnoDBEngine(endpoint)
+    try:
+        whole = None
+        for session in sessions:
+            assert session.encryption
+            whole = set(status.collect(session))
+            engine.collect(session)  # the user may read the InnoDB tables: one statement from now on
+        for _ in range(3):
+            descriptors = {status.send_ahead(session): session for session in sessions}
+            assert None not in descriptors and len(descriptors) == len(sessions)
+            answers = select.poll()
+            for descriptor in descriptors:
+                answers.register(descriptor, select.POLLIN)
+            waiting = dict(descriptors)
+            while waiting:
+                answered = [descriptor for descriptor, _ in answers.poll(10000)]
+                assert answered, "no answer within 10 s"
+                for descriptor in answered:
+                    answers.unregister(descriptor)
+                    session = waiting.pop(descriptor)
+                    sent = session.queries
+                    assert set(status.collect(session)) == whole and session.queries == sent + 1
+                    assert status.__dict__.pop("served_at") and session.ahead is None
+    finally:
+        for session in sessions:
+            source.close(session)
