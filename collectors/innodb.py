@@ -163,7 +163,6 @@ class MySQLSession:
         """The rows of a statement whose columns are all text, read by
         proxytop.polling.lean_query (``packet`` made once by its query_packet). When ``packet``
         was sent ahead, its answer is read, and ``answered_ahead`` says when it was sent."""
-        self.queries += 1
         ahead, self.answered_ahead = self.ahead, None
         if ahead is not None and ahead[0] is packet:
             self.ahead = None
@@ -171,6 +170,7 @@ class MySQLSession:
             self.answered_ahead = ahead[1:]
             return rows
         self._clear()
+        self.queries += 1
         return text_rows(self.conn, packet)
 
     def rows(self, sql: str) -> Tuple[tuple, ...]:
@@ -188,6 +188,7 @@ class MySQLSession:
         if self.ahead is not None or self.broken is not None:
             return None
         sent_at, sent_wall = clock(), time.time()
+        self.queries += 1
         try:
             send(self.conn, packet)
         except Exception as exc:  # the connection is closed: the turn finds out

@@ -263,13 +263,13 @@ def test_a_reading_sent_ahead_is_read_by_its_turn(mariadb):
     try:
         whole = set(status.collect(session)), engine.collect(session)
         assert status.sends_ahead(session)
+        sent = session.queries
         before = time.monotonic()
         descriptor = status.send_ahead(session)
         after = time.monotonic()
         assert descriptor == session.conn._sock.fileno()
         assert not status.sends_ahead(session) and status.send_ahead(session) is None  # one at a time
         assert select.select([descriptor], [], [], 10)[0] == [descriptor]  # the answer came
-        sent = session.queries
         reading = status.collect(session)
         assert session.queries == sent + 1 and set(reading) == whole[0]
         stamped, stamped_wall = status.__dict__.pop("served_at")
