@@ -42,11 +42,12 @@ class Reading(Collector):
         return time.monotonic()
 
 
-def pooled_engine(collectors) -> Engine:
-    """An engine whose pool serves a source of its own for each of ``collectors``."""
+def pooled_engine(collectors, sources=None) -> Engine:
+    """An engine whose pool serves a source of its own for each of ``collectors``: ``sources``,
+    in the same order, or a Pooled source each."""
     engine = Engine()
-    for collector in collectors:
-        engine.add_source(Pooled(collector.source))
+    for n, collector in enumerate(collectors):
+        engine.add_source(sources[n] if sources else Pooled(collector.source))
         engine.add_collector(collector)
     return engine
 
@@ -232,10 +233,7 @@ class AheadReading(Collector):
 
 
 def ahead_engine(sources, interval, log) -> Engine:
-    engine = Engine()
-    for source in sources:
-        engine.add_source(source)
-        engine.add_collector(AheadReading(source.name, interval, log))
+    engine = pooled_engine([AheadReading(source.name, interval, log) for source in sources], sources)
     engine.set_active(engine.collector_names("ahead."))
     return engine
 
@@ -334,10 +332,8 @@ def test_a_source_planned_twice_for_the_same_moment_is_taken_once():
     """The pool's heap may hold two entries of one source for the same moment (planned, woken
     sooner, then planned for that moment again): the turns taken with it never take it a
     second time (its statement would go out twice)."""
-    engine = Engine()  # never started: no pool thread takes these turns
-    for name in ("a", "b"):
-        engine.add_source(Answering(name))
-        engine.add_collector(AheadReading(name, 0.5, []))
+    # never started: no pool thread takes these turns
+    engine = pooled_engine([AheadReading(name, 0.5, []) for name in "ab"], [Answering(name) for name in "ab"])
     pool = engine._pool
     pool._idle = 1  # as if a thread were idle: planning starts none
     engine.set_active(engine.collector_names("ahead."))

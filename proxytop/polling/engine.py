@@ -847,9 +847,10 @@ class _WorkerPool:
                         continue
                     heapq.heappop(self._heap)
                     worker = candidate
+                together = ()
                 if worker is not None:
                     worker.planned, worker.running, worker.woken = None, True, False
-                together = self._turns_together(worker) if worker is not None else ()
+                    together = self._turns_together(worker)
                 if worker is not None and self._heap and not self._timer_waiting \
                         and (not self._deputy_waiting or self._heap[0][0] <= clock()):
                     # the next turn is due already, or no deputy would notice this one hanging:
