@@ -354,6 +354,13 @@ class ProxySQLDouble:
         self.query_log: List[Tuple[float, str, str]] = []  # (time, user, sql)
         self.kills: List[int] = []
         self.hanging = False
+        # Tables replaced for every session (replace_table), and how often: sessions take them
+        # before their next query. ``rules_loads`` is the version of mysql_query_rules in
+        # runtime_checksums_values (each LOAD MYSQL QUERY RULES TO RUNTIME raises it).
+        self.replaced: Dict[str, Tuple[List[str], Rows]] = {}
+        self.replaced_generation = 0
+        self.rules_loads = 1
+        self.rules_loaded_at = int(time.time())
         self._lock = threading.Lock()
         self._listener: Optional[socket.socket] = None
         self._clients: List[socket.socket] = []
@@ -404,6 +411,19 @@ class ProxySQLDouble:
     def set_frame(self, table: str, frame: int) -> None:
         with self._lock:
             self.frames[table] = frame
+
+    def replace_table(self, table: str, rows: Rows) -> None:
+        """Give a configuration or runtime table new rows (same columns) in every session, as
+        an admin's edits would: ``runtime_mysql_query_rules`` replaced is a LOAD MYSQL QUERY
+        RULES TO RUNTIME (its version in runtime_checksums_values goes up, as ProxySQL's does
+        with every load, even of the same rules)."""
+        columns, _ = self.first_frame(table)
+        with self._lock:
+            self.replaced[table] = (list(columns), [list(row) for row in rows])
+            self.replaced_generation += 1
+            if table == "runtime_mysql_query_rules":
+                self.rules_loads += 1
+                self.rules_loaded_at = int(time.time())
 
     def queries(self, user: Optional[str] = None) -> List[str]:
         with self._lock:
@@ -600,6 +620,19 @@ RESET_TWINS = ("stats_mysql_connection_pool", "stats_mysql_query_digest", "stats
 _KILL = re.compile(r"^\s*kill\s+(connection\s+)?(\d+)\s*;?\s*$", re.IGNORECASE)
 
 
+CONFIG_RULES_CHECKSUM = ("checksum memory mysql query rules", "checksum mem mysql query rules",
+                         "checksum mysql query rules")
+
+
+def rows_checksum(rows) -> str:
+    """A 64-bit hash of rows written as ProxySQL writes its checksums ("0x%0X%0X" of the two
+    32-bit halves, unpadded); the hash itself is not ProxySQL's SpookyHash (nothing compares
+    the two), but like it, another row or value gives another checksum."""
+    digest = hashlib.blake2b(repr([tuple(row) for row in rows]).encode(), digest_size=8).digest()
+    low, high = struct.unpack("<II", digest)
+    return f"0x{low:X}{high:X}"
+
+
 def first_statement(sql: str) -> str:
     """ProxySQL runs only the first of several statements."""
     quote = None
@@ -644,6 +677,9 @@ class Session:
                 if twin not in recorded and twin in rec.table_names():
                     columns, rows = double.first_frame(table)
                     self._create(twin, columns, rows, ddl=None)
+            if "runtime_checksums_values" not in recorded:  # recorded as a schema only
+                self._create("runtime_checksums_values", ["name", "version", "epoch", "checksum"], [], ddl=None)
+        self.replaced_seen = 0
         for table in self.series_tables:
             if is_monitor_log(table):
                 schema = "monitor."
@@ -680,6 +716,25 @@ class Session:
             self._fill(schema + table, columns, rows)
             if f"{table}_reset" in sql:
                 self._fill(f"{schema}{table}_reset", columns, rows)
+
+    def _take_replaced(self) -> None:
+        """The tables replaced for every session since this one last looked (replace_table)."""
+        with self.double._lock:
+            if self.replaced_seen == self.double.replaced_generation:
+                return
+            self.replaced_seen = self.double.replaced_generation
+            replaced = dict(self.double.replaced)
+        for table, (columns, rows) in replaced.items():
+            self._fill(table, columns, rows)
+
+    def _fill_checksums(self) -> None:
+        """runtime_checksums_values, filled when a query names it as ProxySQL does. Only the
+        query rules' row: (version, epoch, checksum of the runtime rules)."""
+        rows = self.db.execute("select * from runtime_mysql_query_rules order by rule_id").fetchall()
+        with self.double._lock:
+            version, epoch = self.double.rules_loads, self.double.rules_loaded_at
+        self._fill("runtime_checksums_values", ["name", "version", "epoch", "checksum"],
+                   [["mysql_query_rules", version, epoch, rows_checksum(rows)]])
 
     def _vacuum(self) -> None:
         for table in self.series_tables:
@@ -745,6 +800,13 @@ class Session:
             if self.kind == "stats":
                 entry = rec.fixed[("stats", "SHOW TABLES")]
             return (entry["columns"], [list(r) for r in entry["rows"]])
+        if self.kind == "admin":
+            self._take_replaced()
+            if lowered in CONFIG_RULES_CHECKSUM:  # ProxySQL's: a hash of every row, as one row
+                rows = self.db.execute("select * from mysql_query_rules order by rule_id").fetchall()
+                return (["table", "checksum"], [["MYSQL QUERY RULES", rows_checksum(rows)]])
+            if "runtime_checksums_values" in sql:
+                self._fill_checksums()
         self._refresh(sql)
         try:
             cursor = self.db.execute(sql)

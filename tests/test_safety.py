@@ -31,7 +31,9 @@ import pytest
 from tests.proxysql_double import ProxySQLDouble
 from tests.terminal import ESC, ENTER, proxytop_command
 
-ALLOWED = re.compile(r"^\s*(select|show)\b", re.IGNORECASE)
+# Reads: SELECT, SHOW, and ProxySQL's CHECKSUM MEMORY <module> (a hash of a configuration
+# table's rows, which it selects and hashes: nothing is changed).
+ALLOWED = re.compile(r"^\s*(select|show|checksum\s+memory)\b", re.IGNORECASE)
 SETUP = re.compile(r"^\s*set\s+(names|autocommit)\b", re.IGNORECASE)
 CONFIRMED_KILL = re.compile(r"^\s*kill\s+connection\s+(\d+)\s*;?\s*$", re.IGNORECASE)
 GENERAL_LOG = "proxytop-general.log"
