@@ -144,6 +144,7 @@ class KeptUntilChanged(TableCollector):
     that can't tell): the table is read whole every time, as before."""
 
     _kept: Optional[Tuple[Any, Any, Optional[Table]]] = None  # (session, fingerprint, table)
+    _refused_by: Any = None  # the connection whose ProxySQL refused the question
 
     def fingerprint(self, session) -> Any:
         return None
@@ -153,7 +154,14 @@ class KeptUntilChanged(TableCollector):
             return None
         # Asked before the table is read: a change between the two leaves an older fingerprint
         # with the newer table, and the next reading reads the table again (never the reverse).
-        mark = self.fingerprint(session)
+        mark = None
+        if self._refused_by is not session:
+            try:
+                mark = self.fingerprint(session)
+            except Exception as exc:
+                if errors.is_connection_error(exc) or errors.is_passing(exc):
+                    raise
+                self._refused_by = session  # e.g. a build without the command: read whole from now on
         kept = self._kept
         if mark is not None and kept is not None and kept[0] is session and kept[1] == mark:
             return kept[2]

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import re
 
+import pymysql
+import pytest
+
+from proxytop.collectors.base import Table
 from proxytop.collectors.proxysql_stats import (CONFIG_RULES_CHECKSUM_SQL, RULES_CHECKSUM_SQL, ConfigQueryRules,
                                                  RuntimeQueryRules)
 from proxytop.collectors.sides import for_side
@@ -110,3 +114,40 @@ def test_e2e_a_rule_loaded_while_watching_appears_on_queryrules(proxytop_term, p
     screen = term.wait_until(lambda s: "Rules  8 at runtime" in s and re.search(r"^\s+30\s.*\^SELECT NEW_RULE", s, re.M)
                              is not None, timeout=40, what="rule 30 after the load")
     print("\n" + screen)
+
+
+class RefusingSession:
+    """A session whose ProxySQL answers the checksum question with an admin error (a build
+    without the command), or says its admin database is locked (1205) the first time."""
+
+    is_admin, version = True, (2, 7, 2)
+
+    def __init__(self, error):
+        self.error, self.sent = error, []
+
+    def query(self, sql):
+        self.sent.append(sql)
+        if sql == CONFIG_RULES_CHECKSUM_SQL and self.error is not None:
+            error, self.error = self.error, (self.error if self.error.args[0] == 1045 else None)
+            raise error
+        if sql == CONFIG_RULES_CHECKSUM_SQL:
+            return Table(("table", "checksum"), (("MYSQL QUERY RULES", "0x1"),))
+        return Table(("rule_id",), (("1",),))
+
+
+def test_a_refused_checksum_question_leaves_the_table_read_whole_from_then_on():
+    session, config = RefusingSession(pymysql.err.OperationalError(1045, "ProxySQL Admin Error: near \"CHECKSUM\"")), \
+        ConfigQueryRules()
+    assert [config.collect(session).rows for _ in range(3)] == [(("1",),)] * 3
+    assert session.sent == [CONFIG_RULES_CHECKSUM_SQL, "select * from mysql_query_rules",
+                            "select * from mysql_query_rules", "select * from mysql_query_rules"]
+
+
+def test_a_locked_admin_database_fails_the_reading_and_the_question_is_asked_again():
+    session, config = RefusingSession(pymysql.err.OperationalError(1205, "database is locked")), ConfigQueryRules()
+    with pytest.raises(pymysql.err.OperationalError):
+        config.collect(session)
+    first = config.collect(session)
+    assert config.collect(session) is first
+    assert session.sent == [CONFIG_RULES_CHECKSUM_SQL, CONFIG_RULES_CHECKSUM_SQL, "select * from mysql_query_rules",
+                            CONFIG_RULES_CHECKSUM_SQL]
