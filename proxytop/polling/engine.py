@@ -827,13 +827,11 @@ class _WorkerPool:
                         for member in idle:
                             member.running = True  # closed here: no other thread takes it now
                         break
-                    if not self._heap:
+                    first = self._first_planned()
+                    if first is None:
                         self._wait(IDLE_WAIT)
                         continue
-                    at, _, candidate = self._heap[0]
-                    if candidate.planned != at or candidate.running:
-                        heapq.heappop(self._heap)  # replaced by an earlier turn, or on a thread now
-                        continue
+                    at, candidate = first
                     delay = at - clock()
                     # A source not connected takes its turn on time: connecting and retrying
                     # are planned to the moment, not within the readings' slack.
@@ -865,6 +863,18 @@ class _WorkerPool:
             else:
                 self._take(worker)
 
+    def _first_planned(self) -> Optional[Tuple[float, _PooledWorker]]:
+        """(the lock held) The heap's first turn, (when, whose), left on the heap; None when
+        there is none. Stale entries before it are dropped: a source planned again earlier,
+        or taken by a thread, keeps its older entry (a source planned again at the time of an
+        older entry has two, the second stale once the first is taken)."""
+        while self._heap:
+            at, _, worker = self._heap[0]
+            if worker.planned == at and not worker.running:
+                return at, worker
+            heapq.heappop(self._heap)
+        return None
+
     def _take(self, worker: _PooledWorker) -> None:
         """Take one turn of ``worker`` (marked running), then plan its next."""
         clock = self.engine._clock
@@ -895,15 +905,11 @@ class _WorkerPool:
             return ()
         together: List[_PooledWorker] = []
         limit = self.engine._clock() + TURN_SLACK
-        while self._heap and len(together) < TURNS_TOGETHER - 1:
-            at, _, candidate = self._heap[0]
-            # (a source planned again at the time of an older entry has two: the second is
-            # stale once the first is taken)
-            if candidate.planned != at or candidate.running:
-                heapq.heappop(self._heap)  # replaced by an earlier turn, or on a thread now
-                continue
-            if at > limit or not candidate.sends_ahead():
+        while len(together) < TURNS_TOGETHER - 1:
+            first = self._first_planned()
+            if first is None or first[0] > limit or not first[1].sends_ahead():
                 break
+            candidate = first[1]
             heapq.heappop(self._heap)
             candidate.planned, candidate.running, candidate.woken = None, True, False
             together.append(candidate)
