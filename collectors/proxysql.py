@@ -6,8 +6,9 @@ ProxySQL sends them; screens convert by column name.
 """
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
+from proxytop import errors
 from proxytop.collectors import folded
 from proxytop.collectors.base import Collector, Table
 from proxytop.metrics.rates import RATE_WINDOW
@@ -22,10 +23,27 @@ class TableCollector(Collector):
     table = ""
     needs_admin = False  # the read-only stats user can't read runtime_* / configuration tables
 
+    _refused_by: Any = None  # the connection whose ProxySQL refused an optional query
+
     def collect(self, session) -> Optional[Table]:
         if self.needs_admin and not session.is_admin:
             return None  # "needs an admin user": shown by the screen, no failing query sent
         return session.query(f"select * from {self.table}")
+
+    def ask_unless_refused(self, session, ask: Callable[[Any], Any]) -> Any:
+        """``ask(session)``: an optional query that saves work (a concatenated reading, a
+        checksum). None when this connection's ProxySQL refused it, now or before: it is not
+        sent again on that connection, and the collector reads as without it. A broken
+        connection, or a locked admin database (1205), raises as any reading does."""
+        if self._refused_by is session:
+            return None
+        try:
+            return ask(session)
+        except Exception as exc:
+            if errors.is_connection_error(exc) or errors.is_passing(exc):
+                raise
+            self._refused_by = session
+            return None
 
 
 class GlobalStatus(Collector):

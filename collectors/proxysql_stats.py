@@ -11,7 +11,6 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
-from proxytop import errors
 from proxytop.collectors.base import Collector, Table, unconcatenated
 from proxytop.collectors.proxysql import PROXYSQL, GlobalStatus, HeaderStatus, TableCollector
 from proxytop.metrics.rates import RATE_WINDOW
@@ -82,24 +81,17 @@ class QueryRuleHits(TableCollector):
     def __init__(self):
         super().__init__()
         self._position: Optional[Mapping[str, int]] = None
-        self._refused_by = None  # the connection whose ProxySQL refused the concatenated reading
 
     def collect(self, session) -> Optional[Table]:
         """Every rule's id and hits as two texts, one row for the whole table, split here in C:
         the same values as ``select *`` without a row packet per rule to decode (5,000 rules
         took about 15 ms a reading). ``count(*)`` tells a value group_concat left out (NULL);
         a ProxySQL that refuses the query is read plainly from then on."""
-        if self._refused_by is not session:
-            try:
-                table = session.query(self.concatenated_sql())
-            except Exception as exc:
-                if errors.is_connection_error(exc) or errors.is_passing(exc):
-                    raise
-                self._refused_by = session
-            else:
-                rules = split_concatenated(table)
-                if rules is not None:
-                    return rules
+        table = self.ask_unless_refused(session, lambda session: session.query(self.concatenated_sql()))
+        if table is not None:
+            rules = split_concatenated(table)
+            if rules is not None:
+                return rules
         return super().collect(session)
 
     def concatenated_sql(self) -> str:
@@ -144,7 +136,6 @@ class KeptUntilChanged(TableCollector):
     that can't tell): the table is read whole every time, as before."""
 
     _kept: Optional[Tuple[Any, Any, Optional[Table]]] = None  # (session, fingerprint, table)
-    _refused_by: Any = None  # the connection whose ProxySQL refused the question
 
     def fingerprint(self, session) -> Any:
         return None
@@ -154,14 +145,8 @@ class KeptUntilChanged(TableCollector):
             return None
         # Asked before the table is read: a change between the two leaves an older fingerprint
         # with the newer table, and the next reading reads the table again (never the reverse).
-        mark = None
-        if self._refused_by is not session:
-            try:
-                mark = self.fingerprint(session)
-            except Exception as exc:
-                if errors.is_connection_error(exc) or errors.is_passing(exc):
-                    raise
-                self._refused_by = session  # e.g. a build without the command: read whole from now on
+        # Refused (a build without the command, say): read whole from then on.
+        mark = self.ask_unless_refused(session, self.fingerprint)
         kept = self._kept
         if mark is not None and kept is not None and kept[0] is session and kept[1] == mark:
             return kept[2]
