@@ -97,8 +97,7 @@ def test_the_postgresql_rules_are_read_whole_every_time():
 def test_the_stats_user_sends_no_checksum_question(proxysql_double):
     session = open_admin(Endpoint(port=proxysql_double.port, user="stats", password="stats", timeout=30))
     assert RuntimeQueryRules().collect(session) is None and ConfigQueryRules().collect(session) is None
-    assert proxysql_double.queries("stats") == [sql for sql in proxysql_double.queries("stats")
-                                                if "checksum" not in sql.lower()]
+    assert not any("checksum" in sql.lower() for sql in proxysql_double.queries("stats"))
 
 
 def test_e2e_a_rule_loaded_while_watching_appears_on_queryrules(proxytop_term, proxysql_double):
