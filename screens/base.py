@@ -186,6 +186,10 @@ class Screen:
     def attach(self, engine) -> None:
         """Called once after the collectors are registered (e.g. to add sources later)."""
 
+    def all_collectors(self) -> List[Collector]:
+        """Every collector to register with the engine (both sides' of a sided screen), made once."""
+        return self._collector_cache()
+
     # --- what the app asks every refresh ----------------------------------------------------
     def active_collectors(self) -> List[str]:
         """Names of the collectors that must poll while this screen is visible."""
