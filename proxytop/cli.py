@@ -61,6 +61,10 @@ def build(config, engine=None):
     for screen in screens:
         screen.attach(engine)
     controller = Controller(engine, screens, config)
+    if engine.replaying:
+        from proxytop.recordings.replay import ReplayControls
+
+        controller.overlay = ReplayControls(engine)  # its keys, and the header's line of where it is
     return engine, controller
 
 
@@ -174,10 +178,6 @@ def run_interactive(config, engine, controller) -> int:
     if problem:
         print(f"proxytop: error: {problem}", file=sys.stderr)
         return 1
-    if getattr(engine, "replaying", False):
-        from proxytop.recordings.replay import ReplayControls
-
-        controller.overlay = ReplayControls(engine)
     controller.activate()
     engine.start()
     code = 0

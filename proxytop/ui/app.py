@@ -218,7 +218,7 @@ class Canvas(npyscreen.widget.Widget):
         height, width = terminal_size(self.parent.parentApp.terminal_fd)
         pad = self.parent.curses_pad
         lines = view.render(self.controller, width, height)
-        if getattr(self.controller, "repaint", False):  # ^L: the terminal may show something else
+        if self.controller.repaint:  # ^L: the terminal may show something else
             self.controller.repaint = False
             self.forget()
             try:
@@ -416,7 +416,7 @@ class MonitorApp(npyscreen.NPSAppManaged):
     def run(self, *args, **keywords):
         engine = self.controller.engine
         before = {}  # the stop signals' handlers before the live loop's
-        if getattr(engine, "notifies_changes", False):
+        if engine.notifies_changes:
             self.wakeup = wakeup.WakeUp()
             engine.add_listener(self.wakeup.wake)
             for signum in wakeup.STOP_SIGNALS:

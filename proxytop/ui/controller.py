@@ -10,7 +10,7 @@ import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from proxytop.screens.base import Confirm, DataView, Detail, Screen
-from proxytop.ui import keys
+from proxytop.ui import keys, view
 from proxytop.ui.cursor import CursorMoves
 from proxytop.ui.key_modes import MODE_KEYS, ConfirmMode, DetailMode, HelpMode, TextInputModes
 from proxytop.ui.pacing import Pacing
@@ -45,6 +45,7 @@ class Controller(ScreenSwitching, Pacing, RowCache, ScreenNews, CursorMoves, Sor
         self.confirm: Optional[Confirm] = None
         self.quit_requested = False
         self.repaint = False  # ^L asked the shell to send every cell again
+        self.memo = view.Memo()
         self.page_rows = 10  # set by the renderer from the terminal height
         self._rows: List[dict] = []
         self.total_rows = 0

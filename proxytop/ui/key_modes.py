@@ -152,9 +152,8 @@ class ConfirmMode:
 
     def ask(self, confirm: Confirm) -> None:
         """Screens call this for the one write proxytop makes: nothing runs until 'y'."""
-        refusal = getattr(self.engine, "refuses_writes", None)
-        if refusal:  # a replay: nothing to send anything to
-            self.say(refusal, "error")
+        if self.engine.refuses_writes:  # a replay: nothing to send anything to
+            self.say(self.engine.refuses_writes, "error")
             return
         self.confirm = confirm
         self.mode = "confirm"

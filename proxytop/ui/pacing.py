@@ -74,9 +74,7 @@ class Pacing:
         # The ProxySQL readings start in one batch (the slower ones then stay in step with it):
         # after a switch the header's (read anew) and the pool's (kept at the alarm's pace)
         # were a fraction of a second apart for good, two wake-ups and two frames an interval.
-        together = getattr(self.engine, "read_together", None)  # a replay has no schedule
-        if together is not None:
-            together([n for n in names if getattr(self.engine.collector(n), "source", None) == "proxysql"])
+        self.engine.read_together([n for n in names if getattr(self.engine.collector(n), "source", None) == "proxysql"])
         self._rows_token = None
 
     def alarm_plan(self) -> Tuple[Tuple[str, float], ...]:

@@ -33,12 +33,12 @@ class SortAndFilter:
             # Numbers read best largest first; text columns A to Z.
             descending = next(c.numeric for c in columns if c.key == key)
             self._set_state(self.state.with_sort(key, descending))
-            self.say(f"sorted by {self._title(key)}")
+            self.say(f"sorted by {self.column_title(key)}")
 
     def do_sort_reverse(self):
         self._set_state(self.state.with_sort(self.state.sort_key, not self.state.descending))
 
-    def _title(self, key: str) -> str:
+    def column_title(self, key: str) -> str:
         for column in self.screen.columns:
             if column.key == key:
                 return column.title
