@@ -103,7 +103,7 @@ class Canvas(npyscreen.widget.Widget):
             # signal does.
             raise KeyboardInterrupt
         self.controller.handle_key(ch)
-        if self.controller.quit_requested:
+        if self.controller.ui.quit_requested:
             self.editing = False
             self.parent.editing = False
             self.parent.parentApp.setNextForm(None)
@@ -218,8 +218,8 @@ class Canvas(npyscreen.widget.Widget):
         height, width = terminal_size(self.parent.parentApp.terminal_fd)
         pad = self.parent.curses_pad
         lines = view.render(self.controller, width, height)
-        if self.controller.repaint:  # ^L: the terminal may show something else
-            self.controller.repaint = False
+        if self.controller.ui.repaint:  # ^L: the terminal may show something else
+            self.controller.ui.repaint = False
             self.forget()
             try:
                 pad.redrawwin()  # every cell is sent again on the next refresh

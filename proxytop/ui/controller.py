@@ -7,10 +7,12 @@ switching, polling pace, the row cache, the cursor, sorting and filtering, and t
 from __future__ import annotations
 
 import time
-from typing import Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from proxytop.screens.base import Confirm, DataView, Detail, Screen
 from proxytop.ui import keys, view
+from proxytop.ui.table import TableState
 from proxytop.ui.cursor import CursorMoves
 from proxytop.ui.key_modes import MODE_KEYS, ConfirmMode, DetailMode, HelpMode, TextInputModes
 from proxytop.ui.pacing import Pacing
@@ -22,6 +24,33 @@ from proxytop.ui.sort_filter import SortAndFilter
 MESSAGE_SECONDS = 6.0
 
 
+@dataclass
+class UIState:
+    """What the keys change, in one place: the handlers (the controller's ``do_*`` methods and
+    the screens' ``action_*``) change it, the renderer (proxytop.ui.view) reads it. What the
+    engine polls and the rows computed from it are the controller's, not kept here."""
+
+    index: int  # the screen shown (of Controller.screens)
+    tables: Dict[str, TableState]  # per screen: sort and filter
+    cursor: Dict[str, int]  # per screen: the selected row
+    scroll: Dict[str, int]  # per screen: the first row shown
+    cursor_id: Dict[str, object] = field(default_factory=dict)  # per screen: the selected row's _id
+    intervals: Dict[str, float] = field(default_factory=dict)  # per screen: seconds between readings
+    mode: str = "table"  # table | filter | prompt | help | detail | confirm
+    input: str = ""  # the filter or prompt text typed
+    prompt_label: str = ""
+    prompt_hint: str = ""
+    prompt_done: Optional[Callable[[str], Optional[str]]] = None  # takes the text, or says why not
+    message: Optional[Tuple[str, str, float]] = None  # (text, style, monotonic time it expires)
+    detail: Optional[Detail] = None  # the detail panel shown
+    detail_row: Optional[dict] = None  # the row a live detail panel follows
+    detail_scroll: int = 0
+    help_scroll: int = 0
+    confirm: Optional[Confirm] = None  # the write waiting for 'y'
+    quit_requested: bool = False
+    repaint: bool = False  # ^L asked the shell to send every cell again
+
+
 class Controller(ScreenSwitching, Pacing, RowCache, ScreenNews, CursorMoves, SortAndFilter,
                  TextInputModes, HelpMode, DetailMode, ConfirmMode):
     def __init__(self, engine, screens: Sequence[Screen], config, clock=time.monotonic):
@@ -30,21 +59,9 @@ class Controller(ScreenSwitching, Pacing, RowCache, ScreenNews, CursorMoves, Sor
         self.config = config
         self.clock = clock
         self.view = DataView(engine, config)
-        self.index = self._screen_index(config.screen if config else "connpool")
-        self.tables = {s.key: s.initial_state() for s in self.screens}
-        self.intervals: Dict[str, float] = {}
-        self.cursor_id: Dict[str, object] = {}
-        self.cursor: Dict[str, int] = {s.key: 0 for s in self.screens}
-        self.scroll: Dict[str, int] = {s.key: 0 for s in self.screens}
-        self.mode = "table"  # table | filter | help | detail | confirm
-        self.input = ""
-        self.message: Optional[Tuple[str, str, float]] = None
-        self.detail: Optional[Detail] = None
-        self.detail_scroll = 0
-        self.help_scroll = 0
-        self.confirm: Optional[Confirm] = None
-        self.quit_requested = False
-        self.repaint = False  # ^L asked the shell to send every cell again
+        self.ui = UIState(index=self._screen_index(config.screen if config else "connpool"),
+                          tables={s.key: s.initial_state() for s in self.screens},
+                          cursor={s.key: 0 for s in self.screens}, scroll={s.key: 0 for s in self.screens})
         self.memo = view.Memo()
         self.page_rows = 10  # set by the renderer from the terminal height
         self._rows: List[dict] = []
@@ -57,24 +74,20 @@ class Controller(ScreenSwitching, Pacing, RowCache, ScreenNews, CursorMoves, Sor
         self._parked: Dict[str, tuple] = {}  # screen -> its rows when it was left
         self._activated: Tuple[str, ...] = ()
         self._alarm_plan: Tuple[Tuple[str, float], ...] = ()
-        self.detail_row: Optional[dict] = None  # the row a live detail panel follows
         # Extra keys of a mode (a replay): an object with ``title``, ``bindings`` and
         # ``action_<name>(controller)`` methods, looked up after the screen's keys.
         self.overlay = None
-        self.prompt_label = ""
-        self.prompt_hint = ""
-        self._prompt_done = None
         delay = config.delay if config else 1.0
         for screen in self.screens:
-            self.intervals[screen.key] = max(delay, self.minimum_interval(screen))
+            self.ui.intervals[screen.key] = max(delay, self.minimum_interval(screen))
 
     # ----- messages -------------------------------------------------------------------------
     def say(self, text: str, style: str = "message") -> None:
-        self.message = (" ".join(str(text).split()), style, self.clock() + MESSAGE_SECONDS)
+        self.ui.message = (" ".join(str(text).split()), style, self.clock() + MESSAGE_SECONDS)
 
     def current_message(self) -> Optional[Tuple[str, str]]:
-        if self.message and self.message[2] > self.clock():
-            return self.message[0], self.message[1]
+        if self.ui.message and self.ui.message[2] > self.clock():
+            return self.ui.message[0], self.ui.message[1]
         return None
 
     # ----- keys -----------------------------------------------------------------------------
@@ -87,7 +100,7 @@ class Controller(ScreenSwitching, Pacing, RowCache, ScreenNews, CursorMoves, Sor
 
     def handle_key(self, ch) -> bool:
         name = keys.key_name(ch)
-        mode_key = MODE_KEYS.get(self.mode)
+        mode_key = MODE_KEYS.get(self.ui.mode)
         if mode_key is not None:  # a mode takes every key until it ends
             return getattr(self, mode_key)(name, ch)
         for owner in (self.screen, self.overlay):  # the screen's keys, then a replay's
@@ -108,8 +121,8 @@ class Controller(ScreenSwitching, Pacing, RowCache, ScreenNews, CursorMoves, Sor
 
     # global actions that belong to no part
     def do_quit(self):
-        self.quit_requested = True
+        self.ui.quit_requested = True
 
     def do_redraw(self):
         self._rows_token = None
-        self.repaint = True  # the shell sends every cell again (a garbled terminal is repaired)
+        self.ui.repaint = True  # the shell sends every cell again (a garbled terminal is repaired)

@@ -19,28 +19,28 @@ class ScreenSwitching:
 
     @property
     def screen(self) -> Screen:
-        return self.screens[self.index]
+        return self.screens[self.ui.index]
 
     @property
     def state(self) -> table.TableState:
-        return self.tables[self.screen.key]
+        return self.ui.tables[self.screen.key]
 
     def do_next_screen(self):
-        self.switch((self.index + 1) % len(self.screens))
+        self.switch((self.ui.index + 1) % len(self.screens))
 
     def do_previous_screen(self):
-        self.switch((self.index - 1) % len(self.screens))
+        self.switch((self.ui.index - 1) % len(self.screens))
 
     def do_goto_screen(self, index: int):
         if 0 <= index < len(self.screens):
             self.switch(index)
 
     def switch(self, index: int) -> None:
-        if index != self.index:
+        if index != self.ui.index:
             self._park_rows()
-            self.index = index
+            self.ui.index = index
             self.visible_keys = []
-            self.mode = "table"
+            self.ui.mode = "table"
             self.activate()
 
     def do_next_node(self):

@@ -12,7 +12,7 @@ from proxytop.ui import filters, table
 
 class SortAndFilter:
     def _set_state(self, state: table.TableState) -> None:
-        self.tables[self.screen.key] = state
+        self.ui.tables[self.screen.key] = state
         self._rows_token = None
 
     def _sortable(self):
@@ -45,8 +45,8 @@ class SortAndFilter:
         return key
 
     def do_filter(self):
-        self.mode = "filter"
-        self.input = self.state.filter.text
+        self.ui.mode = "filter"
+        self.ui.input = self.state.filter.text
 
     def do_clear_filter(self):
         self._set_state(replace(self.state, filter=filters.EMPTY))

@@ -142,13 +142,13 @@ def _backend_alarm(ctl) -> Optional[str]:
 def tab_line(ctl, width: int) -> Line:
     # The same tabs give the same line: made again only when a tab's title, the current
     # screen or the width changed (never, between keys).
-    token = (width, ctl.index) + tuple((screen.title, screen.built) for screen in ctl.screens)
+    token = (width, ctl.ui.index) + tuple((screen.title, screen.built) for screen in ctl.screens)
     cached = ctl.memo.tab_line
     if cached is not None and cached[0] == token:
         return cached[1]
     line: Line = []
     for i, screen in enumerate(ctl.screens):
-        style = "tab_active" if i == ctl.index else ("tab" if screen.built else "tab_dim")
+        style = "tab_active" if i == ctl.ui.index else ("tab" if screen.built else "tab_dim")
         line.append((f"{(i + 1) % 10}:{screen.title}", style))
         line.append((" ", None))
     line = fit(line, width)
@@ -170,28 +170,28 @@ def status_line(ctl, shown: int, total: int, width: int) -> Line:
 
 
 def footer_line(ctl, width: int) -> Line:
-    if ctl.mode == "filter":
+    if ctl.ui.mode == "filter":
         message = ctl.current_message()
         after = (f"   {message[0]}", message[1]) if message else \
             ("   Enter apply  Esc cancel  (text, col:regex, col>N)", "dim")
-        return fit([("filter: ", "label"), (ctl.input, "input"), ("_", "cursor"), after], width)
-    if ctl.mode == "prompt":
+        return fit([("filter: ", "label"), (ctl.ui.input, "input"), ("_", "cursor"), after], width)
+    if ctl.ui.mode == "prompt":
         message = ctl.current_message()
-        after = (f"   {message[0]}", message[1]) if message else (f"   {ctl.prompt_hint}  (Enter, Esc)", "dim")
-        return fit([(ctl.prompt_label, "label"), (ctl.input, "input"), ("_", "cursor"), after], width)
-    if ctl.mode == "confirm" and ctl.confirm is not None:
+        after = (f"   {message[0]}", message[1]) if message else (f"   {ctl.ui.prompt_hint}  (Enter, Esc)", "dim")
+        return fit([(ctl.ui.prompt_label, "label"), (ctl.ui.input, "input"), ("_", "cursor"), after], width)
+    if ctl.ui.mode == "confirm" and ctl.ui.confirm is not None:
         return fit([("y to confirm, any other key cancels", "warning_bold")], width)
     message = ctl.current_message()
     if message is not None:
         return fit([(message[0], message[1])], width)
     # The key hints change with the screen's and the overlay's bindings and the mode only:
     # not worked out again for every frame.
-    token = (width, ctl.mode, ctl.screen.bindings, getattr(ctl.overlay, "bindings", None))
+    token = (width, ctl.ui.mode, ctl.screen.bindings, getattr(ctl.overlay, "bindings", None))
     cached = ctl.memo.footer_hints
     if cached is not None and cached[0][:2] == token[:2] and cached[0][2] is token[2] and cached[0][3] is token[3]:
         return cached[1]
     hints = [b.hint for b in ctl.bindings() if b.hint]
-    if ctl.mode == "detail":
+    if ctl.ui.mode == "detail":
         hints = ["Esc back", "\u2191\u2193 scroll", "q quit"]
     line = fit([("  ".join(hints), "footer")], width)
     ctl.memo.footer_hints = (token, line)
@@ -206,17 +206,17 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
     body = height - 1
     ctl.page_rows = max(1, body - 1)
     key = screen.key
-    cursor = ctl.cursor[key]
-    top = ctl.scroll[key]
+    cursor = ctl.ui.cursor[key]
+    top = ctl.ui.scroll[key]
     if cursor < top:
         top = cursor
     elif cursor >= top + body:
         top = cursor - body + 1
     top = max(0, min(top, max(0, len(rows) - body)))
-    ctl.scroll[key] = top
+    ctl.ui.scroll[key] = top
     # The same rows (the very list object: the controller keeps it until data or state
     # change) in the same place give the same lines: the UI redraws ten times a second.
-    token = (rows, len(rows), screen, screen.columns, width, height, cursor, top, ctl.mode, ctl.state)
+    token = (rows, len(rows), screen, screen.columns, width, height, cursor, top, ctl.ui.mode, ctl.state)
     cached = ctl.memo.table_lines
     if cached is not None and len(cached[0]) == len(token) and all(a is b or (type(a) in (int, str) and a == b)
                                                                     for a, b in zip(cached[0], token)):
@@ -236,7 +236,7 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
         texts = ctl.memo.cell_texts = table.CellTexts(fitted)
     screen.complete_rows(rows[top:top + body], ctl.view)
     lines: List[Line] = [_join(table.header_cells(fitted, ctl.state))]
-    on_cursor = cursor if ctl.mode == "table" else -1
+    on_cursor = cursor if ctl.ui.mode == "table" else -1
     for i in range(top, min(len(rows), top + body)):
         line = texts.line(rows[i], cursor=i == on_cursor)
         if line is None:  # a row whose text spills over empty cells: its cells, then runs
@@ -276,7 +276,7 @@ def help_lines(ctl, width: int) -> List[Line]:
 
 
 def detail_lines(ctl, width: int) -> List[Line]:
-    detail = ctl.detail
+    detail = ctl.ui.detail
     if detail is None:
         return []
     return [fit([(detail.title, "header_title"), ("   Esc back", "dim")], width)] + \
@@ -284,7 +284,7 @@ def detail_lines(ctl, width: int) -> List[Line]:
 
 
 def confirm_lines(ctl, width: int) -> List[Line]:
-    confirm = ctl.confirm
+    confirm = ctl.ui.confirm
     lines: List[Line] = [[("Confirm", "warning_bold")], []]
     for text in confirm.question:
         lines.append(fit([(text, None)], width))
@@ -298,16 +298,16 @@ def render(ctl, width: int, height: int) -> List[Line]:
     lines: List[Line] = header_lines(ctl, width) + [tab_line(ctl, width)]
     footer = footer_line(ctl, width)
     room = height - len(lines) - 1
-    if ctl.mode in ("help", "detail", "confirm"):
-        if ctl.mode == "help":
+    if ctl.ui.mode in ("help", "detail", "confirm"):
+        if ctl.ui.mode == "help":
             content = help_lines(ctl, width)
-            scroll = min(ctl.help_scroll, max(0, len(content) - room))
-            ctl.help_scroll = scroll
-        elif ctl.mode == "detail":
+            scroll = min(ctl.ui.help_scroll, max(0, len(content) - room))
+            ctl.ui.help_scroll = scroll
+        elif ctl.ui.mode == "detail":
             ctl.refresh_detail()
             content = detail_lines(ctl, width)
-            scroll = min(ctl.detail_scroll, max(0, len(content) - room))
-            ctl.detail_scroll = scroll
+            scroll = min(ctl.ui.detail_scroll, max(0, len(content) - room))
+            ctl.ui.detail_scroll = scroll
             content = content[:1] + content[1 + scroll:]
             scroll = 0
         else:

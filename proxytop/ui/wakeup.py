@@ -141,7 +141,7 @@ def next_redraw_in(ctl, now: float) -> Optional[float]:
     An idle proxytop therefore draws once per reading and not in between.
     """
     deadlines = []
-    message = ctl.message
+    message = ctl.ui.message
     if message and message[2] > ctl.clock():
         deadlines.append(message[2] - ctl.clock())
     engine = ctl.engine
