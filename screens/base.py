@@ -46,14 +46,13 @@ class DataView:
     @property
     def numbers_changes(self) -> bool:
         """Whether :meth:`changed_since` answers (a live engine; not a replay)."""
-        return hasattr(self._engine, "changed_since")
+        return self._engine.notifies_changes
 
     def changed_since(self, generation: int) -> Optional[Tuple[int, List[object]]]:
         """(the engine's generation now, the collectors' names and ``("state", source)`` keys
         changed after ``generation``), or None from an engine that doesn't number its changes
         (a replay): a screen of hundreds of servers then looks only at the ones that changed."""
-        changed_since = getattr(self._engine, "changed_since", None)
-        return changed_since(generation) if changed_since is not None else None
+        return self._engine.changed_since(generation) if self._engine.notifies_changes else None
 
     def interval_in_force(self, name: str) -> Optional[float]:
         """Seconds between a collector's readings now: its interval, or its minimum when
@@ -185,6 +184,10 @@ class Screen:
 
     def attach(self, engine) -> None:
         """Called once after the collectors are registered (e.g. to add sources later)."""
+
+    def all_collectors(self) -> List[Collector]:
+        """Every collector to register with the engine (both sides' of a sided screen), made once."""
+        return self._collector_cache()
 
     # --- what the app asks every refresh ----------------------------------------------------
     def active_collectors(self) -> List[str]:
