@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from proxytop.collectors.base import Collector, Snapshot, Source
-from proxytop.ui.keys import Binding
-from proxytop.ui.table import Column, Row, TableState
+from proxytop.screens.keys import Binding
+from proxytop.screens.table import Column, Row, TableState
 
 
 class DataView:
@@ -220,7 +220,7 @@ class Screen:
         return (self.columns[0].key, f"{group} total")
 
     def arrange(self, rows: Sequence[Row], state: TableState) -> List[Row]:
-        from proxytop.ui.table import arrange
+        from proxytop.screens.table import arrange
 
         return arrange(rows, self.columns, state, self.group_key,
                        self.subtotal_label if self.group_key else None, self.tiebreak)

@@ -6,7 +6,7 @@ from proxytop.polling.engine import Engine
 from proxytop.screens.base import Screen
 from proxytop.ui import view
 from proxytop.ui.controller import Controller
-from proxytop.ui.keys import Binding
+from proxytop.screens.keys import Binding
 
 
 class Plain(Screen):

@@ -30,7 +30,7 @@ from proxytop.metrics import units
 from proxytop.polling.engine import SourceState
 from proxytop.recordings.playback import PlaybackClock
 from proxytop.recordings.recording import RecordingError, loads, scan
-from proxytop.ui.keys import Binding
+from proxytop.screens.keys import Binding
 
 log = logging.getLogger(__name__)
 

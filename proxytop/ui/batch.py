@@ -26,8 +26,9 @@ from typing import Any, Callable, Dict, IO, List, Optional, Sequence, Tuple
 
 from proxytop.screens.base import Screen
 from proxytop.screens.sided import header_collector
-from proxytop.ui import filters, table, view
-from proxytop.ui.table import Column, Row, TableState
+from proxytop.screens import filters, table
+from proxytop.ui import view
+from proxytop.screens.table import Column, Row, TableState
 
 FORMATS = ("table", "json", "csv")
 CONNECT_ATTEMPTS = 3  # ProxySQL failures in a row (retried with backoff) before giving up

@@ -13,7 +13,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from proxytop.screens.base import Confirm, DataView, Detail, Screen
 from proxytop.screens.sided import switch_side
-from proxytop.ui import filters, keys, table, view
+from proxytop.screens import filters, keys, table
+from proxytop.ui import view
 from proxytop.ui.key_modes import MODE_KEYS, ConfirmMode, DetailMode, HelpMode, TextInputModes
 from proxytop.ui.pacing import Pacing
 from proxytop.ui.row_cache import RowCache

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Optional
 
 from proxytop.screens.base import Confirm
-from proxytop.ui import filters
+from proxytop.screens import filters
 
 MODE_KEYS = {
     "filter": "_filter_key",

@@ -13,7 +13,7 @@ from proxytop.metrics import units
 from proxytop.metrics.sides import MYSQL, PGSQL
 from proxytop.screens.connpool import header_queries
 from proxytop.screens.sided import header_label, header_readings
-from proxytop.ui import keys, table
+from proxytop.screens import keys, table
 
 Segment = Tuple[str, Optional[str]]
 Line = List[Segment]

@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.metrics import units
 from proxytop.metrics.rates import to_number
-from proxytop.ui import filters
+from proxytop.screens import filters
 
 Row = Dict[str, Any]
 # Special row keys: "_id" identifies a row across refreshes (the cursor follows it),
