@@ -81,6 +81,7 @@ class Canvas(npyscreen.widget.Widget):
         self._keys_behind = False  # ncurses may hold bytes it read with the last key
         self._drawn_at = float("-inf")  # monotonic time of the last frame
         self._frame_cost = 0.0  # CPU seconds the last frame took
+        self._showed_data = False  # the last frame had a reading of the visible screen
         self.forget()
         super().__init__(screen, **keywords)
 
@@ -143,10 +144,11 @@ class Canvas(npyscreen.widget.Widget):
                 if not keyed:
                     # New data: drawn no sooner than DATA_FRAME_GAP (or FRAME_SHARE times the
                     # last frame's cost) after the last frame; what else arrives meanwhile is
-                    # drawn with it. A key ends the wait at once.
+                    # drawn with it. A key ends the wait at once. The screen's first data is
+                    # drawn as soon as it comes (at start-up, after switching screens).
                     spacing = max(DATA_FRAME_GAP, FRAME_SHARE * self._frame_cost)
                     gap = self._drawn_at + spacing - time.monotonic()
-                    if gap <= 0:
+                    if gap <= 0 or not self._showed_data:
                         return self.try_while_waiting()
                     keyed = waker.wait_for_key(terminal, gap)
                     waker.stop_if_asked()
@@ -230,6 +232,7 @@ class Canvas(npyscreen.widget.Widget):
         self._painted, self._painted_on, self._painted_size = lines, pad, (height, width)
         self._drawn_at = time.monotonic()
         self._frame_cost = time.thread_time() - started
+        self._showed_data = self.controller.newest_of_screen() is not None
 
 
 def terminal_size(fd: int) -> Tuple[int, int]:
