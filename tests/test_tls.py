@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-from importlib.metadata import version
 
 import pytest
 
@@ -21,11 +20,6 @@ from tests.mariadb import running_server
 from tests.proxysql_double import ProxySQLDouble
 from tests.terminal import proxytop_command
 from tests.test_innodb_live import monitor, screen_text, server_screen, wait
-
-
-# PyMySQL 1.2 refuses a server without TLS before logging in when given an SSL context; 1.1
-# logs in in plain text, and proxytop then closes the connection.
-PYMYSQL_REFUSES_PLAIN_TEXT = tuple(int(part) for part in version("PyMySQL").split(".")[:2]) >= (1, 2)
 
 
 @pytest.fixture(scope="module")
@@ -111,8 +105,7 @@ def test_verify_identity_checks_the_name_connected_to(tls_double, recording, cer
 def test_required_refuses_a_server_without_tls(proxysql_double):
     line = failure(admin(proxysql_double, mode="REQUIRED"))
     assert line == "TLS: the server does not offer TLS (required by --ssl-mode)"
-    if PYMYSQL_REFUSES_PLAIN_TEXT:  # 1.1 logs in first (its SET NAMES reaches the server), then proxytop refuses
-        assert proxysql_double.queries() == []
+    assert proxysql_double.queries() == []  # refused before logging in: nothing was sent
     session = open_admin(admin(proxysql_double))  # PREFERRED: plain text is fine
     assert session.encryption is None
     session.conn.close()

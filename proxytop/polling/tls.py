@@ -177,9 +177,8 @@ def connect(connection_class, tls: TLSSettings, kwargs: dict):
     """(``connection_class(**kwargs)``, a PyMySQL connection with these TLS settings, the TLS
     protocol it uses: 'TLSv1.3', None when it is plain text).
 
-    PREFERRED has no PyMySQL argument of its own (given a context, PyMySQL 1.1 falls back to
-    plain text when the server offers no TLS, 1.2 refuses): a server refusing TLS that way is
-    connected to again in plain text."""
+    PREFERRED has no PyMySQL argument of its own (given a context, PyMySQL refuses a server
+    that offers no TLS, before logging in): such a server is connected to again in plain text."""
     if tls.mode == DISABLED:
         return connection_class(ssl_disabled=True, **kwargs), None
     _handshakes.protocol = None
@@ -191,7 +190,7 @@ def connect(connection_class, tls: TLSSettings, kwargs: dict):
         return connection_class(ssl_disabled=True, **kwargs), None
     protocol = _handshakes.protocol
     if tls.required and protocol is None:
-        conn.close()  # PyMySQL 1.1 falls back to plain text: refused here as 1.2 refuses it
+        conn.close()  # not expected of PyMySQL 1.2 (it refuses first), but never plain text when required
         raise pymysql.err.OperationalError(2026, "SSL is required but the server doesn't support it")
     return conn, protocol
 
