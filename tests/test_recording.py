@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import time
 import zlib
 from typing import Dict, List
@@ -32,6 +33,7 @@ from proxytop.recordings.recording import Recorder, RecordingError, RecordingWri
 from proxytop.recordings.replay import RecordingIndex, ReplayEngine
 from tests import proxysql_double
 from tests.proxysql_double import ProxySQLDouble, Recording
+from tests.terminal import proxytop_command
 
 ADMIN_SECRET = "Adm1n-S3cret-pw"
 MONITOR_SECRET = "M0nitor-S3cret-pw"
@@ -388,6 +390,17 @@ def test_another_format_is_refused_naming_the_proxytop_that_made_it(tmp_path, ve
         message = str(refused.value)
         assert f"recorded by proxytop 0.0.7 (format {version}); this proxytop reads format {recording.VERSION}" \
             in message and message.endswith(advice) and "\n" not in message
+
+
+def test_the_program_says_in_one_line_that_an_old_recording_cannot_be_replayed(tmp_path):
+    path = tmp_path / "old.rec.gz"
+    header = {"k": "h", "format": recording.FORMAT, "version": 1, "proxytop": "0.1.0"}
+    path.write_bytes(gzip.compress((json.dumps(header) + "\n").encode()))
+    result = subprocess.run(list(proxytop_command()) + ["--replay", str(path), "--batch"], capture_output=True,
+                            text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 2
+    assert result.stderr == (f"proxytop: error: {path} was recorded by proxytop 0.1.0 (format 1); "
+                             f"this proxytop reads format {recording.VERSION}: record it again\n")
 
 
 def test_compression_keeps_a_minute_of_readings_small(tmp_path):
