@@ -78,10 +78,6 @@ class RecordingError(Exception):
     """A recording that can't be written or read; the message is one plain line."""
 
 
-class _Unrecordable(Exception):
-    pass
-
-
 # ----- scrubbing ------------------------------------------------------------------------------
 
 def is_secret_name(name: Any) -> bool:
@@ -182,20 +178,11 @@ def _encode(value: Any, lenient: bool) -> Any:
         return {"__f": "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")}
     if isinstance(value, Table):  # a ColumnsTable too: recorded as the plain Table it equals
         secret = {i for i, c in enumerate(value.columns) if is_secret_name(c)}
-        rows = [tuple(_blank(v) if i in secret else v for i, v in enumerate(row)) for row in value.rows]
-        return {"__dc": "Table", "f": {"columns": _encode(value.columns, lenient),
-                                       "rows": _encode(tuple(rows), lenient)}}
-    if type(value) in _NAMES:
-        fields = {}
-        for field in dataclasses.fields(value):
-            item = getattr(value, field.name)
-            try:
-                fields[field.name] = _blank(item) if is_secret_name(field.name) else _encode(item, lenient)
-            except _Unrecordable:
-                if not lenient:
-                    raise
-                fields[field.name] = None
-        return {"__dc": _NAMES[type(value)], "f": fields}
+        rows = tuple(tuple(_blank(v) if i in secret else v for i, v in enumerate(row)) for row in value.rows)
+        return {"__dc": "Table", "f": _encode({"columns": value.columns, "rows": rows}, lenient)}
+    if type(value) in _NAMES:  # its fields as a dict's items: those named like a secret blanked
+        fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+        return {"__dc": _NAMES[type(value)], "f": _encode(fields, lenient)}
     if isinstance(value, dict):
         if all(isinstance(k, str) and not k.startswith("__") for k in value):
             return {k: (_blank(v) if is_secret_name(k) else _encode(v, lenient)) for k, v in value.items()}
@@ -212,7 +199,7 @@ def _encode(value: Any, lenient: bool) -> Any:
         return {"__b": base64.b64encode(bytes(value)).decode("ascii")}
     if lenient:
         return None
-    raise _Unrecordable(f"a {type(value).__name__} (not among recording.TYPES)")
+    raise RecordingError(f"a value of type {type(value).__name__} can't be recorded (not among recording.TYPES)")
 
 
 def decode(value: Any) -> Any:
@@ -228,7 +215,7 @@ def decode(value: Any) -> Any:
     if "__t" in value:
         return tuple(decode(v) for v in value["__t"])
     if "__dc" in value:
-        return _decode_dataclass(value["__dc"], value.get("f") or {})
+        return _decode_dataclass(value["__dc"], decode(value.get("f") or {}))
     if "__m" in value:
         return {_hashable(decode(k)): decode(v) for k, v in value["__m"]}
     if "__fs" in value:
@@ -254,13 +241,13 @@ def _decode_dataclass(name: Any, fields: Dict[str, Any]) -> Any:
         raise RecordingError(f"this proxytop knows no recorded type named {name!r}")
     known = {field.name for field in dataclasses.fields(cls) if field.init}
     try:
-        return cls(**{key: decode(item) for key, item in fields.items() if key in known})
-    except TypeError as exc:
+        return cls(**{key: item for key, item in fields.items() if key in known})
+    except (TypeError, AttributeError) as exc:  # a required field missing, or no fields at all
         raise RecordingError(f"a recorded {name} does not fit this proxytop's ({exc})") from None
 
 
-def dumps(value: Any) -> str:
-    return json.dumps(encode(value), separators=(",", ":"), allow_nan=False)
+def dumps(value: Any, lenient: bool = False) -> str:
+    return json.dumps(encode(value, lenient), separators=(",", ":"), allow_nan=False)
 
 
 def loads(text: str) -> Any:
@@ -322,12 +309,10 @@ def source_info(source: Any) -> Dict[str, Any]:
 
 # ----- writing --------------------------------------------------------------------------------
 
-def _line(envelope: Dict[str, Any], data: Any = None, has_data: bool = False, lenient: bool = False) -> bytes:
-    text = json.dumps(envelope, separators=(",", ":"), allow_nan=False)
-    if has_data:
-        payload = json.dumps(encode(data, lenient), separators=(",", ":"), allow_nan=False)
-        text += "\t" + payload
-    return (text + "\n").encode("utf-8")
+def _line(envelope: Dict[str, Any], *data: Any, lenient: bool = False) -> bytes:
+    """The envelope, and a tab and the data when there are data."""
+    texts = [json.dumps(envelope, separators=(",", ":"), allow_nan=False)] + [dumps(d, lenient) for d in data]
+    return ("\t".join(texts) + "\n").encode("utf-8")
 
 
 class RecordingWriter:
@@ -367,8 +352,8 @@ class RecordingWriter:
         if snapshot.error is not None:
             envelope["e"] = snapshot.error
         try:
-            line = _line(envelope, snapshot.data, has_data=True)
-        except (_Unrecordable, RecordingError, TypeError, ValueError) as exc:
+            line = _line(envelope, snapshot.data)
+        except (RecordingError, TypeError, ValueError) as exc:
             self.skipped += 1
             log.warning("%s: snapshot not recorded (%s)", snapshot.collector, exc)
             return False
@@ -377,7 +362,7 @@ class RecordingWriter:
         return True
 
     def source(self, name: str, source: Any, at: float) -> None:
-        self._write(_line({"k": "src", "name": name, "t": at}, source_info(source), has_data=True, lenient=True))
+        self._write(_line({"k": "src", "name": name, "t": at}, source_info(source), lenient=True))
 
     def collector(self, collector: Any) -> None:
         self._write(_line({"k": "col", "name": collector.name, "source": collector.source,
@@ -385,7 +370,7 @@ class RecordingWriter:
                            "min": collector.min_interval, "own_pace": bool(collector.own_pace)}))
 
     def state(self, state: Any) -> None:
-        self._write(_line({"k": "st", "name": state.name, "t": self._clock()}, state, has_data=True, lenient=True))
+        self._write(_line({"k": "st", "name": state.name, "t": self._clock()}, state, lenient=True))
 
     def error(self, collector: str, message: str, at: float) -> None:
         self._write(_line({"k": "err", "c": collector, "t": at, "m": message}))
