@@ -1,7 +1,6 @@
 """Entry point: options, the no-terminal check, start-up, and a clean exit on every path."""
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import signal
@@ -57,11 +56,15 @@ def build(config, engine=None):
     for screen in screens:
         for source in screen.sources():
             engine.add_source(source)
-        for collector in screen._collector_cache():
+        for collector in screen.all_collectors():
             engine.add_collector(collector)
     for screen in screens:
         screen.attach(engine)
     controller = Controller(engine, screens, config)
+    if engine.replaying:
+        from proxytop.recordings.replay import ReplayControls
+
+        controller.overlay = ReplayControls(engine)  # its keys, and the header's line of where it is
     return engine, controller
 
 
@@ -175,15 +178,7 @@ def run_interactive(config, engine, controller) -> int:
     if problem:
         print(f"proxytop: error: {problem}", file=sys.stderr)
         return 1
-    if getattr(engine, "replaying", False):
-        from proxytop.recordings.replay import ReplayControls
-
-        controller.overlay = ReplayControls(engine)
     controller.activate()
-    # What start-up made (the modules, the screens, a fleet's sources and collectors) lives as
-    # long as the program: the collector's full passes skip it from now on. At 500 servers a
-    # full pass came every half minute and took some 27 ms, most of it scanning these again.
-    gc.freeze()
     engine.start()
     code = 0
     try:

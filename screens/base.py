@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from proxytop.collectors.base import Collector, Snapshot, Source
-from proxytop.ui.keys import Binding
-from proxytop.ui.table import Column, Row, TableState
+from proxytop.screens.keys import Binding
+from proxytop.screens.table import Column, Row, TableState
 
 
 class DataView:
@@ -46,14 +46,13 @@ class DataView:
     @property
     def numbers_changes(self) -> bool:
         """Whether :meth:`changed_since` answers (a live engine; not a replay)."""
-        return hasattr(self._engine, "changed_since")
+        return self._engine.notifies_changes
 
     def changed_since(self, generation: int) -> Optional[Tuple[int, List[object]]]:
         """(the engine's generation now, the collectors' names and ``("state", source)`` keys
         changed after ``generation``), or None from an engine that doesn't number its changes
         (a replay): a screen of hundreds of servers then looks only at the ones that changed."""
-        changed_since = getattr(self._engine, "changed_since", None)
-        return changed_since(generation) if changed_since is not None else None
+        return self._engine.changed_since(generation) if self._engine.notifies_changes else None
 
     def interval_in_force(self, name: str) -> Optional[float]:
         """Seconds between a collector's readings now: its interval, or its minimum when
@@ -186,6 +185,10 @@ class Screen:
     def attach(self, engine) -> None:
         """Called once after the collectors are registered (e.g. to add sources later)."""
 
+    def all_collectors(self) -> List[Collector]:
+        """Every collector to register with the engine (both sides' of a sided screen), made once."""
+        return self._collector_cache()
+
     # --- what the app asks every refresh ----------------------------------------------------
     def active_collectors(self) -> List[str]:
         """Names of the collectors that must poll while this screen is visible."""
@@ -217,7 +220,7 @@ class Screen:
         return (self.columns[0].key, f"{group} total")
 
     def arrange(self, rows: Sequence[Row], state: TableState) -> List[Row]:
-        from proxytop.ui.table import arrange
+        from proxytop.screens.table import arrange
 
         return arrange(rows, self.columns, state, self.group_key,
                        self.subtotal_label if self.group_key else None, self.tiebreak)

@@ -19,8 +19,8 @@ from proxytop.metrics import cluster, units
 from proxytop.metrics.rates import to_number
 from proxytop.polling import nodes
 from proxytop.screens.base import DataView, Screen
-from proxytop.ui.keys import Binding
-from proxytop.ui.table import Column, Row
+from proxytop.screens.keys import Binding
+from proxytop.screens.table import Column, Row
 
 Segment = Tuple[str, Optional[str]]
 CELL_WIDTH = 17  # "E2185D39 v2 \u2191296": checksum, version, climbing diff_check

@@ -20,8 +20,8 @@ from proxytop.metrics.rates import SteadyPair, counter_total, covers_text, rate,
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
 from proxytop.ui import allnodes
-from proxytop.ui.keys import Binding
-from proxytop.ui.table import Column, Row
+from proxytop.screens.keys import Binding
+from proxytop.screens.table import Column, Row
 
 PERCENTILES = (("p50", 0.50), ("p95", 0.95), ("p99", 0.99))
 BAR_WIDTH = 30

@@ -24,7 +24,7 @@ from proxytop.metrics.sides import MYSQL, PGSQL, Side, pgsql_problem
 from proxytop.screens.base import DataView, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
 from proxytop.ui import allnodes
-from proxytop.ui.table import Column, Row
+from proxytop.screens.table import Column, Row
 
 STATUS_STYLE = {
     "ONLINE": "good",

@@ -20,7 +20,7 @@ from proxytop.metrics.rates import rate, to_number
 from proxytop.metrics.sides import PGSQL
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen, header_readings
-from proxytop.ui.table import Column, Row
+from proxytop.screens.table import Column, Row
 
 USERS_SHOWN = 6  # users in the notes (the fullest first)
 USED_WARNING = 90.0  # Used% from which a user is highlighted

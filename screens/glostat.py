@@ -22,7 +22,7 @@ from proxytop.metrics.rates import RATE_WINDOW, UpdateTracker, covers_text, delt
 from proxytop.metrics.sides import digest_memory
 from proxytop.screens.base import DataView, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
-from proxytop.ui.table import Column, Row, TableState, filter_rows, sort_rows
+from proxytop.screens.table import Column, Row, TableState, filter_rows, sort_rows
 
 SECTIONS = ("Connections", "Prepared statements", "Commands", "Query cache", "Monitor", "Traffic",
             "Memory", "Other")

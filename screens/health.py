@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.metrics import health, units
-from proxytop.ui import sparkline
+from proxytop.screens import sparkline
 from proxytop.collectors.errors import (MYSQL_ERRORS, MYSQL_FREE, PGSQL_ERRORS, BackendErrors, FreeConnections,
                                         ReplicationHostgroups)
 from proxytop.collectors.monitor import LOGS, Entry, MonitorLogs, MonitorReadings, ServerMonitor

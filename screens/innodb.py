@@ -32,7 +32,7 @@ from proxytop.errors import OptionError
 from proxytop.config.mysql_options import PROMPT, Credentials, add_arguments, login_name, resolve_credentials  # noqa: F401 (add_arguments: this screen's options)
 from proxytop.metrics.rates import to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
-from proxytop.ui.table import Column, Row
+from proxytop.screens.table import Column, Row
 
 
 STATE_STYLE = {OK: "good", ASYNC: "warning_bold", SYNC: "danger", "DOWN": "danger"}

@@ -41,8 +41,8 @@ from proxytop.metrics.iostat import (READ, RULES, WRITE, Baseline, UNKNOWN, cpu_
                              saturation_level)
 from proxytop.metrics.rates import to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
-from proxytop.ui.keys import Binding
-from proxytop.ui.table import Column, Row
+from proxytop.screens.keys import Binding
+from proxytop.screens.table import Column, Row
 
 ROLE_COLLECTOR_PREFIX = "innodb.vars."
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "")

@@ -22,9 +22,9 @@ from proxytop.collectors.proxysql_stats import ProcessList
 from proxytop.metrics import units
 from proxytop.screens.base import Confirm, DataView, Detail, FilledOnRead, Screen
 from proxytop.screens.sided import SidedScreen
-from proxytop.ui.filters import Filter
-from proxytop.ui.keys import Binding
-from proxytop.ui.table import Column, Row, TableState, filter_rows, sort_rows
+from proxytop.screens.filters import Filter
+from proxytop.screens.keys import Binding
+from proxytop.screens.table import Column, Row, TableState, filter_rows, sort_rows
 
 IDLE = "Sleep"
 MIN_INTERVAL = ProcessList.min_interval

@@ -21,7 +21,7 @@ import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from proxytop.metrics import digests, units
-from proxytop.ui import sparkline
+from proxytop.screens import sparkline
 from proxytop.collectors.digest import (DEFAULT_FLOOR, MYSQL_TABLES, DigestVariables, QueryDigest, RuntimeUsers,
                                         parsed)
 from proxytop.collectors.base import Table
@@ -32,8 +32,8 @@ from proxytop.metrics.route import Query, Route, compile_rules, evaluate, parse_
 from proxytop.metrics.sides import MYSQL, Side, column
 from proxytop.screens.base import DataView, Detail, FilledOnRead, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
-from proxytop.ui.keys import Binding
-from proxytop.ui.table import Column, Row, filter_rows
+from proxytop.screens.keys import Binding
+from proxytop.screens.table import Column, Row, filter_rows
 
 Segment = Tuple[str, Optional[str]]
 WRAP = 100  # characters per line of the digest text in the drill-down

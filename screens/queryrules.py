@@ -20,8 +20,8 @@ from proxytop.metrics.rates import COUNTER_REFRESH, SteadyPair, counter_total, c
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.queries import caught_section, digest_collector
 from proxytop.screens.sided import SidedScreen
-from proxytop.ui import sparkline
-from proxytop.ui.table import Column, Row
+from proxytop.screens import sparkline
+from proxytop.screens.table import Column, Row
 
 SPARK_WIDTH = 60
 

@@ -29,7 +29,7 @@ from proxytop.collectors.proxysql import GlobalStatus, HeaderStatus
 from proxytop.collectors.sides import for_side, twin_name
 from proxytop.metrics.sides import MYSQL, PGSQL, Side, pgsql_problem, side_of
 from proxytop.screens.base import Detail
-from proxytop.ui.table import Column
+from proxytop.screens.table import Column
 
 HEADER = GlobalStatus.name  # the whole global status (GloStat reads it)
 HEADER_NARROW = HeaderStatus.name  # its few rows the header shows, when nothing on view reads the whole

@@ -25,7 +25,7 @@ from proxytop.collectors.monitor import KEEP, MonitorLogs, MonitorReadings, Serv
 from proxytop.collectors.proxysql import ConnectionPool, RuntimeServers
 from proxytop.screens.base import DataView
 from proxytop.ui import view
-from proxytop.ui.table import TableState
+from proxytop.screens.table import TableState
 from tests.benchmark import machine, ms
 
 TARGET_POOL_MS = {12: 3.0, 500: 15.0}
@@ -108,7 +108,7 @@ def pool_snapshots(backends: int, at: float) -> Dict[str, Tuple[Optional[Snapsho
 
 def refresh(screen, data_view, width=160, height=50) -> int:
     """What the controller does when a reading arrives: rows, arrange, the visible lines."""
-    from proxytop.ui import table
+    from proxytop.screens import table
 
     rows = screen.rows(data_view)
     arranged = screen.arrange(rows, screen.initial_state())

@@ -25,7 +25,7 @@ Python script) cost 2.5 ms per refresh on the same load; a machine slower or fas
 one moves both. ``--original`` takes the command that runs the original script (a Python with
 MySQLdb and npyscreen, then the script's path) and measures it on the same double, in the same
 terminal, in windows taken in turn with ConnPool's: the ratio of the two medians is judged
-against the target's, 2 / 2.5 (the original's code is not part of proxytop: see the README).
+against the target's, 2 / 2.5 (the original's code is not part of proxytop: see docs/performance.md).
 
 The in-process refresh-path figures are tests.benchmark's ``cpu`` table (``python3 -m
 tests.benchmark --only cpu``); this one adds what the process spends around them (the curses

@@ -1,4 +1,4 @@
-"""Cell texts kept by value from frame to frame (proxytop.ui.table.CellTexts) give exactly the
+"""Cell texts kept by value from frame to frame (proxytop.screens.table.CellTexts) give exactly the
 cells that formatting every row again gives."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from proxytop.metrics import units
 from hypothesis import given, settings, strategies as st
 
-from proxytop.ui.table import CellTexts, Column, Runs, fit_columns, row_cells
+from proxytop.screens.table import CellTexts, Column, Runs, fit_columns, row_cells
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from proxytop.metrics import digests
 from proxytop.polling.columns import counted_decimals, decimals_to_lists, plain_decimals, query_columns
 from proxytop.polling.connection import Endpoint, open_admin, run_query
 from proxytop.screens import queries
-from proxytop.ui.table import TableState
+from proxytop.screens.table import TableState
 from tests.proxysql_double import ProxySQLDouble, Recording
 from tests.scale_digests import DIGEST_COLUMNS
 

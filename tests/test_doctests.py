@@ -21,7 +21,7 @@ MODULES = [
     "proxytop.collectors.baseline_file",
     # the drawing path and the InnoDB fleet: cell texts kept by value, segments joined into
     # runs, INNODB_METRICS' select list, the fleet's pace
-    "proxytop.ui.table",
+    "proxytop.screens.table",
     "proxytop.ui.app",
     "proxytop.collectors.innodb",
     "proxytop.collectors.innodb_fleet",

@@ -6,7 +6,7 @@ from proxytop.polling.engine import Engine
 from proxytop.screens.base import Screen
 from proxytop.ui import view
 from proxytop.ui.controller import Controller
-from proxytop.ui.keys import Binding
+from proxytop.screens.keys import Binding
 
 
 class Plain(Screen):
@@ -31,11 +31,11 @@ def test_the_footer_follows_the_screen_the_mode_and_messages():
     assert "x explode" in view.footer_line(ctl, 100)[0][0]
     ctl.say("saved")
     assert view.footer_line(ctl, 100) == [("saved", "message")]
-    ctl.message = None
+    ctl.ui.message = None
     assert "x explode" in view.footer_line(ctl, 100)[0][0]
-    ctl.mode = "detail"
+    ctl.ui.mode = "detail"
     assert view.footer_line(ctl, 100)[0][0].startswith("Esc back")
-    ctl.mode = "table"
+    ctl.ui.mode = "table"
     assert view.footer_line(ctl, 20)[0][0] == view.footer_line(ctl, 100)[0][0][:20]
 
 

@@ -93,8 +93,8 @@ def test_rows_made_as_servers_change_are_the_rows_made_at_once(mariadb, clean_ho
         assert incremental == cells(at_once)
         assert all("age" in row and "_pending" not in row for row in incremental)
         # a sort on an assessed column, or a filter, works on whole rows
-        from proxytop.ui import filters
-        from proxytop.ui.table import TableState
+        from proxytop.screens import filters
+        from proxytop.screens.table import TableState
 
         for state in (TableState(sort_key="age_pct", descending=True),
                       TableState(sort_key="server", filter=filters.parse("OK", screen.columns))):

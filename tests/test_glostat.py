@@ -8,8 +8,8 @@ import time
 from proxytop.collectors.base import Snapshot
 from proxytop.screens import glostat
 from proxytop.screens.glostat import GloStatScreen, classify, global_rows, rate_text, value_text
-from proxytop.ui.filters import parse
-from proxytop.ui.table import TableState
+from proxytop.screens.filters import parse
+from proxytop.screens.table import TableState
 from tests.proxysql_double import ProxySQLDouble
 
 

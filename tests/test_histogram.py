@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from proxytop.metrics import histogram
 from proxytop.metrics.histogram import INF, bucket_counts, bucket_delta, percentile, percentile_bucket
-from proxytop.ui import sparkline
+from proxytop.screens import sparkline
 
 # 1,000 executions: 600 ≤100µs, 300 in (100µs, 500µs], 60 in (500µs, 1ms], 30 in (1ms, 5ms],
 # 9 in (5ms, 10ms], 1 over 10 s.

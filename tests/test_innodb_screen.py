@@ -105,8 +105,8 @@ def test_explicit_servers_become_sources_and_collectors(tmp_path, monkeypatch):
 def test_the_kept_order_follows_new_rows_and_a_changed_sort(tmp_path, monkeypatch):
     """The order is kept while the sort column's values stay, given to the rows made since;
     a changed value, another sort or a filter arrange again."""
-    from proxytop.ui import filters
-    from proxytop.ui.table import TableState
+    from proxytop.screens import filters
+    from proxytop.screens.table import TableState
 
     monkeypatch.setenv("HOME", str(tmp_path))
     screen = InnoDBScreen(options.parse(["--no-discover"], {}))

@@ -33,7 +33,7 @@ from proxytop.config import options
 from proxytop.metrics.rates import to_number
 from proxytop.polling.devices import DeviceMapper
 from proxytop.screens.iostat import ALL_COLUMNS, WITHOUT_ROLE, IOstatScreen
-from proxytop.ui import table
+from proxytop.screens import table
 from tests.terminal import ESC, ENTER
 
 IOSTAT = shutil.which("iostat")

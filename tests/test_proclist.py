@@ -12,7 +12,7 @@ from proxytop.collectors.base import Table
 from proxytop.screens import proclist
 from proxytop.screens.proclist import (ProcListScreen, kill_question, session_detail, session_rows, summary,
                                        summary_text)
-from proxytop.ui.table import sort_rows
+from proxytop.screens.table import sort_rows
 from tests.proxysql_double import COLUMNS_1_4_DROPPED, ProxySQLDouble
 from tests.terminal import ESC
 
@@ -66,8 +66,8 @@ def test_fast_sort_gives_the_generic_order():
     '"set a = 1"', "user:report", "time>1000 select", "hostgroup:10 commit", "sbtest 3311", "nothing-like-this",
 ])
 def test_fast_filter_keeps_the_rows_the_generic_filter_keeps(recording, text):
-    from proxytop.ui.filters import parse
-    from proxytop.ui.table import filter_rows
+    from proxytop.screens.filters import parse
+    from proxytop.screens.table import filter_rows
     rows = session_rows(TABLE, show_idle=True) + session_rows(Table(COLUMNS, (
         ("0", "30", None, None, None, None, None, None, None, None, None, "Connect", None, None, None, None),)))
     for frame in (10, 80, 150):

@@ -16,8 +16,8 @@ from proxytop.collectors.base import Table
 from proxytop.collectors.proxysql_stats import ProcessList
 from proxytop.polling.columns import ColumnsTable
 from proxytop.polling.connection import Endpoint, open_admin, run_query
-from proxytop.ui.filters import parse
-from proxytop.ui.table import TableState, sort_rows
+from proxytop.screens.filters import parse
+from proxytop.screens.table import TableState, sort_rows
 from screens.proclist import IDLE, ProcListScreen, SessionColumns, SessionRows, session_rows, summary
 from tests.benchmark import Generated
 from tests.proxysql_double import ProxySQLDouble, Recording

@@ -18,7 +18,7 @@ from proxytop.metrics.innodb import StatusText, parse_status_text
 from proxytop.metrics.iostat import DiskCounters, device_stats
 from proxytop.screens.connpool import ConnPoolScreen
 from proxytop.screens.proclist import ProcListScreen, filter_sessions
-from proxytop.ui import filters, table
+from proxytop.screens import filters, table
 
 # The same inputs on every run (a CI run never fails on an input no earlier run saw); run with
 # HYPOTHESIS_RANDOM=1 to explore new ones.

@@ -192,8 +192,8 @@ def test_twenty_thousand_generated_digests_have_rates_and_group_as_recorded():
 
 
 def test_rows_filled_when_read_sort_and_filter_as_full_rows():
-    from proxytop.ui import filters
-    from proxytop.ui.table import TableState
+    from proxytop.screens import filters
+    from proxytop.screens.table import TableState
     from tests.proxysql_double import Recording
     from tests.scale_digests import ScaleDigests
 

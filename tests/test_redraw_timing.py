@@ -9,6 +9,7 @@ import time
 
 from proxytop.collectors.base import Collector, Snapshot, Source
 from proxytop.polling.engine import Engine
+from proxytop.ui.controller import UIState
 from proxytop.ui.wakeup import next_redraw_in
 from tests.test_engine import wait
 
@@ -37,7 +38,7 @@ class Reading(Collector):
 class Controller:
     """What next_redraw_in reads of the UI's controller."""
 
-    message = None
+    ui = UIState(0, {}, {}, {})
     screen = "innodb"
 
     def __init__(self, engine, newest=None, interval=1.0):

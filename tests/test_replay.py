@@ -229,7 +229,7 @@ def test_writes_are_refused(replay, tmp_path):
     controller = Controller(engine, [], None)
     ran = []
     controller.ask(Confirm(("Kill?",), "src", lambda handle: ran.append(1)))
-    assert controller.mode != "confirm" and "not available in replay" in controller.current_message()[0]
+    assert controller.ui.mode != "confirm" and "not available in replay" in controller.current_message()[0]
 
 
 @pytest.mark.parametrize("text, expected", [

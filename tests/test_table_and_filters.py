@@ -1,8 +1,8 @@
 import pytest
 
 from proxytop.metrics import units
-from proxytop.ui import filters
-from proxytop.ui.table import Column, TableState, arrange, clip, fit_columns, row_cells, sort_rows
+from proxytop.screens import filters
+from proxytop.screens.table import Column, TableState, arrange, clip, fit_columns, row_cells, sort_rows
 
 COLUMNS = (
     Column("hostgroup", "HG", 4, priority=0),

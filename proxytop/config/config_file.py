@@ -131,7 +131,7 @@ def option_defaults(config: ConfigFile, parser: argparse.ArgumentParser,
     ``layered`` options (connection settings ranked against the environment, option files and
     login paths) as text, by option name)."""
     by_option = {}
-    for action in parser._actions:
+    for action in parser.actions:
         for flag in action.option_strings:
             if flag.startswith("--"):
                 by_option[flag[2:]] = action
@@ -146,13 +146,13 @@ def option_defaults(config: ConfigFile, parser: argparse.ArgumentParser,
             raw[key] = text
             continue
         try:
-            defaults[action.dest] = _typed(action, text)
+            defaults[action.dest] = _typed(action, text, action.dest in parser.repeatable)
         except (argparse.ArgumentTypeError, ValueError) as exc:
             raise OptionError(f"configuration file {config.path}: {key}: {exc}") from None
     return defaults, raw
 
 
-def _typed(action: argparse.Action, text: Optional[str]) -> object:
+def _typed(action: argparse.Action, text: Optional[str], repeatable: bool = False) -> object:
     if action.nargs == 0:  # a flag: "no-color" alone or "no-color = 1"
         word = (text or "").strip().lower()
         if word in _TRUE:
@@ -163,7 +163,7 @@ def _typed(action: argparse.Action, text: Optional[str]) -> object:
     if text is None:
         raise argparse.ArgumentTypeError("needs a value")
     convert = action.type or str
-    if isinstance(action, argparse._AppendAction):  # repeatable: a list, by commas or spaces
+    if repeatable:  # a list, by commas or spaces
         values = [convert(part) for part in text.replace(",", " ").split()]
         return values
     value = convert(text)

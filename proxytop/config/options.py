@@ -99,13 +99,46 @@ def playback_speed(text: str) -> float:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class OptionParser(argparse.ArgumentParser):
+    """argparse's parser with a public list of the options it was given (``actions``; the
+    repeatable ones' dests in ``repeatable``): argparse lists them only in a private attribute,
+    and the configuration file's [proxytop] and given_options() need them. Options are added
+    through :meth:`options` (what build_parser and the screens' add_arguments are handed)."""
+
+    def __init__(self, **keywords):
+        super().__init__(**keywords)
+        self.actions: List[argparse.Action] = []
+        self.repeatable: set = set()
+
+    def options(self, container=None) -> "_KeptOptions":
+        return _KeptOptions(self, self if container is None else container)
+
+
+class _KeptOptions:
+    """add_argument and add_argument_group of a parser or group, keeping what they make."""
+
+    def __init__(self, parser: OptionParser, container):
+        self.parser, self.container = parser, container
+
+    def add_argument(self, *args, **keywords) -> argparse.Action:
+        action = self.container.add_argument(*args, **keywords)
+        self.parser.actions.append(action)
+        if keywords.get("action") == "append":
+            self.parser.repeatable.add(action.dest)
+        return action
+
+    def add_argument_group(self, *args, **keywords) -> "_KeptOptions":
+        return self.parser.options(self.parser.add_argument_group(*args, **keywords))
+
+
+def build_parser() -> OptionParser:
+    real = OptionParser(
         prog="proxytop",
         description="A top-like terminal monitor for ProxySQL and the MySQL servers behind it.",
         epilog="Connection settings: command line > PROXYTOP_ADMIN_PASSWORD > --login-path > defaults file > "
                "@NAME > [proxytop] of the configuration file > built-in defaults (--print-defaults shows them).",
     )
+    parser = real.options()
     admin = parser.add_argument_group("ProxySQL admin interface")
     admin.add_argument("-H", "--host", action="append",
                        help="admin host (default 127.0.0.1); several ProxySQL nodes: repeat -H or "
@@ -170,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     from proxytop.screens import add_all_arguments
 
     add_all_arguments(parser)  # screens with options of their own (e.g. --mysql, --disk-baseline)
-    return parser
+    return real
 
 
 def read_defaults_file(path: str) -> Dict[str, str]:
@@ -346,7 +379,7 @@ def apply_config_file(parser: argparse.ArgumentParser, argv: Optional[Sequence[s
 def given_options(argv: Optional[Sequence[str]]) -> frozenset:
     """The dests the command line itself sets (a parse where nothing has a default)."""
     parser = build_parser()
-    for action in parser._actions:
+    for action in parser.actions:
         action.default = argparse.SUPPRESS
     return frozenset(vars(parser.parse_args(argv)))
 

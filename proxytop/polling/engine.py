@@ -200,6 +200,8 @@ class Engine:
     # A live engine tells its listeners when something new can be shown (the UI then sleeps
     # until told, instead of looking for new data several times a second).
     notifies_changes = True
+    replaying = False  # proxytop.engine_view.EngineView
+    refuses_writes: Optional[str] = None
 
     def add_listener(self, listener: Callable[[], None]) -> None:
         """``listener()`` is called on a worker thread once after each batch of new snapshots
@@ -352,6 +354,9 @@ class Engine:
 
     def now(self) -> float:
         return self._clock()
+
+    def wall_now(self) -> float:
+        return time.time()
 
     def poll_now(self, handles: Dict[str, object]) -> Dict[str, Optional[str]]:
         """Run the due active collectors of each source in ``handles`` ({source name: the

@@ -30,7 +30,7 @@ from proxytop.metrics import units
 from proxytop.polling.engine import SourceState
 from proxytop.recordings.playback import PlaybackClock
 from proxytop.recordings.recording import RecordingError, loads, scan
-from proxytop.ui.keys import Binding
+from proxytop.screens.keys import Binding
 
 log = logging.getLogger(__name__)
 
@@ -311,6 +311,10 @@ class ReplayEngine:
 
     replaying = True
     refuses_writes = NOT_IN_REPLAY
+    # Its readings follow the position, not events: nothing to wake the UI for (it is woken by
+    # npyscreen's keypress timeout) and no changes numbered (the UI compares snapshots).
+    notifies_changes = False
+    generation = 0
 
     def __init__(self, index: RecordingIndex, clock: Callable[[], float] = time.monotonic,
                  speed: float = 1.0, loop: bool = False, start: Optional[float] = None):
@@ -340,6 +344,18 @@ class ReplayEngine:
 
     def remove_observer(self, observer) -> None:
         pass
+
+    def add_listener(self, listener) -> None:
+        """Nothing new happens in a replay: listeners are never called."""
+
+    def remove_listener(self, listener) -> None:
+        pass
+
+    def changed_since(self, generation: int) -> Tuple[int, List[object]]:
+        return 0, []  # not numbered (notifies_changes is False)
+
+    def last_changed(self, keys: Iterable[object]) -> int:
+        return 0
 
     def collector(self, name: str) -> Optional[Collector]:
         found = self._collectors.get(name)
@@ -373,6 +389,9 @@ class ReplayEngine:
 
     def interval(self, name: str) -> float:
         return self._intervals.get(name, 1.0)
+
+    def read_together(self, names: Iterable[str]) -> None:
+        """A replay has no schedule: its readings are where they were recorded."""
 
     def submit(self, source_name: str, task: Callable, done: Callable[[Optional[str]], None]) -> None:
         done(NOT_IN_REPLAY)
@@ -468,30 +487,12 @@ class ReplayEngine:
         found = [self.state(name) for name in self.index.states]
         return [s for s in found if s is not None]
 
+    def counting_down(self) -> List[SourceState]:
+        return [s for s in self.states() if s.retry_at is not None]
+
     def source(self, name: str) -> Optional[Source]:
         recorded = self._readings.source(name, self.now())
         return recorded if recorded is not None else self._sources.get(name)
-
-    # ----- what the header says -------------------------------------------------------------
-    def replay_status(self, ctl) -> List[Tuple[str, Optional[str]]]:
-        """Segments of the header's second line in a replay."""
-        position = self.now()
-        line: List[Tuple[str, Optional[str]]] = [("recorded ", "label"),
-                                                 (format_time(position + self.index.base), "header")]
-        if self.at_end:
-            line.append(("  end of recording", "warning_bold"))
-        elif self.paused:
-            line.append(("  paused", "warning_bold"))
-        else:
-            line.append((f"  playing {speed_text(self.speed)}", "good"))
-        elapsed = position - self.index.start
-        line.append((f"  {clock_text(elapsed)} / {clock_text(self.index.end - self.index.start)}", "label"))
-        screen = getattr(ctl, "screen", None)
-        if screen is not None and screen.built:
-            names = list(screen.active_collectors())
-            if names and all(self.latest(n) is None for n in names):
-                line.append(("  no readings of this screen here", "warning"))
-        return line
 
 
 def cluster_ends(times: Sequence[float], gap: float = CLUSTER_GAP) -> List[float]:
@@ -639,6 +640,27 @@ class ReplayControls:
 
     def __init__(self, engine: ReplayEngine):
         self.engine = engine
+
+    def status(self, controller) -> List[Tuple[str, Optional[str]]]:
+        """Segments of the header's second line in a replay: where it is, and how it plays."""
+        engine = self.engine
+        position = engine.now()
+        line: List[Tuple[str, Optional[str]]] = [("recorded ", "label"),
+                                                 (format_time(position + engine.index.base), "header")]
+        if engine.at_end:
+            line.append(("  end of recording", "warning_bold"))
+        elif engine.paused:
+            line.append(("  paused", "warning_bold"))
+        else:
+            line.append((f"  playing {speed_text(engine.speed)}", "good"))
+        elapsed = position - engine.index.start
+        line.append((f"  {clock_text(elapsed)} / {clock_text(engine.index.end - engine.index.start)}", "label"))
+        screen = controller.screen
+        if screen.built:
+            names = list(screen.active_collectors())
+            if names and all(engine.latest(n) is None for n in names):
+                line.append(("  no readings of this screen here", "warning"))
+        return line
 
     def _names(self, controller) -> List[str]:
         return list(controller.screen.active_collectors())

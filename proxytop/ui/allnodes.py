@@ -19,7 +19,7 @@ from proxytop.collectors.proxysql import ConnectionPool
 from proxytop.collectors.proxysql_stats import CommandCounters
 from proxytop.metrics import histogram
 from proxytop.metrics.rates import to_number
-from proxytop.ui.table import Column, Row
+from proxytop.screens.table import Column, Row
 
 OPTION = "all_nodes"
 SCREENS = ("connpool", "comcount")

@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 import time
-from typing import Optional
+from typing import Optional, Tuple
 
 import npyscreen
 
@@ -81,6 +81,7 @@ class Canvas(npyscreen.widget.Widget):
         self._keys_behind = False  # ncurses may hold bytes it read with the last key
         self._drawn_at = float("-inf")  # monotonic time of the last frame
         self._frame_cost = 0.0  # CPU seconds the last frame took
+        self._showed_data = False  # the last frame had a reading of the visible screen
         self.forget()
         super().__init__(screen, **keywords)
 
@@ -91,16 +92,19 @@ class Canvas(npyscreen.widget.Widget):
     def set_up_handlers(self):
         super().set_up_handlers()
         self.handlers = {}
-        self.complex_handlers = [(lambda ch: ch != curses.KEY_RESIZE, self.on_key)]
+        self.complex_handlers = [(lambda ch: True, self.on_key)]  # every key is ours
 
     def on_key(self, ch):
+        if ch == curses.KEY_RESIZE:
+            self.parent.follow_terminal_size(asked=True)
+            return
         if ch == CTRL_C:
             # ^C read as a key: it came while the terminal did not make it a signal (between
             # ncurses' raw() and cbreak() below, or a terminal set up so): it quits as the
             # signal does.
             raise KeyboardInterrupt
         self.controller.handle_key(ch)
-        if self.controller.quit_requested:
+        if self.controller.ui.quit_requested:
             self.editing = False
             self.parent.editing = False
             self.parent.parentApp.setNextForm(None)
@@ -120,7 +124,7 @@ class Canvas(npyscreen.widget.Widget):
             pad.keypad(1)
             curses.halfdelay(self.parent.keypress_timeout or KEYPRESS_TIMEOUT)
             self._modes_on = pad
-        waker = getattr(self.parent.parentApp, "wakeup", None)
+        waker = self.parent.parentApp.wakeup
         if waker is not None:
             waker.stop_if_asked()
             if self._keys_behind:
@@ -128,7 +132,7 @@ class Canvas(npyscreen.widget.Widget):
                 # ncurses' own buffer, where select() can't see them: take them first.
                 pad.timeout(0)
                 self._modes_on = None
-                ch = self._get_ch()
+                ch = self.read_key()
                 if ch == -1:
                     self._keys_behind = False
                     return None  # the loop displays, then sleeps below
@@ -140,21 +144,22 @@ class Canvas(npyscreen.widget.Widget):
                 if not keyed:
                     # New data: drawn no sooner than DATA_FRAME_GAP (or FRAME_SHARE times the
                     # last frame's cost) after the last frame; what else arrives meanwhile is
-                    # drawn with it. A key ends the wait at once.
+                    # drawn with it. A key ends the wait at once. The screen's first data is
+                    # drawn as soon as it comes (at start-up, after switching screens).
                     spacing = max(DATA_FRAME_GAP, FRAME_SHARE * self._frame_cost)
                     gap = self._drawn_at + spacing - time.monotonic()
-                    if gap <= 0:
+                    if gap <= 0 or not self._showed_data:
                         return self.try_while_waiting()
                     keyed = waker.wait_for_key(terminal, gap)
                     waker.stop_if_asked()
                     if not keyed:
                         return self.try_while_waiting()
-                ch = self._get_ch()
+                ch = self.read_key()
                 if ch == -1:
                     return self.try_while_waiting()
             self._keys_behind = True
         else:
-            ch = self._get_ch()
+            ch = self.read_key()
         if ch == -1:
             return self.try_while_waiting()
         if ch == curses.ascii.ESC:  # Esc with another key right behind it is Alt-key, as in npyscreen
@@ -167,7 +172,7 @@ class Canvas(npyscreen.widget.Widget):
         self.handle_input(ch)
         self.try_adjust_widgets()
 
-    def _get_ch(self):
+    def read_key(self):
         """A curses key code, or a one-character str for a UTF-8 character. A byte that does
         not start or continue a UTF-8 character (a terminal in Latin-1) is given as its code,
         which no key is bound to: never an error."""
@@ -212,12 +217,11 @@ class Canvas(npyscreen.widget.Widget):
         """Render, then paint only the lines that differ from what the pad already shows:
         most refreshes change a line or two (the data age, a few cells)."""
         started = time.thread_time()
-        rows, cols = self.parent._max_physical()
-        height, width = rows + 1, cols + 1
+        height, width = terminal_size(self.parent.parentApp.terminal_fd)
         pad = self.parent.curses_pad
         lines = view.render(self.controller, width, height)
-        if getattr(self.controller, "repaint", False):  # ^L: the terminal may show something else
-            self.controller.repaint = False
+        if self.controller.ui.repaint:  # ^L: the terminal may show something else
+            self.controller.ui.repaint = False
             self.forget()
             try:
                 pad.redrawwin()  # every cell is sent again on the next refresh
@@ -228,6 +232,19 @@ class Canvas(npyscreen.widget.Widget):
         self._painted, self._painted_on, self._painted_size = lines, pad, (height, width)
         self._drawn_at = time.monotonic()
         self._frame_cost = time.thread_time() - started
+        self._showed_data = self.controller.newest_of_screen() is not None
+
+
+def terminal_size(fd: int) -> Tuple[int, int]:
+    """(lines, columns) of the terminal on ``fd``, asked of the terminal itself: curses.LINES
+    and curses.COLS follow a resize only once ncurses has seen it."""
+    try:
+        size = os.get_terminal_size(fd)
+    except OSError:
+        return curses.LINES, curses.COLS
+    if not size.lines or not size.columns:
+        return curses.LINES, curses.COLS
+    return size.lines, size.columns
 
 
 def paint(pad, lines, painted, width: int, height: int, attributes, attribute) -> None:
@@ -250,7 +267,7 @@ def paint(pad, lines, painted, width: int, height: int, attributes, attribute) -
                 _clear_from(pad, y, 0)
         # A line painted already is passed over before its runs are made: most of a frame's
         # lines (the empty ones below the table too) are as they were.
-        runs = line if line.__class__ is view.Runs else _runs(line)
+        runs = line if line.__class__ is view.Runs else join_runs(line)
         x = 0
         end = width - 1 if y == height - 1 else width  # never write the last cell
         for n, (text, style) in enumerate(runs):
@@ -290,12 +307,12 @@ def _clear_from(pad, y: int, x: int) -> None:
         pass
 
 
-def _runs(line):
+def join_runs(line):
     """A line's segments with the neighbours of one style joined: a table row is some forty
     segments (cells and the gaps between them) but a few runs of one style, and each run is
     one call into curses instead of one per segment.
 
-    >>> _runs([("a", None), (" ", None), ("b", "dim"), ("", None), ("c", "dim"), (" ", None)])
+    >>> join_runs([("a", None), (" ", None), ("b", "dim"), ("", None), ("c", "dim"), (" ", None)])
     [('a ', None), ('bc', 'dim'), (' ', None)]
     """
     runs = []
@@ -339,24 +356,24 @@ class MonitorForm(npyscreen.FormBaseNew):
     FIX_MINIMUM_SIZE_WHEN_CREATED = False
 
     def create(self):
-        self._size_followed = False  # the terminal's size asked once at least
+        self.size_followed = False  # the terminal's size asked once at least
         app = self.parentApp
         self.keypress_timeout = KEYPRESS_TIMEOUT
         self.canvas = self.add(Canvas, controller=app.controller, color=app.use_color, rely=0, relx=0)
 
-    def follow_terminal_size(self):
-        """Recreate the pad when the terminal changed size, even if no KEY_RESIZE arrived
-        (it can be lost while the size changes twice in quick succession)."""
-        waker = getattr(self.parentApp, "wakeup", None)
-        if waker is not None and getattr(self, "_size_followed", False):
+    def follow_terminal_size(self, asked=False):
+        """Make a new pad when the terminal changed size, even if no KEY_RESIZE arrived
+        (it can be lost while the size changes twice in quick succession). ``asked``: a
+        KEY_RESIZE came, look whatever the SIGWINCH handler saw."""
+        waker = self.parentApp.wakeup
+        if waker is not None and self.size_followed and not asked:
             # Our SIGWINCH handler (MonitorApp.onStart) sees every resize: without one since
             # the last look, the size is what it was (asking costs some 40 us a frame).
             if not waker.resized:
                 return
             waker.resized = False  # before asking: a resize during the look is seen next time
-        self._size_followed = True
-        rows, cols = self._max_physical()
-        size = (rows + 1, cols + 1)
+        self.size_followed = True
+        size = terminal_size(self.parentApp.terminal_fd)
         # Ask ncurses itself: its own SIGWINCH handling may have resized its screen behind
         # Python's back (curses.LINES / curses.COLS are only updated by Python's wrappers).
         if size != (curses.LINES, curses.COLS) or curses.is_term_resized(*size):
@@ -364,8 +381,12 @@ class MonitorForm(npyscreen.FormBaseNew):
                 curses.resizeterm(*size)  # also updates curses.LINES / curses.COLS
             except curses.error:
                 pass
-        if size != tuple(self.curses_pad.getmaxyx()):
-            self._create_screen()
+        lines, columns = max(size[0], self.min_l), max(size[1], self.min_c)
+        if (lines, columns) != self.curses_pad.getmaxyx():
+            self.curses_pad = curses.newpad(lines, columns)
+            self.lines, self.columns = lines, columns
+            self.max_y, self.max_x = lines, columns
+            self.canvas.forget()
 
     def while_waiting(self):
         # Only follow the size here: the widget's edit loop displays it (renders and
@@ -381,9 +402,6 @@ class MonitorForm(npyscreen.FormBaseNew):
     def DISPLAY(self):
         self.canvas.forget()  # DISPLAY erases the pad
         super().DISPLAY()
-
-    def h_display(self, *args):
-        self.DISPLAY()
 
 
 class ProxytopTheme(npyscreen.ThemeManager):
@@ -401,7 +419,7 @@ class MonitorApp(npyscreen.NPSAppManaged):
     def run(self, *args, **keywords):
         engine = self.controller.engine
         before = {}  # the stop signals' handlers before the live loop's
-        if getattr(engine, "notifies_changes", False):
+        if engine.notifies_changes:
             self.wakeup = wakeup.WakeUp()
             engine.add_listener(self.wakeup.wake)
             for signum in wakeup.STOP_SIGNALS:

@@ -26,8 +26,9 @@ from typing import Any, Callable, Dict, IO, List, Optional, Sequence, Tuple
 
 from proxytop.screens.base import Screen
 from proxytop.screens.sided import header_collector
-from proxytop.ui import filters, table, view
-from proxytop.ui.table import Column, Row, TableState
+from proxytop.screens import filters, table
+from proxytop.ui import view
+from proxytop.screens.table import Column, Row, TableState
 
 FORMATS = ("table", "json", "csv")
 CONNECT_ATTEMPTS = 3  # ProxySQL failures in a row (retried with backoff) before giving up
@@ -400,7 +401,7 @@ class BatchRun:
         self.connect_timeout = connect_timeout
         self.pacer = pacer or LivePacer()
         self.err = err
-        self.wall = wall or getattr(engine, "wall_now", None) or time.time
+        self.wall = wall or engine.wall_now
         self.reports = 0
         self._active: Tuple[str, ...] = ()
 
@@ -441,7 +442,7 @@ class BatchRun:
     def ready(self, names: Sequence[str]) -> bool:
         """Every collector has what its rates need (two readings; one for slow own-pace ones),
         or has said why not. ProxySQL itself must answer first (or be given up on: fatal)."""
-        live = not getattr(self.engine, "replaying", False)
+        live = not self.engine.replaying
         for name in names:
             collector = self.engine.collector(name)
             if collector is None or self.engine.error(name):
@@ -458,7 +459,7 @@ class BatchRun:
 
     def fatal(self) -> Optional[str]:
         """One line when ProxySQL could not be reached after retries."""
-        if getattr(self.engine, "replaying", False) or not self.uses_proxysql():
+        if self.engine.replaying or not self.uses_proxysql():
             return None
         state = self.engine.state(PROXYSQL)
         if state is None or state.connected or state.failures < CONNECT_ATTEMPTS:
@@ -468,7 +469,7 @@ class BatchRun:
         return f"cannot connect to ProxySQL at {where} after {state.failures} attempts: {state.error}"
 
     def waiting_for_proxysql(self) -> bool:
-        if getattr(self.engine, "replaying", False) or not self.uses_proxysql():
+        if self.engine.replaying or not self.uses_proxysql():
             return False
         state = self.engine.state(PROXYSQL)
         return state is None or not state.connected
@@ -501,7 +502,7 @@ class BatchRun:
                     return self._fail(problem)
                 if not self.pacer.tick(self.activate()):
                     return 0  # the recording ended
-            if getattr(self.engine, "replaying", False):
+            if self.engine.replaying:
                 due = self.engine.now()
 
     def _fail(self, problem: str) -> int:
@@ -532,7 +533,7 @@ def main(config, engine, controller, out: IO[str] = sys.stdout, err: IO[str] = s
     screens = choose_screens(controller.screens, screen_name)
     states = table_states(screens, getattr(args, "sort", None), getattr(args, "filter", None),
                           strict=screen_name != "all")
-    replaying = getattr(engine, "replaying", False)
+    replaying = engine.replaying
     pacer = ReplayPacer(engine, config.delay) if replaying else LivePacer()
     run = BatchRun(engine, controller, screens, states, make_output(getattr(args, "format", None) or "table", out,
                                                                    color=config.color),

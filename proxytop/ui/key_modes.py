@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Optional
 
 from proxytop.screens.base import Confirm
-from proxytop.ui import filters
+from proxytop.screens import filters
 
 MODE_KEYS = {
     "filter": "_filter_key",
@@ -27,38 +27,38 @@ class TextInputModes:
     def prompt(self, label: str, done, hint: str = "") -> None:
         """Ask for one line of text; ``done(text)`` returns None when it took it, or a
         one-line problem (shown, the input kept)."""
-        self.prompt_label = label
-        self.prompt_hint = hint
-        self._prompt_done = done
-        self.input = ""
-        self.mode = "prompt"
+        self.ui.prompt_label = label
+        self.ui.prompt_hint = hint
+        self.ui.prompt_done = done
+        self.ui.input = ""
+        self.ui.mode = "prompt"
 
     def _filter_key(self, name: str, ch) -> bool:
         if name == "ESC":
-            self.mode = "table"
+            self.ui.mode = "table"
             self.say("filter unchanged")
         elif name == "ENTER":
             try:
-                parsed = filters.parse(self.input, self.screen.columns)
+                parsed = filters.parse(self.ui.input, self.screen.columns)
             except filters.FilterError as exc:
                 self.say(str(exc), "error")  # stay in the input: nothing typed is lost
                 return True
             self._set_state(replace(self.state, filter=parsed))
-            self.mode = "table"
-            self.cursor[self.screen.key] = 0
+            self.ui.mode = "table"
+            self.ui.cursor[self.screen.key] = 0
         else:
             self._edit_input(name, ch)
         return True
 
     def _prompt_key(self, name: str, ch) -> bool:
         if name == "ESC":
-            self.mode = "table"
+            self.ui.mode = "table"
         elif name == "ENTER":
-            problem = self._prompt_done(self.input) if self._prompt_done is not None else None
+            problem = self.ui.prompt_done(self.ui.input) if self.ui.prompt_done is not None else None
             if problem:
                 self.say(problem, "error")
                 return True
-            self.mode = "table"
+            self.ui.mode = "table"
             self._rows_token = None
         else:
             self._edit_input(name, ch)
@@ -67,33 +67,33 @@ class TextInputModes:
     def _edit_input(self, name: str, ch) -> None:
         """Line editing shared by the filter and prompt inputs."""
         if name in ("BACKSPACE", "KEY_BACKSPACE", "KEY_DC"):
-            self.input = self.input[:-1]
+            self.ui.input = self.ui.input[:-1]
         elif name == "^U":
-            self.input = ""
+            self.ui.input = ""
         elif name == "^C":
-            self.quit_requested = True
+            self.ui.quit_requested = True
         else:
             text = ch if isinstance(ch, str) else (chr(ch) if isinstance(ch, int) and 32 <= ch < 127 else "")
             if text and text.isprintable():
-                self.input += text
+                self.ui.input += text
 
 
 class HelpMode:
     """The help panel (``?``): every key of this screen and the global ones."""
 
     def do_help(self):
-        self.mode = "help"
-        self.help_scroll = 0
+        self.ui.mode = "help"
+        self.ui.help_scroll = 0
 
     def _help_key(self, name: str, ch=None) -> bool:
         if name in ("KEY_DOWN", "KEY_NPAGE"):
-            self.help_scroll += 1 if name == "KEY_DOWN" else self.page_rows
+            self.ui.help_scroll += 1 if name == "KEY_DOWN" else self.page_rows
         elif name in ("KEY_UP", "KEY_PPAGE"):
-            self.help_scroll = max(0, self.help_scroll - (1 if name == "KEY_UP" else self.page_rows))
+            self.ui.help_scroll = max(0, self.ui.help_scroll - (1 if name == "KEY_UP" else self.page_rows))
         elif name in ("q", "^C"):
-            self.quit_requested = True
+            self.ui.quit_requested = True
         else:
-            self.mode = "table"
+            self.ui.mode = "table"
         return True
 
 
@@ -108,42 +108,42 @@ class DetailMode:
         if detail is None:
             self.say("this screen has no detail view")
             return
-        self.detail = detail
-        self.detail_row = row
-        self.detail_scroll = 0
-        self.mode = "detail"
+        self.ui.detail = detail
+        self.ui.detail_row = row
+        self.ui.detail_scroll = 0
+        self.ui.mode = "detail"
         if self.screen.detail_collectors(row) or tuple(self.screen.active_collectors()) != self._activated:
             self.activate()  # a detail view may read more while it is open
 
     def do_back(self):
-        self.mode = "table"
+        self.ui.mode = "table"
 
     def refresh_detail(self) -> None:
         """Screens with ``live_detail`` rebuild their detail panel from the latest readings."""
-        if self.detail_row is not None and getattr(self.screen, "live_detail", False):
-            detail = self.screen.detail(self.detail_row, self.view)
+        if self.ui.detail_row is not None and getattr(self.screen, "live_detail", False):
+            detail = self.screen.detail(self.ui.detail_row, self.view)
             if detail is not None:
-                self.detail = detail
+                self.ui.detail = detail
 
     def _detail_key(self, name: str, ch=None) -> bool:
         if name in ("ESC", "BACKSPACE", "KEY_LEFT"):
-            self.mode = "table"
-            self.detail = None
+            self.ui.mode = "table"
+            self.ui.detail = None
             closed = getattr(self.screen, "detail_closed", None)
             if closed is not None:
                 closed()
         elif name == "KEY_DOWN":
-            self.detail_scroll += 1
+            self.ui.detail_scroll += 1
         elif name == "KEY_UP":
-            self.detail_scroll = max(0, self.detail_scroll - 1)
+            self.ui.detail_scroll = max(0, self.ui.detail_scroll - 1)
         elif name == "KEY_NPAGE":
-            self.detail_scroll += self.page_rows
+            self.ui.detail_scroll += self.page_rows
         elif name == "KEY_PPAGE":
-            self.detail_scroll = max(0, self.detail_scroll - self.page_rows)
+            self.ui.detail_scroll = max(0, self.ui.detail_scroll - self.page_rows)
         elif name in ("KEY_HOME", "g"):
-            self.detail_scroll = 0
+            self.ui.detail_scroll = 0
         elif name in ("q", "^C"):
-            self.quit_requested = True
+            self.ui.quit_requested = True
         return True
 
 
@@ -152,15 +152,14 @@ class ConfirmMode:
 
     def ask(self, confirm: Confirm) -> None:
         """Screens call this for the one write proxytop makes: nothing runs until 'y'."""
-        refusal = getattr(self.engine, "refuses_writes", None)
-        if refusal:  # a replay: nothing to send anything to
-            self.say(refusal, "error")
+        if self.engine.refuses_writes:  # a replay: nothing to send anything to
+            self.say(self.engine.refuses_writes, "error")
             return
-        self.confirm = confirm
-        self.mode = "confirm"
+        self.ui.confirm = confirm
+        self.ui.mode = "confirm"
 
     def _confirm_key(self, name: str, ch=None) -> bool:
-        confirm = self.confirm
+        confirm = self.ui.confirm
         if name in ("y", "Y") and confirm is not None:
             self.say("sending\u2026")
 
@@ -172,9 +171,9 @@ class ConfirmMode:
 
             self.engine.submit(confirm.source, confirm.action, done)
         elif name == "^C":
-            self.quit_requested = True
+            self.ui.quit_requested = True
         else:
             self.say("cancelled: nothing was sent")
-        self.confirm = None
-        self.mode = "table"
+        self.ui.confirm = None
+        self.ui.mode = "table"
         return True

@@ -36,21 +36,21 @@ class Pacing:
     _paced = None
 
     def interval(self) -> float:
-        return self.intervals[self.screen.key]
+        return self.ui.intervals[self.screen.key]
 
     def activate(self) -> None:
         """Poll only what the visible screen needs, plus the header's cheap collector."""
         screen = self.screen
         names = list(screen.active_collectors())
-        if self.mode == "detail" and self.detail_row is not None:
+        if self.ui.mode == "detail" and self.ui.detail_row is not None:
             # an open drill-down may need more (QueryRules' "queries this rule catches"); back
             # on the table, rows() sees the set differ and stops them
-            names += [n for n in screen.detail_collectors(self.detail_row) if n not in names]
+            names += [n for n in screen.detail_collectors(self.ui.detail_row) if n not in names]
         self._activated = tuple(names)
         self._paced = None
         # A screen's minimum may have grown (e.g. a large fleet found at runtime).
         minimum = self.minimum_interval(screen)
-        self.intervals[screen.key] = max(self.intervals[screen.key], minimum)
+        self.ui.intervals[screen.key] = max(self.ui.intervals[screen.key], minimum)
         interval = self.interval()
         for name in names:
             collector = self.engine.collector(name)
@@ -74,9 +74,7 @@ class Pacing:
         # The ProxySQL readings start in one batch (the slower ones then stay in step with it):
         # after a switch the header's (read anew) and the pool's (kept at the alarm's pace)
         # were a fraction of a second apart for good, two wake-ups and two frames an interval.
-        together = getattr(self.engine, "read_together", None)  # a replay has no schedule
-        if together is not None:
-            together([n for n in names if getattr(self.engine.collector(n), "source", None) == "proxysql"])
+        self.engine.read_together([n for n in names if getattr(self.engine.collector(n), "source", None) == "proxysql"])
         self._rows_token = None
 
     def alarm_plan(self) -> Tuple[Tuple[str, float], ...]:
@@ -92,7 +90,7 @@ class Pacing:
     def _step_interval(self, direction: int) -> None:
         minimum = self.minimum_interval(self.screen)
         new = step_interval(self.interval(), direction, minimum)
-        self.intervals[self.screen.key] = new
+        self.ui.intervals[self.screen.key] = new
         self.activate()
         if direction < 0 and new == minimum and minimum > 0.5:
             self.say(f"interval {new:g}s: the minimum for this screen")

@@ -62,6 +62,6 @@ class RowCache:
         """Another node is watched: no screen may show rows computed from the previous one."""
         self._parked.clear()
         self._rows_token = None
-        if self.mode == "detail":
-            self.mode = "table"
-            self.detail = None
+        if self.ui.mode == "detail":
+            self.ui.mode = "table"
+            self.ui.detail = None

@@ -40,8 +40,7 @@ class ScreenNews:
 
     def _follow_news(self) -> bool:
         engine = self.engine
-        changed_since = getattr(engine, "changed_since", None)
-        if changed_since is None:
+        if not engine.notifies_changes:
             return False
         screen = self.screen
         followed = self._news_for
@@ -53,7 +52,7 @@ class ScreenNews:
             self._news_changed = engine.last_changed(names)
             self._news_newest = self._newest_of(names)
             return True
-        generation, changed = changed_since(self._news_seen)
+        generation, changed = engine.changed_since(self._news_seen)
         if not changed:
             return True
         self._news_seen = generation

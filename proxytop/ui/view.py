@@ -4,7 +4,8 @@ The curses layer only paints these lines; tests and the benchmark can call rende
 """
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Any, List, Optional, Sequence, Tuple
 
 from proxytop.collectors.proxysql import ConnectionPool
 from proxytop.collectors.sides import twin_name
@@ -12,13 +13,26 @@ from proxytop.metrics import units
 from proxytop.metrics.sides import MYSQL, PGSQL
 from proxytop.screens.connpool import header_queries
 from proxytop.screens.sided import header_label, header_readings
-from proxytop.ui import keys, table
+from proxytop.screens import keys, table
 
 Segment = Tuple[str, Optional[str]]
 Line = List[Segment]
 
 
 Runs = table.Runs  # a table row's line: its runs, joined once (the painter sends them as they are)
+
+
+@dataclass
+class Memo:
+    """What rendering keeps from one frame to the next, each with the token it was made of
+    (the controller holds one): most frames change a line or two of the screen."""
+
+    header_first: Optional[tuple] = None  # (token, the header's first line)
+    tab_line: Optional[tuple] = None  # (token, the line of tabs)
+    footer_hints: Optional[tuple] = None  # (token, the footer's key hints)
+    table_lines: Optional[tuple] = None  # (token, the table's lines, the visible column keys)
+    fitted: Optional[tuple] = None  # (layout, the columns that fit and their widths)
+    cell_texts: Any = None  # table.CellTexts of the fitted columns
 
 
 def fit(line: Line, width: int) -> Line:
@@ -44,31 +58,31 @@ def header_lines(ctl, width: int) -> List[Line]:
     if hasattr(source, "watched_title"):  # several ProxySQL nodes: "node 2/3 10.0.0.2:6032 node-2"
         target = source.watched_title()
     session = getattr(source, "session", None)
-    replay = getattr(engine, "replay_status", None)  # a ReplayEngine says where it is
+    replaying = engine.replaying
     side = header_label(ctl.screen, session)
     pool_pair = engine.last_two(twin_name(ConnectionPool.name, PGSQL))
     # The first line changes only with a new reading (the second with every frame: the data's
     # age): made again only when what it is made of is another object or text.
-    token = (width, replay is None, target, session, side, getattr(ctl.screen, "side", MYSQL),
+    token = (width, replaying, target, session, side, getattr(ctl.screen, "side", MYSQL),
              previous, current) + tuple(pool_pair)
-    cached = getattr(ctl, "_header_first", None)
+    cached = ctl.memo.header_first
     if cached is not None and len(cached[0]) == len(token) and all(
             a is b or (type(a) in (int, str, bool) and a == b) for a, b in zip(cached[0], token)):
         first = cached[1]
     else:
-        first = fit(_first_header_line(ctl, replay, target, session, side, previous, current, pool_pair), width)
-        ctl._header_first = (token, first)
-    if replay is not None:
-        second: Line = list(replay(ctl))
+        first = fit(_first_header_line(ctl, replaying, target, session, side, previous, current, pool_pair), width)
+        ctl.memo.header_first = (token, first)
+    if replaying:
+        second: Line = list(ctl.overlay.status(ctl))  # proxytop.recordings.replay.ReplayControls
     else:
         second = [("every ", "label"), (units.interval(ctl.interval()), "header")]
         minimum = ctl.minimum_interval(ctl.screen)
         if minimum > 0.5:
             second.append((f" (min {minimum:g}s)", "dim"))
-    latest = _latest_of_screen(ctl)
+    latest = ctl.newest_of_screen()
     if latest is not None:
         second += [("  data ", "label"), (f"{units.duration(max(0.0, now - latest.taken_at))} old", "header")]
-    if engine.paused and replay is None:
+    if engine.paused and not replaying:
         second.append(("  PAUSED", "warning_bold"))
     if state is not None and ctl.screen_uses_proxysql():
         if state.connected:
@@ -84,10 +98,10 @@ def header_lines(ctl, width: int) -> List[Line]:
     return lines
 
 
-def _first_header_line(ctl, replay, target, session, side, previous, current, pool_pair) -> Line:
+def _first_header_line(ctl, replaying, target, session, side, previous, current, pool_pair) -> Line:
     """proxytop, the ProxySQL watched, its version, the side, uptime, Q/s, conn and trx."""
     first: Line = [("proxytop ", "header_title")]
-    if replay is not None:
+    if replaying:
         first.append(("REPLAY ", "warning_bold"))
     first.append((target, "header"))
     if session is not None and session.version_text:
@@ -125,49 +139,26 @@ def _backend_alarm(ctl) -> Optional[str]:
     return None
 
 
-def _latest_of_screen(ctl):
-    """The newest snapshot of the screen's collectors (the header's "data N s old"). A fleet's
-    screen has 1,500 of them: the controller follows the few changed since the last frame
-    (proxytop.ui.screen_news)."""
-    follow = getattr(ctl, "newest_of_screen", None)
-    if follow is not None:
-        return follow()
-    news = getattr(ctl.engine, "news", None)
-    cached = getattr(ctl, "_newest", None)
-    if news is not None and cached is not None and cached[0] == news and cached[1] is ctl.screen:
-        return cached[2]
-    latest = None
-    for name in ctl.screen.active_collectors():
-        snap = ctl.engine.latest(name)
-        if snap is not None and (latest is None or snap.taken_at > latest.taken_at):
-            latest = snap
-    ctl._newest = (news, ctl.screen, latest)
-    return latest
-
-
-newest_snapshot = _latest_of_screen
-
-
 def tab_line(ctl, width: int) -> Line:
     # The same tabs give the same line: made again only when a tab's title, the current
     # screen or the width changed (never, between keys).
-    token = (width, ctl.index) + tuple((screen.title, screen.built) for screen in ctl.screens)
-    cached = getattr(ctl, "_tab_line", None)
+    token = (width, ctl.ui.index) + tuple((screen.title, screen.built) for screen in ctl.screens)
+    cached = ctl.memo.tab_line
     if cached is not None and cached[0] == token:
         return cached[1]
     line: Line = []
     for i, screen in enumerate(ctl.screens):
-        style = "tab_active" if i == ctl.index else ("tab" if screen.built else "tab_dim")
+        style = "tab_active" if i == ctl.ui.index else ("tab" if screen.built else "tab_dim")
         line.append((f"{(i + 1) % 10}:{screen.title}", style))
         line.append((" ", None))
     line = fit(line, width)
-    ctl._tab_line = (token, line)
+    ctl.memo.tab_line = (token, line)
     return line
 
 
 def status_line(ctl, shown: int, total: int, width: int) -> Line:
     state = ctl.state
-    line: Line = [("sort ", "label"), (ctl._title(state.sort_key) + (" \u2193" if state.descending else " \u2191"), "header")]
+    line: Line = [("sort ", "label"), (ctl.column_title(state.sort_key) + (" \u2193" if state.descending else " \u2191"), "header")]
     if not state.filter.empty:
         line += [("  filter ", "label"), (state.filter.text, "warning_bold"), (f"  {shown}/{total} rows", "label")]
     else:
@@ -179,31 +170,31 @@ def status_line(ctl, shown: int, total: int, width: int) -> Line:
 
 
 def footer_line(ctl, width: int) -> Line:
-    if ctl.mode == "filter":
+    if ctl.ui.mode == "filter":
         message = ctl.current_message()
         after = (f"   {message[0]}", message[1]) if message else \
             ("   Enter apply  Esc cancel  (text, col:regex, col>N)", "dim")
-        return fit([("filter: ", "label"), (ctl.input, "input"), ("_", "cursor"), after], width)
-    if ctl.mode == "prompt":
+        return fit([("filter: ", "label"), (ctl.ui.input, "input"), ("_", "cursor"), after], width)
+    if ctl.ui.mode == "prompt":
         message = ctl.current_message()
-        after = (f"   {message[0]}", message[1]) if message else (f"   {ctl.prompt_hint}  (Enter, Esc)", "dim")
-        return fit([(ctl.prompt_label, "label"), (ctl.input, "input"), ("_", "cursor"), after], width)
-    if ctl.mode == "confirm" and ctl.confirm is not None:
+        after = (f"   {message[0]}", message[1]) if message else (f"   {ctl.ui.prompt_hint}  (Enter, Esc)", "dim")
+        return fit([(ctl.ui.prompt_label, "label"), (ctl.ui.input, "input"), ("_", "cursor"), after], width)
+    if ctl.ui.mode == "confirm" and ctl.ui.confirm is not None:
         return fit([("y to confirm, any other key cancels", "warning_bold")], width)
     message = ctl.current_message()
     if message is not None:
         return fit([(message[0], message[1])], width)
     # The key hints change with the screen's and the overlay's bindings and the mode only:
     # not worked out again for every frame.
-    token = (width, ctl.mode, ctl.screen.bindings, getattr(ctl.overlay, "bindings", None))
-    cached = getattr(ctl, "_footer_hints", None)
+    token = (width, ctl.ui.mode, ctl.screen.bindings, getattr(ctl.overlay, "bindings", None))
+    cached = ctl.memo.footer_hints
     if cached is not None and cached[0][:2] == token[:2] and cached[0][2] is token[2] and cached[0][3] is token[3]:
         return cached[1]
     hints = [b.hint for b in ctl.bindings() if b.hint]
-    if ctl.mode == "detail":
+    if ctl.ui.mode == "detail":
         hints = ["Esc back", "\u2191\u2193 scroll", "q quit"]
     line = fit([("  ".join(hints), "footer")], width)
-    ctl._footer_hints = (token, line)
+    ctl.memo.footer_hints = (token, line)
     return line
 
 
@@ -215,43 +206,43 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
     body = height - 1
     ctl.page_rows = max(1, body - 1)
     key = screen.key
-    cursor = ctl.cursor[key]
-    top = ctl.scroll[key]
+    cursor = ctl.ui.cursor[key]
+    top = ctl.ui.scroll[key]
     if cursor < top:
         top = cursor
     elif cursor >= top + body:
         top = cursor - body + 1
     top = max(0, min(top, max(0, len(rows) - body)))
-    ctl.scroll[key] = top
+    ctl.ui.scroll[key] = top
     # The same rows (the very list object: the controller keeps it until data or state
     # change) in the same place give the same lines: the UI redraws ten times a second.
-    token = (rows, len(rows), screen, screen.columns, width, height, cursor, top, ctl.mode, ctl.state)
-    cached = getattr(ctl, "_table_lines", None)
+    token = (rows, len(rows), screen, screen.columns, width, height, cursor, top, ctl.ui.mode, ctl.state)
+    cached = ctl.memo.table_lines
     if cached is not None and len(cached[0]) == len(token) and all(a is b or (type(a) in (int, str) and a == b)
                                                                     for a, b in zip(cached[0], token)):
         ctl.visible_keys = cached[2]
         return cached[1]
     # Which columns fit changes with the columns, the width and the sort column only.
     layout = (screen.columns, width, ctl.state.sort_key)
-    fitted_for = getattr(ctl, "_fitted", None)
+    fitted_for = ctl.memo.fitted
     if fitted_for is not None and fitted_for[0][0] is layout[0] and fitted_for[0][1:] == layout[1:]:
         fitted = fitted_for[1]
     else:
         fitted = table.fit_columns(screen.columns, width, keep=ctl.state.sort_key)
-        ctl._fitted = (layout, fitted)
+        ctl.memo.fitted = (layout, fitted)
     ctl.visible_keys = [c.key for c, _ in fitted]
-    texts = getattr(ctl, "_cell_texts", None)
+    texts = ctl.memo.cell_texts
     if texts is None or not texts.fits(fitted):
-        texts = ctl._cell_texts = table.CellTexts(fitted)
+        texts = ctl.memo.cell_texts = table.CellTexts(fitted)
     screen.complete_rows(rows[top:top + body], ctl.view)
     lines: List[Line] = [_join(table.header_cells(fitted, ctl.state))]
-    on_cursor = cursor if ctl.mode == "table" else -1
+    on_cursor = cursor if ctl.ui.mode == "table" else -1
     for i in range(top, min(len(rows), top + body)):
         line = texts.line(rows[i], cursor=i == on_cursor)
         if line is None:  # a row whose text spills over empty cells: its cells, then runs
             line = _join(table.row_cells(rows[i], fitted), cursor=i == on_cursor)
         lines.append(line)
-    ctl._table_lines = (token, lines, ctl.visible_keys)
+    ctl.memo.table_lines = (token, lines, ctl.visible_keys)
     return lines
 
 
@@ -267,7 +258,7 @@ def help_lines(ctl, width: int) -> List[Line]:
         for binding in ctl.screen.bindings:
             lines.append([(f"  {keys.describe(binding):<14}", "header"), (binding.help, None)])
         lines.append([])
-    overlay = getattr(ctl, "overlay", None)
+    overlay = ctl.overlay
     if overlay is not None:
         lines.append([(overlay.title, "label")])
         for binding in overlay.bindings:
@@ -285,7 +276,7 @@ def help_lines(ctl, width: int) -> List[Line]:
 
 
 def detail_lines(ctl, width: int) -> List[Line]:
-    detail = ctl.detail
+    detail = ctl.ui.detail
     if detail is None:
         return []
     return [fit([(detail.title, "header_title"), ("   Esc back", "dim")], width)] + \
@@ -293,7 +284,7 @@ def detail_lines(ctl, width: int) -> List[Line]:
 
 
 def confirm_lines(ctl, width: int) -> List[Line]:
-    confirm = ctl.confirm
+    confirm = ctl.ui.confirm
     lines: List[Line] = [[("Confirm", "warning_bold")], []]
     for text in confirm.question:
         lines.append(fit([(text, None)], width))
@@ -307,16 +298,16 @@ def render(ctl, width: int, height: int) -> List[Line]:
     lines: List[Line] = header_lines(ctl, width) + [tab_line(ctl, width)]
     footer = footer_line(ctl, width)
     room = height - len(lines) - 1
-    if ctl.mode in ("help", "detail", "confirm"):
-        if ctl.mode == "help":
+    if ctl.ui.mode in ("help", "detail", "confirm"):
+        if ctl.ui.mode == "help":
             content = help_lines(ctl, width)
-            scroll = min(ctl.help_scroll, max(0, len(content) - room))
-            ctl.help_scroll = scroll
-        elif ctl.mode == "detail":
+            scroll = min(ctl.ui.help_scroll, max(0, len(content) - room))
+            ctl.ui.help_scroll = scroll
+        elif ctl.ui.mode == "detail":
             ctl.refresh_detail()
             content = detail_lines(ctl, width)
-            scroll = min(ctl.detail_scroll, max(0, len(content) - room))
-            ctl.detail_scroll = scroll
+            scroll = min(ctl.ui.detail_scroll, max(0, len(content) - room))
+            ctl.ui.detail_scroll = scroll
             content = content[:1] + content[1 + scroll:]
             scroll = 0
         else:

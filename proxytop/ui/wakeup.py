@@ -141,22 +141,19 @@ def next_redraw_in(ctl, now: float) -> Optional[float]:
     An idle proxytop therefore draws once per reading and not in between.
     """
     deadlines = []
-    message = getattr(ctl, "message", None)
+    message = ctl.ui.message
     if message and message[2] > ctl.clock():
         deadlines.append(message[2] - ctl.clock())
     engine = ctl.engine
     engine_now = engine.now()
     # "retrying in 3s" counts down: redrawn as each second ticks. A live engine keeps the
-    # states that count down (none or a few of a fleet's 501); a replay's are all looked at.
-    counting_down = getattr(engine, "counting_down", None)
-    for state in counting_down() if counting_down is not None else engine.states():
+    # states that count down (none or a few of a fleet's 501).
+    for state in engine.counting_down():
         change = state.countdown_changes_in(engine_now)
         if change is not None:
             deadlines.append(change + 0.01)
     if not engine.paused:
-        from proxytop.ui.view import newest_snapshot
-
-        snapshot = newest_snapshot(ctl)
+        snapshot = ctl.newest_of_screen()
         latest = snapshot.taken_at if snapshot is not None else None
         if latest is not None:
             overdue_at = latest + max(ctl.interval(), ctl.minimum_interval(ctl.screen)) + 1.0

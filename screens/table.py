@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.metrics import units
 from proxytop.metrics.rates import to_number
-from proxytop.ui import filters
+from proxytop.screens import filters
 
 Row = Dict[str, Any]
 # Special row keys: "_id" identifies a row across refreshes (the cursor follows it),
@@ -329,12 +329,12 @@ class CellTexts:
 class Runs(list):
     """A line whose neighbouring segments differ in style and none is empty (made by
     :meth:`joined`): the painter sends it as it is, without joining runs again
-    (proxytop.ui.app._runs)."""
+    (proxytop.ui.app.join_runs)."""
 
     @classmethod
     def joined(cls, cells: Sequence[Tuple[str, Optional[str]]], cursor: bool = False) -> "Runs":
         """Cells with a space between them, as runs of one style: what the painter's runs of
-        the cells and gaps would be (proxytop.ui.app._runs), made at once. A row is some forty
+        the cells and gaps would be (proxytop.ui.app.join_runs), made at once. A row is some forty
         segments but a few runs, and the painter makes one curses call per run. On the
         cursor's row every style is drawn reversed, the gaps too.
 
