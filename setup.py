@@ -26,7 +26,7 @@ setup(
     package_data={"proxytop": ["data/*"]},
     install_requires=[
         "npyscreen>=5.0.4",
-        "PyMySQL>=1.1",  # 1.1 negotiates TLS whenever the server offers it (--ssl-mode PREFERRED)
+        "PyMySQL>=1.1,<1.3",  # the releases tested: 1.1.0 to 1.2.x
         "psutil>=5.8",
         "rich>=12",
         "myloginpath>=0.0.4",  # reads mysql_config_editor's ~/.mylogin.cnf (--login-path)

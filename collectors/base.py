@@ -109,13 +109,9 @@ class Collector:
     ``collect``. ``history`` is how many snapshots the engine keeps (2 are enough for rates;
     more for sparklines; 1 for tables only ever shown as they are now).
 
-    A collector of a pooled source whose reading is one statement may also have
-    ``sends_ahead(handle)`` (may it be sent now? no I/O) and ``send_ahead(handle)`` (send it;
-    the file descriptor its answer comes on, -1 when sending failed, None when nothing was
-    sent): the engine's pool then sends it before the turn, with other servers' (see
-    proxytop.collectors.innodb.InnoDBStatus). A reading whose data was asked for before
-    ``collect`` ran sets ``served_at`` to (monotonic, wall) time of the asking, and the engine
-    stamps its snapshot with it.
+    A reading whose data was asked for before ``collect`` ran (by another collector's query,
+    see proxytop.collectors.folded) sets ``served_at`` to (monotonic, wall) time of the
+    asking, and the engine stamps its snapshot with it.
     """
 
     name = "collector"

@@ -31,9 +31,7 @@ from proxytop.collectors.base import Collector, Table
 from proxytop.metrics.innodb import (ALL_METRICS, LSN_METRICS, EngineReading, Flavour, Metric, detect_flavour,
                                      metrics_from_rows, parse_status_text)
 from proxytop.metrics.rates import to_number
-from proxytop.polling.lean_query import query_packet, received_rows, send, text_rows
-from proxytop.polling.connection import (Endpoint, PyMySQLSource, close_quietly, encryption, open_mysql, run_query,
-                                       run_rows)
+from proxytop.polling.connection import Endpoint, PyMySQLSource, close_quietly, connect, run_query
 
 log = logging.getLogger(__name__)
 
@@ -133,12 +131,6 @@ class MySQLSession:
     # whether a reading may come packed in one row (PACKED_READING_SQL_MARIADB): the server's
     # group_concat_max_len holds the longest list, and no reading came otherwise than whole
     packed_reading: bool = False
-    # A statement sent before its turn (send_ahead): (its packet, the monotonic and wall time
-    # sent) until its answer is read; the error that broke the connection meanwhile, raised by
-    # the next statement; and the times of the last text_rows() answer that came so.
-    ahead: Optional[Tuple[bytes, float, float]] = None
-    broken: Optional[BaseException] = None
-    answered_ahead: Optional[Tuple[float, float]] = None
 
     @property
     def reads_together(self) -> bool:
@@ -155,78 +147,13 @@ class MySQLSession:
         return prefetched[1]
 
     def query(self, sql: str) -> Table:
-        self._clear()
         self.queries += 1
         return run_query(self.conn, sql)
-
-    def text_rows(self, packet: bytes) -> Tuple[tuple, ...]:
-        """The rows of a statement whose columns are all text, read by
-        proxytop.polling.lean_query (``packet`` made once by its query_packet). When ``packet``
-        was sent ahead, its answer is read, and ``answered_ahead`` says when it was sent."""
-        ahead, self.answered_ahead = self.ahead, None
-        if ahead is not None and ahead[0] is packet:
-            self.ahead = None
-            rows = received_rows(self.conn)
-            self.answered_ahead = ahead[1:]
-            return rows
-        self._clear()
-        self.queries += 1
-        return text_rows(self.conn, packet)
-
-    def rows(self, sql: str) -> Tuple[tuple, ...]:
-        """:meth:`query`'s rows alone, without a cursor nor the column names: a reading's own
-        statement, sent every few seconds to every server."""
-        self._clear()
-        self.queries += 1
-        return run_rows(self.conn, sql)
-
-    def send_ahead(self, packet: bytes, clock) -> Optional[int]:
-        """Send ``packet`` now, its answer read by the text_rows(packet) that comes next: the
-        engine's pool sends the statements of the turns it takes together, then reads each
-        answer as it comes. Returns the file descriptor the answer comes on, -1 when sending
-        failed (the next statement raises why), None when a statement is in flight already."""
-        if self.ahead is not None or self.broken is not None:
-            return None
-        sent_at, sent_wall = clock(), time.time()
-        self.queries += 1
-        try:
-            send(self.conn, packet)
-        except Exception as exc:  # the connection is closed: the turn finds out
-            self.broken = exc
-            return -1
-        self.ahead = (packet, sent_at, sent_wall)
-        return self.conn._sock.fileno()
-
-    def settle_ahead(self) -> None:
-        """Read and drop the answer to a statement sent ahead that its turn did not read (the
-        turn was paused or its screen hidden meanwhile): the connection must be clear before
-        anything else is sent. Never raises: an error that broke the connection is raised by
-        the next statement."""
-        if self.ahead is None:
-            return
-        self.ahead = None
-        try:
-            received_rows(self.conn)
-        except pymysql.err.MySQLError as exc:
-            if errors.is_connection_error(exc):
-                self.broken = exc  # else the server refused it: the connection is clear
-        except Exception as exc:
-            self.broken = exc
-
-    def _clear(self) -> None:
-        """Before a statement: an answer sent ahead and not read is dropped, and the error that
-        broke the connection meanwhile raised."""
-        if self.ahead is not None:
-            self.settle_ahead()
-        if self.broken is not None:
-            broken, self.broken = self.broken, None
-            raise broken
 
     def reopen(self) -> None:
         """A fresh connection in place: global privileges granted since apply only to new
         connections."""
-        self.ahead = self.broken = None
-        conn = open_mysql(self.endpoint)
+        conn, self.encryption = connect(self.endpoint)
         old, self.conn = self.conn, conn
         try:
             old.close()
@@ -252,9 +179,9 @@ class MySQLSource(PyMySQLSource):
 
     def connect(self) -> MySQLSession:
         endpoint = self.endpoint
-        conn = open_mysql(endpoint)
+        conn, protocol = connect(endpoint)
         try:
-            session = MySQLSession(conn=conn, endpoint=endpoint, encryption=encryption(conn))
+            session = MySQLSession(conn=conn, endpoint=endpoint, encryption=protocol)
             table = session.query("SELECT @@version, @@version_comment, @@group_concat_max_len")
             if table.rows:
                 session.version_text = table.rows[0][0] or ""
@@ -402,9 +329,6 @@ def packed_lists_fit(group_concat_max_len) -> bool:
         return False
 
 
-PACKED_READING_PACKET = query_packet(PACKED_READING_SQL_MARIADB)
-
-
 def _pairs(packed) -> Optional[List[str]]:
     """"<count> name value ..." as [name, value, ...]; None when it holds other than ``count``
     pairs (cut short, or a value with a space).
@@ -474,37 +398,20 @@ class InnoDBStatus(ServerCollector):
         super().__init__(endpoint)
         self.clock = clock
 
-    def sends_ahead(self, session: MySQLSession) -> bool:
-        """Whether a reading is one statement the engine's pool may send before the turn
-        (:meth:`send_ahead`)."""
-        return session.reads_together and session.packed_reading and session.ahead is None
-
-    def send_ahead(self, session: MySQLSession) -> Optional[int]:
-        """Send the reading's one statement now (see MySQLSession.send_ahead): the file
-        descriptor its answer comes on, -1 when sending failed, None when nothing was sent."""
-        if not self.sends_ahead(session):
-            return None
-        return session.send_ahead(PACKED_READING_PACKET, self.clock)
-
     def collect(self, session: MySQLSession) -> Dict[str, object]:
         if session.reads_together:
             started = self.clock()
-            sent = None
             try:
                 reading = None
                 if session.packed_reading:
-                    rows = session.text_rows(PACKED_READING_PACKET)
-                    sent = session.answered_ahead
-                    if sent is not None:  # the statement went out before the turn: the reading's time
-                        started = sent[0]
+                    rows = session.query(PACKED_READING_SQL_MARIADB).rows
                     reading = split_packed_reading(rows[0]) if rows else None
                     if reading is None:
                         log.info("%s: a packed reading did not hold its count of pairs: read row by row",
                                  self.server)
                         session.packed_reading = False
                 if reading is None:
-                    started, sent = self.clock(), None
-                    reading = split_reading(session.rows(READING_SQL_MARIADB))
+                    reading = split_reading(session.query(READING_SQL_MARIADB).rows)
             except pymysql.err.MySQLError as exc:
                 if _code(exc) not in ACCESS_DENIED:
                     raise
@@ -513,8 +420,6 @@ class InnoDBStatus(ServerCollector):
             else:
                 status, metrics, pending = reading
                 session.prefetched = (started, EngineReading(metrics=metrics, pool_pending=pending))
-                if sent is not None:
-                    self.served_at = sent  # the engine stamps the snapshot with it
                 return status
         return status_values(session.query(STATUS_SQL))
 

@@ -14,7 +14,6 @@ from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 from proxytop.collectors.base import Collector, Table, unconcatenated
 from proxytop.collectors.proxysql import PROXYSQL, GlobalStatus, HeaderStatus, TableCollector
 from proxytop.metrics.rates import RATE_WINDOW
-from proxytop.polling.columns import ColumnsTable
 
 __all__ = [
     "GlobalStatus", "HeaderStatus", "RuleHits", "QueryRuleHits", "RuntimeQueryRules", "ConfigQueryRules", "ProcessList",
@@ -214,22 +213,6 @@ class ProcessList(TableCollector):
     min_interval = 2.0
     counted = ("command",)  # read for every session, as text
     sorted_on = ("SessionID", "hostgroup", "time_ms")  # read for every session, as ints when they all are
-
-    def collect(self, session) -> Optional[Table]:
-        # 10,000 sessions are 160,000 values: read as columns (proxytop.polling.columns) and kept
-        # so. The few columns every session is counted and sorted on are split out here, off the
-        # UI thread; the screen decodes the other columns of the rows it draws only (the query
-        # text included), and never the columns it does not show.
-        read_columns = getattr(session, "query_columns", None)
-        if read_columns is None:  # a session that reads rows only
-            return super().collect(session)
-        table = ColumnsTable(read_columns(f"select * from {self.table}"))
-        table.read(self.counted + self.sorted_on)
-        for name in self.counted:
-            table.texts(name)
-        for name in self.sorted_on:
-            table.ints(name)
-        return table
 
 
 class CommandCounters(TableCollector):

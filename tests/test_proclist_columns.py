@@ -1,8 +1,8 @@
-"""ProcList's rows built from the processlist read as columns (SessionColumns over a
-ColumnsTable: only the columns sorted and counted on split for every session, the rows drawn
-built from their own packets) are the rows the row-by-row path built, in the same order: on
-generated sessions served by the ProxySQL admin double, with NULLs, queries too long for a
-one-byte length, non-numeric times and ids, non-UTF-8 text and the PostgreSQL column set."""
+"""ProcList's rows built from the processlist the collector reads (SessionColumns: only the
+columns sorted and counted on taken for every session, the rows drawn built as shown) are the
+rows the row-by-row path built, in the same order: on generated sessions served by the
+ProxySQL admin double, with NULLs, queries too long for a one-byte length, non-numeric times
+and ids, non-UTF-8 text and the PostgreSQL column set."""
 from __future__ import annotations
 
 from collections import Counter
@@ -14,7 +14,6 @@ import pytest
 
 from proxytop.collectors.base import Table
 from proxytop.collectors.proxysql_stats import ProcessList
-from proxytop.polling.columns import ColumnsTable
 from proxytop.polling.connection import Endpoint, open_admin, run_query
 from proxytop.screens.filters import parse
 from proxytop.screens.table import TableState, sort_rows
@@ -87,7 +86,7 @@ def served():
 
 
 def both(served, transform):
-    """The processlist read as columns (what the collector keeps) and row by row."""
+    """The processlist as the collector reads it and as a plain query reads it."""
     session, double = served
     frozen = []
 
@@ -98,7 +97,7 @@ def both(served, transform):
     double.transforms[TABLE] = once
     columns = ProcessList().collect(session)
     rows = run_query(session.conn, SQL)
-    assert isinstance(columns, ColumnsTable) and columns == rows
+    assert columns == rows
     return columns, rows
 
 
@@ -115,16 +114,6 @@ def test_rows_from_columns_are_the_row_by_row_rows(served, show_idle):
     assert shown.filled() == expected
     assert summary(columns) == summary(rows) == (Counter(r[11] for r in rows.rows),
                                                  Counter(_int(r[6]) for r in rows.rows))
-
-
-def test_a_row_from_its_packet_is_the_zipped_row(served):
-    columns, rows = both(served, generated(300))
-    fresh = ColumnsTable(columns.source)  # nothing decoded or zipped yet: each row from its packet
-    assert [fresh.row(n) for n in range(300)] == list(rows.rows)
-    fresh.read(("command", "time_ms"))
-    assert fresh.texts("command") == [r[11] for r in rows.rows]
-    assert fresh.ints("SessionID") == [int(r[1]) for r in rows.rows]
-    assert fresh.ints("time_ms") is None  # a NULL: the screen converts value by value
 
 
 @pytest.mark.parametrize("key, descending", list(product(("time_ms", "id", "hostgroup"), (True, False))))

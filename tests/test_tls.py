@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from importlib.metadata import version
 
 import pytest
 
@@ -20,6 +21,11 @@ from tests.mariadb import running_server
 from tests.proxysql_double import ProxySQLDouble
 from tests.terminal import proxytop_command
 from tests.test_innodb_live import monitor, screen_text, server_screen, wait
+
+
+# PyMySQL 1.2 refuses a server without TLS before logging in when given an SSL context; 1.1
+# logs in in plain text, and proxytop then closes the connection.
+PYMYSQL_REFUSES_PLAIN_TEXT = tuple(int(part) for part in version("PyMySQL").split(".")[:2]) >= (1, 2)
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +111,8 @@ def test_verify_identity_checks_the_name_connected_to(tls_double, recording, cer
 def test_required_refuses_a_server_without_tls(proxysql_double):
     line = failure(admin(proxysql_double, mode="REQUIRED"))
     assert line == "TLS: the server does not offer TLS (required by --ssl-mode)"
-    assert proxysql_double.queries() == []
+    if PYMYSQL_REFUSES_PLAIN_TEXT:  # 1.1 logs in first (its SET NAMES reaches the server), then proxytop refuses
+        assert proxysql_double.queries() == []
     session = open_admin(admin(proxysql_double))  # PREFERRED: plain text is fine
     assert session.encryption is None
     session.conn.close()
@@ -258,43 +265,3 @@ def test_innodb_screen_reads_a_tls_server_with_a_client_certificate(tls_mariadb,
         text = "\n".join("".join(part for part, _style in line) for line in lines)
         assert re.search(r"user x509dba\s+TLS TLSv1\.[23]", text), text
         assert engine.source(f"mysql:{key}").session.encryption.startswith("TLSv1")
-
-
-def test_readings_sent_ahead_over_tls_are_waited_for_and_read(tls_mariadb, certs):
-    """The engine's pool sends several servers' readings, then waits with poll() on their
-    connections' descriptors: over TLS the answer makes the descriptor readable as it does in
-    the clear (nothing of it held back in the TLS layer), and each reading gets its own answer."""
-    import select
-
-    from proxytop.collectors.innodb import InnoDBEngine, InnoDBStatus
-
-    endpoint = mysql_endpoint(tls_mariadb, ca=certs.ca, cert=certs.client_cert, key=certs.client_key)
-    source = MySQLSource(endpoint)
-    sessions = [source.connect() for _ in range(3)]
-    status, engine = InnoDBStatus(endpoint), InnoDBEngine(endpoint)
-    try:
-        whole = None
-        for session in sessions:
-            assert session.encryption
-            whole = set(status.collect(session))
-            engine.collect(session)  # the user may read the InnoDB tables: one statement from now on
-        for _ in range(3):
-            sent = [session.queries for session in sessions]
-            descriptors = {status.send_ahead(session): session for session in sessions}
-            assert None not in descriptors and len(descriptors) == len(sessions)
-            answers = select.poll()
-            for descriptor in descriptors:
-                answers.register(descriptor, select.POLLIN)
-            waiting = dict(descriptors)
-            while waiting:
-                answered = [descriptor for descriptor, _ in answers.poll(10000)]
-                assert answered, "no answer within 10 s"
-                for descriptor in answered:
-                    answers.unregister(descriptor)
-                    session = waiting.pop(descriptor)
-                    assert set(status.collect(session)) == whole
-                    assert session.queries == sent[sessions.index(session)] + 1  # the one sent ahead
-                    assert status.__dict__.pop("served_at") and session.ahead is None
-    finally:
-        for session in sessions:
-            source.close(session)

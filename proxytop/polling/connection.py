@@ -1,7 +1,8 @@
 """Connections to ProxySQL's admin interface through PyMySQL.
 
-Every value ProxySQL sends is text; we ask PyMySQL for bytes and decode them ourselves with
-replacement, so a query with invalid UTF-8 in the processlist can't break a collector.
+Every value ProxySQL sends is text; PyMySQL reads bytes (use_unicode=False) and proxytop's
+converters decode them with replacement, so a query with invalid UTF-8 in the processlist
+can't break a collector.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Dict, FrozenSet, Optional, Tuple
+from typing import FrozenSet, Optional, Tuple
 
 import pymysql
 from pymysql.constants import FIELD_TYPE
@@ -19,17 +20,12 @@ from proxytop import errors
 from proxytop.collectors.base import Source, Table
 from proxytop.collectors.folded import Folding
 from proxytop.metrics.sides import count_pgsql_servers
-from proxytop.polling.columns import query_columns
-from proxytop.polling.lean_query import query_packet, text_result
-from proxytop.polling.textrows import TextResult
-from proxytop.polling.tls import DEFAULT as TLS_DEFAULT, DISABLED as TLS_DISABLED, TLSSettings
-from proxytop.polling.tls import context as tls_context, protocol as tls_protocol
+from proxytop.polling.tls import DEFAULT as TLS_DEFAULT, TLSSettings, connect as tls_connect
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 3.0
 _RESET_TABLE = re.compile(r"\w+_reset\b", re.IGNORECASE)
-QUERY_PACKETS_KEPT = 256  # distinct statements of a session whose packets are kept
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
 
 
@@ -69,43 +65,10 @@ def parse_version(text: Optional[str]) -> Optional[Tuple[int, int, int]]:
     return tuple(int(p) for p in match.groups()) if match else None
 
 
-def _decode(value):
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value).decode("utf-8", "replace")
-    return value
-
-
-class _Connection(pymysql.connections.Connection):
-    """PyMySQL's connection, with one TLS context for all connections of the same TLS
-    settings (proxytop.polling.tls). Given no TLS option, PyMySQL 1.1 and later build a default context
-    for every connection (TLS when the server offers it): the system's CA store loaded each
-    time, about 0.8 MB per connection, and proxytop keeps one connection per server it watches."""
-
-    def __init__(self, *args, tls: TLSSettings = TLS_DEFAULT, **kwargs):
-        self._tls_settings = tls
-        if tls.mode == TLS_DISABLED:
-            kwargs["ssl_disabled"] = True
-        elif tls.required:
-            kwargs["ssl"] = tls_context(tls)  # PyMySQL then refuses a server without TLS
-        super().__init__(*args, **kwargs)
-
-    def _create_ssl_ctx(self, sslp):
-        if sslp != {}:
-            return super()._create_ssl_ctx(sslp)
-        return tls_context(self._tls_settings)  # PREFERRED: PyMySQL asks with no options
-
-    def _read_query_result(self, unbuffered=False):
-        # PyMySQL's own, with rows read by proxytop.polling.textrows (one pass, str, shared values).
-        self._result = None
-        result = TextResult(self)
-        if unbuffered:
-            result.init_unbuffered_query()
-        else:
-            result.read()
-        self._result = result
-        if result.server_status is not None:
-            self.server_status = result.server_status
-        return result.affected_rows
+def _text(raw) -> str:
+    """A text value as str: ProxySQL sends every value as text, and invalid UTF-8 (a query in
+    the processlist) must not break a collector, so undecodable bytes are replaced."""
+    return raw.decode("utf-8", "replace")
 
 
 def _decimal(raw) -> Decimal:
@@ -114,14 +77,19 @@ def _decimal(raw) -> Decimal:
     return Decimal(raw.decode("ascii") if raw.__class__ is bytes else raw)
 
 
-# PyMySQL's converters with DECIMAL read from bytes: MariaDB sends DECIMAL for sums and for
-# columns such as INFORMATION_SCHEMA.PROCESSLIST.TIME_MS.
-_CONVERTERS = {**pymysql.converters.conversions,
-               FIELD_TYPE.DECIMAL: _decimal, FIELD_TYPE.NEWDECIMAL: _decimal}
+_TEXT_TYPES = (FIELD_TYPE.STRING, FIELD_TYPE.VAR_STRING, FIELD_TYPE.VARCHAR, FIELD_TYPE.BLOB, FIELD_TYPE.TINY_BLOB,
+               FIELD_TYPE.MEDIUM_BLOB, FIELD_TYPE.LONG_BLOB, FIELD_TYPE.JSON, FIELD_TYPE.ENUM, FIELD_TYPE.SET,
+               FIELD_TYPE.GEOMETRY)
+# PyMySQL's converters (its ``conv`` argument), given bytes (use_unicode=False): text columns
+# decoded with replacement; DECIMAL read from bytes (MariaDB sends DECIMAL for sums and for
+# columns such as INFORMATION_SCHEMA.PROCESSLIST.TIME_MS); the other types as PyMySQL reads them.
+_CONVERTERS = {**pymysql.converters.conversions, FIELD_TYPE.DECIMAL: _decimal, FIELD_TYPE.NEWDECIMAL: _decimal,
+               **{kind: _text for kind in _TEXT_TYPES}}
 
 
-def open_mysql(endpoint: Endpoint, database: Optional[str] = None) -> pymysql.connections.Connection:
-    """A PyMySQL connection with connect/read/write timeouts, returning raw bytes."""
+def connect(endpoint: Endpoint) -> Tuple[pymysql.connections.Connection, Optional[str]]:
+    """(A PyMySQL connection with connect/read/write timeouts and TLS as ``endpoint.tls`` says,
+    every text value read as str; its TLS protocol, 'TLSv1.3', None when it is plain text)."""
     kwargs = dict(
         conv=_CONVERTERS,
         user=endpoint.user,
@@ -132,41 +100,27 @@ def open_mysql(endpoint: Endpoint, database: Optional[str] = None) -> pymysql.co
         use_unicode=False,
         charset="utf8mb4",
         autocommit=True,
-        database=database,
     )
     if endpoint.socket:
         kwargs["unix_socket"] = endpoint.socket
     else:
         kwargs["host"] = endpoint.host
         kwargs["port"] = endpoint.port
-    conn = _Connection(tls=endpoint.tls, **kwargs)
-    if endpoint.tls.required and tls_protocol(conn) is None:
-        # PyMySQL releases before 1.1 fall back to plain text silently: refuse it here too.
-        conn.close()
-        raise pymysql.err.OperationalError(2026, "TLS is required but the server does not offer it")
-    return conn
+    return tls_connect(pymysql.connections.Connection, endpoint.tls, kwargs)
 
 
-def encryption(conn) -> Optional[str]:
-    """The TLS protocol of an open connection ('TLSv1.3'), None when it is plain text."""
-    return tls_protocol(conn)
+def open_mysql(endpoint: Endpoint) -> pymysql.connections.Connection:
+    """:func:`connect`'s connection alone."""
+    return connect(endpoint)[0]
 
 
 def run_query(conn, sql: str) -> Table:
     """Run one plain query (no prepared statements: ProxySQL admin has none)."""
     with conn.cursor() as cursor:
         cursor.execute(sql)
-        columns = tuple(_decode(d[0]) for d in (cursor.description or ()))
-        rows = tuple(cursor.fetchall())  # already str: open_mysql's connections read rows as TextResult
+        columns = tuple(d[0] for d in (cursor.description or ()))
+        rows = tuple(cursor.fetchall())
     return Table(columns, rows)
-
-
-def run_rows(conn, sql: str) -> Tuple[tuple, ...]:
-    """:func:`run_query`'s rows alone: the query sent and its result read as a cursor does,
-    without making one, nor decoding the column names nobody reads."""
-    conn.query(sql)
-    result = conn._result
-    return result.rows if result is not None and result.rows is not None else ()
 
 
 @dataclass
@@ -184,8 +138,6 @@ class AdminSession:
     encryption: Optional[str] = None  # 'TLSv1.3' when the connection is encrypted
     # two readings due together served by one query (collectors.folded)
     folding: Folding = field(default_factory=Folding)
-    # statement -> its COM_QUERY packet (lean_query.query_packet), made once
-    _packets: Dict[str, bytes] = field(default_factory=dict, repr=False)
 
     def plan_batch(self, due, clock) -> None:
         """The engine is about to run the collectors named in ``due`` on this connection."""
@@ -200,31 +152,11 @@ class AdminSession:
         return name in self.tables
 
     def query(self, sql: str) -> Table:
-        packet = self._packets.get(sql)
-        if packet is None:
-            if _RESET_TABLE.search(sql):
-                # Reading a *_reset table zeroes ProxySQL's counters for everybody.
-                raise errors.UnsafeQuery("it names a *_reset table")
-            try:
-                packet = query_packet(sql, self.conn.encoding)
-            except ValueError:  # too long for one packet: PyMySQL sends it in parts
-                self.queries += 1
-                return run_query(self.conn, sql)
-            if len(self._packets) >= QUERY_PACKETS_KEPT:
-                self._packets.clear()
-            self._packets[sql] = packet
-        self.queries += 1
-        # The same few statements every second: each one's packet is made (and checked) once,
-        # and its answer read without PyMySQL's cursor and result objects (lean_query).
-        return Table(*text_result(self.conn, packet))
-
-    def query_columns(self, sql: str, numeric=()):
-        """:meth:`query` with the result read as columns (proxytop.polling.columns.Columns): for the
-        large results (the digest, the processlist)."""
         if _RESET_TABLE.search(sql):
+            # Reading a *_reset table zeroes ProxySQL's counters for everybody.
             raise errors.UnsafeQuery("it names a *_reset table")
         self.queries += 1
-        return query_columns(self.conn, sql, numeric)
+        return run_query(self.conn, sql)
 
     def execute(self, sql: str) -> None:
         """The one write proxytop makes (after the user confirms): a KILL CONNECTION."""
@@ -235,12 +167,12 @@ class AdminSession:
 
 def open_admin(endpoint: Endpoint) -> AdminSession:
     try:
-        conn = open_mysql(endpoint)
+        conn, protocol = connect(endpoint)
     except pymysql.err.OperationalError as exc:
         refused_by_mysql(exc)
         raise
     try:
-        session = AdminSession(conn=conn, endpoint=endpoint, encryption=encryption(conn))
+        session = AdminSession(conn=conn, endpoint=endpoint, encryption=protocol)
         identify(session)
         return session
     except BaseException:

@@ -15,7 +15,6 @@ import heapq
 import itertools
 import logging
 import math
-import select
 import threading
 import time
 from collections import deque
@@ -34,22 +33,6 @@ IDLE_WAIT = 60.0  # seconds a worker sleeps at most without being woken (a safet
 POOL_THREADS = 8  # threads shared by the pooled sources (a fleet's MySQL servers)
 POOL_GROWTH = 4  # with turns overdue, the pool grows to at most this many times POOL_THREADS
 OVERDUE = 1.0  # seconds a turn may wait for a thread before the pool grows
-# seconds between the looks of the pool's deputy (see _WorkerPool): how late a turn may come when
-# the thread that took the one before hangs in it
-DEPUTY_LOOKS_EVERY = 0.1
-# A connected source's turn due this soon is taken at once by a pool thread back from a turn,
-# instead of the thread sleeping as the timer until it: at 500 servers turns come every 10 ms,
-# and that sleep was a second wake-up per reading (the first is for the server's answer). Below
-# the schedule's DUE_SLACK, so that the turn's reading is due when taken (nothing read: the
-# source would ask for the same turn again at once).
-TURN_SLACK = 0.02
-# Turns due together (within TURN_SLACK) whose readings start with one statement are taken
-# together by one pool thread, this many at most: each gets its statement sent, then each is
-# stepped as its answer comes (one wake-up for several readings instead of one each).
-TURNS_TOGETHER = 16
-# seconds the turns taken together wait for an answer before those still waiting are taken in
-# turn, each waiting on its own connection's read timeout (the servers slower than this)
-SLOW_ANSWER = 1.0
 
 
 def backoff_delay(failures: int) -> float:
@@ -512,15 +495,14 @@ class _SourceWorker:
             engine._tell_listeners()
         return None
 
-    def poll_due(self, handle, collectors: Sequence[Collector], began: Optional[float] = None) -> Optional[str]:
-        """Run the due collectors; returns an error line if the connection was lost. ``began``:
-        when the batch's first statement was sent, when that was before (see _PooledWorker)."""
+    def poll_due(self, handle, collectors: Sequence[Collector]) -> Optional[str]:
+        """Run the due collectors; returns an error line if the connection was lost."""
         engine = self.engine
         news = 0
         # Every reading of the batch is planned from the batch's start, not its own: a slower
         # collector (every 2 s) then stays in step with the 1 s ones instead of drifting by the
         # batch's length into a wake-up (and a redraw) of its own.
-        batch_started = engine._clock() if began is None else began
+        batch_started = engine._clock()
         plan = getattr(handle, "plan_batch", None)
         if plan is not None:  # one query may serve two readings due together (collectors.folded)
             plan([c.name for c in collectors if engine._schedule.is_due(c.name)], engine._clock)
@@ -638,7 +620,6 @@ class _PooledWorker(_SourceWorker):
         self.planned: Optional[float] = None
         self.running = False
         self.woken = False
-        self.sent_at: Optional[float] = None  # when the turn's first statement was sent ahead
 
     def start(self) -> None:
         self.pool.wake(self)
@@ -650,9 +631,6 @@ class _PooledWorker(_SourceWorker):
         """One turn: connect when a reading is due, run the tasks and the due collectors.
         Returns when the source wants its next turn (monotonic), or None to wait until woken."""
         engine, source = self.engine, self.source
-        # A turn whose statement went out before it is planned from then: a server slow to
-        # answer does not drift its turns later, out of those it is taken with.
-        sent_at, self.sent_at = self.sent_at, None
         if engine._stopping:
             self._close()
             return None
@@ -670,55 +648,13 @@ class _PooledWorker(_SourceWorker):
             if not self.connected:
                 return self.retry_at
         # the active collectors as the turn began (a change meanwhile wakes the source again)
-        lost = self._run_tasks(self.handle) or self.poll_due(self.handle, collectors, sent_at)
+        lost = self._run_tasks(self.handle) or self.poll_due(self.handle, collectors)
         if lost is not None:
             self._close()
             self.failures += 1
             self._back_off(self.failures, lost, self._retry_delay(self.failures))
             return self.retry_at
         return engine._schedule.first_due(collectors)
-
-    def _first_due(self) -> Optional[Collector]:
-        """The collector the next turn reads first (None: no turn to take now)."""
-        engine = self.engine
-        if engine._stopping or engine._paused or not self.connected or self._tasks:
-            return None
-        for collector in engine._active_of(self.source.name):
-            if engine._schedule.is_due(collector.name):
-                return collector
-        return None
-
-    def sends_ahead(self) -> bool:
-        """(the pool's lock held: no I/O) Whether the next turn's first reading is a statement
-        that may be sent before the turn (the collector's ``sends_ahead(handle)``)."""
-        collector = self._first_due()
-        check = getattr(collector, "sends_ahead", None)
-        return check is not None and check(self.handle)
-
-    def send_ahead(self) -> Optional[int]:
-        """Send the statement of the next turn's first reading before the turn, which then reads
-        its answer (the collector's ``send_ahead(handle)``): the file descriptor the answer comes
-        on, -1 when the turn may be taken at once (sending failed: the turn says why), None
-        when nothing was sent."""
-        collector = self._first_due()
-        send = getattr(collector, "send_ahead", None)
-        if send is None:
-            return None
-        sent_at = self.engine._clock()
-        try:
-            descriptor = send(self.handle)
-        except Exception:
-            log.exception("%s: sending ahead failed", self.source.name)
-            return None
-        self.sent_at = None if descriptor is None else sent_at
-        return descriptor
-
-    def settle(self) -> None:
-        """After a turn: an answer sent ahead that the turn did not read is dropped (the
-        handle's ``settle_ahead()``)."""
-        settle = getattr(self.handle, "settle_ahead", None)
-        if settle is not None:
-            settle()
 
     def _back_off(self, failures: int, message: str, delay: float) -> None:
         """Say why the source is unreachable; the pool looks at it again after ``delay``
@@ -745,30 +681,19 @@ class _PooledWorker(_SourceWorker):
 
 class _WorkerPool:
     """A few threads serving many pooled sources in the order their turns come due (a heap of
-    (time, source)). A source is only ever on one thread: a hung server's step blocks that
-    thread until the connection's timeout, while the others take the next turns. When every
-    thread is busy and turns are overdue by more than OVERDUE (several servers hang at once),
-    the pool adds threads, up to POOL_GROWTH times its size.
+    (time, source)). Each thread takes the next due turn and runs it with plain blocking
+    queries; a source is only ever on one thread, and a hung server's turn holds that thread
+    until its connection's timeout while the others take the next turns. When every thread is
+    busy and turns are overdue by more than OVERDUE (several servers hang at once), the pool
+    adds threads, up to POOL_GROWTH times its size.
 
-    One idle thread at a time (the timer) sleeps until the next turn is due; the others sleep
-    until they are needed. (Every idle thread waited for the same moment and all woke for each
-    turn: at 500 servers, 100 turns a second, a fifth of the pool threads' CPU.) The timer takes
-    a turn itself and, back from it a fraction of a millisecond later, times the next one: no
-    other thread is woken to time turns meanwhile (that hand-off, a second wake-up per turn, was
-    about 45 us of a turn's CPU). In case the step hangs, one idle thread, the deputy, looks
-    every DEPUTY_LOOKS_EVERY seconds: finding nobody timing the turns, it becomes the timer. Turns
-    already due when the timer takes one (many sources due at once) still wake an idle thread
-    at once, and so does a turn taken with no deputy to look.
-
-    Turns due together whose readings start with one statement (a fleet's MariaDB servers) are
-    taken together by one thread (:meth:`_take_together`): each server gets its statement
-    first, then each turn is taken as its answer comes, so that several readings share one
-    wake-up and a slow server holds up none of the others."""
+    One idle thread (the timer) sleeps until the next turn is due; the others sleep until they
+    are needed: a thread taking a turn wakes one of them to time the turns after it."""
 
     def __init__(self, engine: Engine, size: int):
         self.engine = engine
         self.size = max(1, size)
-        lock = threading.RLock()
+        lock = threading.Lock()
         self._cond = threading.Condition(lock)  # the idle threads that are not the timer
         self._timer_cond = threading.Condition(lock)  # the timer
         self._timer_waiting = False
@@ -777,7 +702,6 @@ class _WorkerPool:
         self._threads: List[threading.Thread] = []
         self._stopping = False
         self._idle = 0  # threads waiting for a turn
-        self._deputy_waiting = False  # an idle thread looks every DEPUTY_LOOKS_EVERY seconds
         self._members: Dict[str, _PooledWorker] = {}
 
     def wake(self, worker: _PooledWorker) -> None:
@@ -791,10 +715,8 @@ class _WorkerPool:
                 return
             self._plan(worker, self.engine._clock())
 
-    def _plan(self, worker: _PooledWorker, at: Optional[float], by_pool_thread: bool = False) -> None:
-        """(the lock is held) The source's next turn at ``at``; None: none until woken.
-        ``by_pool_thread``: planned by a pool thread back from a turn, which times the turns
-        next itself when nobody else does (no idle thread is woken for it)."""
+    def _plan(self, worker: _PooledWorker, at: Optional[float]) -> None:
+        """(the lock is held) The source's next turn at ``at``; None: none until woken."""
         if at is not None and worker.planned is not None and worker.planned <= at:
             return  # an earlier turn is planned already
         worker.planned = at
@@ -813,7 +735,7 @@ class _WorkerPool:
         if self._timer_waiting:
             if self._heap[0] is entry:
                 self._timer_cond.notify()  # the timer sleeps until a later turn: look again
-        elif not by_pool_thread:
+        else:
             self._cond.notify()  # nobody times the turns: an idle thread becomes the timer
 
     def _start_thread(self) -> None:
@@ -822,51 +744,46 @@ class _WorkerPool:
         thread.start()
 
     def _serve(self) -> None:
-        clock = self.engine._clock
         while True:
             with self._cond:
-                worker = None
-                while worker is None:
-                    if self._stopping:
-                        idle = [w for w in self._members.values() if not w.running and w.handle is not None]
-                        for member in idle:
-                            member.running = True  # closed here: no other thread takes it now
-                        break
-                    first = self._first_planned()
-                    if first is None:
-                        self._wait(IDLE_WAIT)
-                        continue
-                    at, candidate = first
-                    delay = at - clock()
-                    # A source not connected takes its turn on time: connecting and retrying
-                    # are planned to the moment, not within the readings' slack.
-                    if delay > (TURN_SLACK if candidate.connected else 0.0):
-                        if not self._timer_waiting:
-                            self._wait_as_timer(min(delay, IDLE_WAIT))
-                        elif not self._deputy_waiting:
-                            self._wait_as_deputy()
-                        else:
-                            self._wait(IDLE_WAIT)  # another thread times the next turn
-                        continue
-                    heapq.heappop(self._heap)
-                    worker = candidate
-                together = ()
-                if worker is not None:
-                    worker.planned, worker.running, worker.woken = None, True, False
-                    together = self._turns_together(worker)
-                if worker is not None and self._heap and not self._timer_waiting \
-                        and (not self._deputy_waiting or self._heap[0][0] <= clock()):
-                    # the next turn is due already, or no deputy would notice this one hanging:
-                    # an idle thread takes or times it meanwhile
-                    self._cond.notify()
+                worker = self._next_turn()
                 if worker is None:  # stopping: close the idle sources' connections, then leave
+                    idle = [w for w in self._members.values() if not w.running and w.handle is not None]
                     for member in idle:
-                        member._close()
-                    return
-            if together:
-                self._take_together((worker,) + together)
-            else:
-                self._take(worker)
+                        member.running = True  # closed here: no other thread takes it now
+                elif self._heap and not self._timer_waiting:
+                    self._cond.notify()  # an idle thread times the next turn meanwhile
+            if worker is None:
+                for member in idle:
+                    member._close()
+                return
+            self._take(worker)
+
+    def _next_turn(self) -> Optional[_PooledWorker]:
+        """(the lock held) Wait for the next due turn and take it (its source marked running);
+        None when the pool stops."""
+        clock = self.engine._clock
+        while not self._stopping:
+            first = self._first_planned()
+            if first is None:
+                self._wait(self._cond, IDLE_WAIT)
+                continue
+            at, worker = first
+            delay = at - clock()
+            if delay > 0:
+                if self._timer_waiting:
+                    self._wait(self._cond, IDLE_WAIT)  # another thread times the next turn
+                else:
+                    self._timer_waiting = True
+                    try:
+                        self._wait(self._timer_cond, min(delay, IDLE_WAIT))
+                    finally:
+                        self._timer_waiting = False
+                continue
+            heapq.heappop(self._heap)
+            worker.planned, worker.running, worker.woken = None, True, False
+            return worker
+        return None
 
     def _first_planned(self) -> Optional[Tuple[float, _PooledWorker]]:
         """(the lock held) The heap's first turn, (when, whose), left on the heap; None when
@@ -888,94 +805,18 @@ class _WorkerPool:
         except Exception:  # a bug in one source's step must not take a pool thread with it
             log.exception("%s: pooled step failed", worker.source.name)
             at = clock() + BACKOFF_STEPS[-1]
-        finally:
-            worker.settle()
-        self._finish(worker, at)
-
-    def _finish(self, worker: _PooledWorker, at: Optional[float], taken: bool = True) -> None:
-        """``worker``'s turn is over, or given back untaken (``taken`` False: an idle thread is
-        woken for it): plan its next at ``at``."""
         with self._cond:
             worker.running = False
             if worker.woken:
-                now = self.engine._clock()
+                now = clock()
                 at = now if at is None else min(at, now)
-            self._plan(worker, at, by_pool_thread=taken)
+            self._plan(worker, at)
 
-    def _turns_together(self, worker: _PooledWorker) -> Tuple[_PooledWorker, ...]:
-        """(the lock held) The turns due within TURN_SLACK taken with ``worker``'s (marked
-        running), when its reading and theirs may be sent ahead: taken off the heap and marked
-        running here."""
-        if not worker.sends_ahead():
-            return ()
-        together: List[_PooledWorker] = []
-        limit = self.engine._clock() + TURN_SLACK
-        while len(together) < TURNS_TOGETHER - 1:
-            first = self._first_planned()
-            if first is None or first[0] > limit or not first[1].sends_ahead():
-                break
-            candidate = first[1]
-            heapq.heappop(self._heap)
-            candidate.planned, candidate.running, candidate.woken = None, True, False
-            together.append(candidate)
-        return tuple(together)
-
-    def _take_together(self, workers: Tuple[_PooledWorker, ...]) -> None:
-        """Send each turn's first statement, then take the turns as their answers come: a
-        server slow to answer holds up no other reading. A turn with nothing sent is given
-        back to the pool (another thread takes it at once)."""
-        waiting: Dict[int, _PooledWorker] = {}
-        ready: List[_PooledWorker] = []
-        for worker in workers:
-            descriptor = worker.send_ahead()
-            if descriptor is None:
-                self._finish(worker, self.engine._clock(), taken=False)
-            elif descriptor < 0:
-                ready.append(worker)
-            else:
-                waiting[descriptor] = worker
-        for worker in ready:
-            self._take(worker)
-        # poll(), not select(): a fleet's connections may number past select()'s 1,024
-        answers = select.poll()
-        for descriptor in waiting:
-            answers.register(descriptor, select.POLLIN)
-        while waiting:
-            # an answer, an error or a closed descriptor alike: the turn finds out which
-            answered = [descriptor for descriptor, _ in answers.poll(SLOW_ANSWER * 1000)]
-            for descriptor in answered or list(waiting):  # none in time: each waits on its own
-                worker = waiting.pop(descriptor, None)
-                if worker is not None:
-                    answers.unregister(descriptor)
-                    self._take(worker)
-
-    def _wait(self, timeout: float) -> None:
+    def _wait(self, condition: threading.Condition, timeout: float) -> None:
         self._idle += 1
         try:
-            self._cond.wait(timeout)
+            condition.wait(timeout)
         finally:
-            self._idle -= 1
-
-    def _wait_as_deputy(self) -> None:
-        """Wait DEPUTY_LOOKS_EVERY seconds (or until notified), then look again: a timer that
-        took a turn and has not come back from it is replaced."""
-        self._idle += 1
-        self._deputy_waiting = True
-        try:
-            notified = self._cond.wait(DEPUTY_LOOKS_EVERY)
-        finally:
-            self._deputy_waiting = False
-            self._idle -= 1
-        if notified and self._idle:
-            self._cond.notify()  # woken for a turn: another idle thread becomes the deputy
-
-    def _wait_as_timer(self, timeout: float) -> None:
-        self._idle += 1
-        self._timer_waiting = True
-        try:
-            self._timer_cond.wait(timeout)
-        finally:
-            self._timer_waiting = False
             self._idle -= 1
 
     def stop(self) -> None:

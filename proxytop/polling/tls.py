@@ -22,6 +22,8 @@ import threading
 from dataclasses import dataclass
 from typing import Dict, Optional
 
+import pymysql
+
 DISABLED, PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY = (
     "DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
 MODES = (DISABLED, PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY)
@@ -137,6 +139,7 @@ def _build(tls: TLSSettings) -> ssl.SSLContext:
     ctx.verify_flags &= ~getattr(ssl, "VERIFY_X509_STRICT", 0)
     ctx.check_hostname = tls.mode == VERIFY_IDENTITY
     ctx.verify_mode = ssl.CERT_REQUIRED if tls.verifies else ssl.CERT_NONE
+    ctx.sslsocket_class = _NotingSocket
     if tls.cert:
         try:
             ctx.load_cert_chain(tls.cert, keyfile=tls.key)
@@ -157,12 +160,41 @@ def reason(exc: BaseException) -> str:
     return re.sub(r"^\[[A-Z_]+: [A-Z_0-9]+\]\s*", "", text).strip()
 
 
-def protocol(conn) -> Optional[str]:
-    """'TLSv1.3' when the PyMySQL connection is encrypted, else None."""
-    sock = getattr(conn, "_sock", None)
-    if isinstance(sock, ssl.SSLSocket):
-        try:
-            return sock.version() or "TLS"
-        except (OSError, ValueError):
-            return "TLS"
-    return None
+class _NotingSocket(ssl.SSLSocket):
+    """The SSL socket of proxytop's contexts (``SSLContext.sslsocket_class``): each handshake
+    notes the protocol it agreed on for the thread that made it, which is the thread opening
+    the connection (PyMySQL does not tell which protocol a connection uses)."""
+
+    def do_handshake(self, *args, **kwargs):
+        super().do_handshake(*args, **kwargs)
+        _handshakes.protocol = self.version() or "TLS"
+
+
+_handshakes = threading.local()
+
+
+def connect(connection_class, tls: TLSSettings, kwargs: dict):
+    """(``connection_class(**kwargs)``, a PyMySQL connection with these TLS settings, the TLS
+    protocol it uses: 'TLSv1.3', None when it is plain text).
+
+    PREFERRED has no PyMySQL argument of its own (given a context, PyMySQL 1.1 falls back to
+    plain text when the server offers no TLS, 1.2 refuses): a server refusing TLS that way is
+    connected to again in plain text."""
+    if tls.mode == DISABLED:
+        return connection_class(ssl_disabled=True, **kwargs), None
+    _handshakes.protocol = None
+    try:
+        conn = connection_class(ssl=context(tls), **kwargs)
+    except pymysql.err.OperationalError as exc:
+        if tls.required or not _offers_no_tls(exc):
+            raise
+        return connection_class(ssl_disabled=True, **kwargs), None
+    protocol = _handshakes.protocol
+    if tls.required and protocol is None:
+        conn.close()  # PyMySQL 1.1 falls back to plain text: refused here as 1.2 refuses it
+        raise pymysql.err.OperationalError(2026, "SSL is required but the server doesn't support it")
+    return conn, protocol
+
+
+def _offers_no_tls(exc: pymysql.err.OperationalError) -> bool:
+    return bool(exc.args) and exc.args[0] == 2026 and "support" in str(exc.args[-1])
