@@ -23,11 +23,16 @@ the baseline file's temporary path shown as the default one, the servers' tempor
 as /var/lib/mysql (socket /run/mysqld/mysqld.sock) and their host names as db1-db3: the
 recording shows nothing of the machine it was made on.
 
-    python -m tests.make_demo_recording [--seconds 60] [--output proxytop/data/demo.rec.gz]
+Made again, from the top of the checkout (after ./tests/run has made .venv), with one command:
 
-Needs MariaDB installed (as the test suite does) and ports 6032 and 3311-3313 free. The
-recording holds no password: the MariaDB root password goes to proxytop through MYSQL_PWD and
-is never written.
+    .venv/bin/python -m tests.make_demo_recording [--seconds 60] [--output proxytop/data/demo.rec.gz]
+
+whenever a screen is added, a collector's data change, or the recording format does
+(proxytop/recordings/recording.py: VERSION, TYPES); then run tests/test_demo.py. It fails,
+and says which, when a collector's readings could not be recorded (a type of value missing from
+recording.TYPES). Needs MariaDB installed (as the test suite does) and ports 6032 and 3311-3313
+free. The recording holds no password: the MariaDB root password goes to proxytop through
+MYSQL_PWD and is never written.
 """
 from __future__ import annotations
 
@@ -277,6 +282,19 @@ def neutralise(path: str, disk: str, folders: Mapping[str, str] = {}, hosts: Map
     os.replace(temporary, path)
 
 
+def unrecorded(path: str) -> List[str]:
+    """Collectors that took readings none of which the recording holds: the recorder refused
+    them all (a value of a type missing from recording.TYPES; proxytop logs which)."""
+    read, recorded = set(), set()
+    for line in iter_lines(path):
+        envelope = json.loads(line.split(b"\t", 1)[0])
+        if envelope.get("k") == "col":
+            read.add(envelope["name"])
+        elif envelope.get("k") == "s":
+            recorded.add(envelope["c"])
+    return sorted(read - recorded)
+
+
 def last_baselines(path: str) -> Dict[str, Any]:
     """The neutral disk's (read, write) baselines in the recording's last disk snapshot."""
     last = None
@@ -405,6 +423,11 @@ def main(argv=None) -> int:
                                     timeout=args.seconds * 3 + 60)
         if result.returncode != 0:
             print(f"proxytop exited with {result.returncode}", file=sys.stderr)
+            return 1
+        missing = unrecorded(output)
+        if missing:
+            print(f"readings of {', '.join(missing)} could not be recorded: add their types to "
+                  f"proxytop/recordings/recording.py TYPES", file=sys.stderr)
             return 1
         hosts = {str(port): f"db{i}" for i, port in enumerate(BACKEND_PORTS, 1)}
         neutralise(output, disk, real_places(servers), hosts)

@@ -3,7 +3,7 @@
 The file is gzip (deflate, flushed after every record) holding one record per line. A line is
 a small JSON envelope, and for snapshots a tab and the snapshot's data as JSON::
 
-    {"k":"h","format":"proxytop-recording","version":1,...}         header (one per run)
+    {"k":"h","format":"proxytop-recording","version":2,...}         header (one per run)
     {"k":"src","t":...,"name":"proxysql"}<TAB>{...}                 a source and its session
     {"k":"col","name":...,"source":...,"history":2,...}             a collector's settings
     {"k":"st","name":...,"t":...}<TAB>{...}                         a source's state changed
@@ -16,9 +16,11 @@ through the compressor at once, a recording cut short (a crash, a full disk, ``k
 reads up to its last complete record. Recording again into an existing file appends a new run
 (a new gzip member; a file left unfinished is repaired first).
 
-Snapshot data are plain values, tuples, dicts, sets and dataclasses. Dataclasses are written
-with their type name and, when read back, rebuilt only if the type belongs to the proxytop
-package; nothing is ever unpickled. Passwords are never written: the value under a dict key,
+Snapshot data are plain values, tuples, dicts, sets and the dataclasses of :data:`TYPES`,
+written as ``{"__dc": NAME, "f": {field: value}}`` under the stable name TYPES gives them (never
+a module path: code moves, recordings stay readable) and rebuilt only from that list; nothing is
+ever imported by name or unpickled. A recording of another format version is refused with a
+line naming the proxytop that made it. Passwords are never written: the value under a dict key,
 dataclass field or table column named like a secret ("password", "passwd", "credentials",
 "secret" — but not counters such as Access_Denied_Wrong_Password) is blanked, as is the
 value of a (name, value) pair named like one, and quoted literals after ``IDENTIFIED BY`` or
@@ -28,8 +30,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import enum
-import importlib
 import json
 import logging
 import math
@@ -42,13 +42,19 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from proxytop import __version__
 from proxytop.collectors.base import Snapshot, Table
-from proxytop.recordings.moved import MOVED_MODULES
+from proxytop.collectors.diskstats import DiskSnapshot
+from proxytop.collectors.innodb import DiscoveredServer, Discovery, MySQLSession
+from proxytop.collectors.monitor import MonitorReadings, ServerMonitor
+from proxytop.metrics.innodb import EngineReading, Flavour, Metric, StatusText
+from proxytop.metrics.iostat import Baseline, DiskCounters
+from proxytop.polling.connection import AdminSession, Endpoint
+from proxytop.polling.engine import SourceState
+from proxytop.polling.tls import TLSSettings
 
 log = logging.getLogger(__name__)
 
 FORMAT = "proxytop-recording"
-VERSION = 1
-ALLOWED_MODULES = ("proxytop.",)  # dataclasses and enums are rebuilt only from these modules
+VERSION = 2  # 2: types named by TYPES (1 named them by module path)
 SCRUBBED = ""
 _GZIP = 31  # zlib wbits for the gzip container
 _MAGIC = b"\x1f\x8b"
@@ -70,10 +76,6 @@ _SECRET_LITERALS = (
 
 class RecordingError(Exception):
     """A recording that can't be written or read; the message is one plain line."""
-
-
-class _Unrecordable(Exception):
-    pass
 
 
 # ----- scrubbing ------------------------------------------------------------------------------
@@ -122,12 +124,32 @@ def _scrub_pair(items: List[Any]) -> List[Any]:
 
 # ----- the codec ------------------------------------------------------------------------------
 
-def _type_name(cls: type) -> str:
-    return f"{cls.__module__}:{cls.__qualname__}"
-
-
-def _allowed_module(module: str) -> bool:
-    return any(module.startswith(prefix) for prefix in ALLOWED_MODULES)
+# Every type of value a recording may hold, by the name the file gives it. The names are the
+# format, not the code's: a class can move to another module (or be renamed) and recordings
+# still read, as long as its name here stays. A collector that returns a type missing here has
+# its readings refused when recorded (tests/test_recording.py records every screen's collectors
+# and fails on it): add the type here. Renaming an entry, or changing what a field means, is a
+# new VERSION.
+TYPES: Dict[str, type] = {
+    "Table": Table,
+    "SourceState": SourceState,
+    "Endpoint": Endpoint,
+    "TLSSettings": TLSSettings,
+    "AdminSession": AdminSession,
+    "MySQLSession": MySQLSession,
+    "MySQLFlavour": Flavour,
+    "Discovery": Discovery,
+    "DiscoveredServer": DiscoveredServer,
+    "MonitorReadings": MonitorReadings,
+    "ServerMonitor": ServerMonitor,
+    "InnoDBReading": EngineReading,
+    "InnoDBStatusText": StatusText,
+    "InnoDBMetric": Metric,
+    "DiskSnapshot": DiskSnapshot,
+    "DiskCounters": DiskCounters,
+    "DiskBaseline": Baseline,
+}
+_NAMES = {cls: name for name, cls in TYPES.items()}
 
 
 def encode(value: Any, lenient: bool = False) -> Any:
@@ -146,7 +168,7 @@ def encode(value: Any, lenient: bool = False) -> Any:
 
 
 def _encode(value: Any, lenient: bool) -> Any:
-    if value is None or isinstance(value, (bool, int)) and not isinstance(value, enum.Enum):
+    if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, str):
         return scrub_text(value)
@@ -154,22 +176,19 @@ def _encode(value: Any, lenient: bool) -> Any:
         if math.isfinite(value):
             return value
         return {"__f": "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")}
-    if isinstance(value, enum.Enum):
-        cls = type(value)
-        if not _allowed_module(cls.__module__):
-            return _unrecordable(value, lenient)
-        return {"__e": _type_name(cls), "v": _encode(value.value, lenient)}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _encode_dataclass(value, lenient)
+    if isinstance(value, Table):  # a ColumnsTable too: recorded as the plain Table it equals
+        secret = {i for i, c in enumerate(value.columns) if is_secret_name(c)}
+        rows = tuple(tuple(_blank(v) if i in secret else v for i, v in enumerate(row)) for row in value.rows)
+        return {"__dc": "Table", "f": _encode({"columns": value.columns, "rows": rows}, lenient)}
+    if type(value) in _NAMES:  # its fields as a dict's items: those named like a secret blanked
+        fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+        return {"__dc": _NAMES[type(value)], "f": _encode(fields, lenient)}
     if isinstance(value, dict):
         if all(isinstance(k, str) and not k.startswith("__") for k in value):
             return {k: (_blank(v) if is_secret_name(k) else _encode(v, lenient)) for k, v in value.items()}
         return {"__m": [[_encode(k, lenient), _blank(v) if is_secret_name(k) else _encode(v, lenient)]
                         for k, v in value.items()]}
-    if isinstance(value, tuple):
-        if hasattr(value, "_fields") and _allowed_module(type(value).__module__):
-            return {"__nt": _type_name(type(value)),
-                    "v": [_encode(v, lenient) for v in _scrub_pair(list(value))]}
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):  # a named tuple would come back plain
         return {"__t": [_encode(v, lenient) for v in _scrub_pair(list(value))]}
     if isinstance(value, list):
         return [_encode(v, lenient) for v in _scrub_pair(value)]
@@ -178,58 +197,9 @@ def _encode(value: Any, lenient: bool) -> Any:
         return {"__fs" if isinstance(value, frozenset) else "__s": items}
     if isinstance(value, (bytes, bytearray)):
         return {"__b": base64.b64encode(bytes(value)).decode("ascii")}
-    if hasattr(value, "items") and hasattr(value, "keys"):  # other mappings (MappingProxyType, ...)
-        return _encode(dict(value.items()), lenient)
-    return _unrecordable(value, lenient)
-
-
-def _unrecordable(value: Any, lenient: bool) -> Any:
     if lenient:
         return None
-    raise _Unrecordable(type(value).__name__)
-
-
-def _encode_dataclass(value: Any, lenient: bool) -> Any:
-    cls = type(value)
-    if not _allowed_module(cls.__module__):
-        return _unrecordable(value, lenient)
-    fields: Dict[str, Any] = {}
-    if isinstance(value, Table):
-        secret = {i for i, c in enumerate(value.columns) if is_secret_name(c)}
-        fields["columns"] = _encode(value.columns, lenient)
-        rows = []
-        for row in value.rows:
-            cells = [(_blank(v) if i in secret else v) for i, v in enumerate(row)]
-            rows.append({"__t": [_encode(v, lenient) for v in _scrub_pair(cells)]})
-        fields["rows"] = {"__t": rows}
-        # recorded as the plain Table it equals (a ColumnsTable is one read as columns)
-        return {"__dc": _type_name(Table), "f": fields}
-    for field in dataclasses.fields(value):
-        item = getattr(value, field.name, None)
-        if is_secret_name(field.name):
-            fields[field.name] = _blank(item)
-            continue
-        try:
-            fields[field.name] = _encode(item, lenient)
-        except _Unrecordable:
-            if not lenient:
-                raise
-            fields[field.name] = None
-    return {"__dc": _type_name(cls), "f": fields}
-
-
-def _resolve(name: str) -> Any:
-    module_name, _, qualname = name.partition(":")
-    module_name = MOVED_MODULES.get(module_name, module_name)  # recorded before the move
-    if not _allowed_module(module_name) or not qualname:
-        raise RecordingError(f"type {name!r} is not a proxytop type")
-    try:
-        target: Any = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            target = getattr(target, part)
-    except (ImportError, AttributeError):
-        raise RecordingError(f"type {name!r} is not known to this version of proxytop") from None
-    return target
+    raise RecordingError(f"a value of type {type(value).__name__} can't be recorded (not among recording.TYPES)")
 
 
 def decode(value: Any) -> Any:
@@ -245,7 +215,7 @@ def decode(value: Any) -> Any:
     if "__t" in value:
         return tuple(decode(v) for v in value["__t"])
     if "__dc" in value:
-        return _decode_dataclass(value["__dc"], value.get("f") or {})
+        return _decode_dataclass(value["__dc"], decode(value.get("f") or {}))
     if "__m" in value:
         return {_hashable(decode(k)): decode(v) for k, v in value["__m"]}
     if "__fs" in value:
@@ -256,16 +226,6 @@ def decode(value: Any) -> Any:
         return base64.b64decode(value["__b"])
     if "__f" in value:
         return float(value["__f"])
-    if "__e" in value:
-        cls = _resolve(value["__e"])
-        if not (isinstance(cls, type) and issubclass(cls, enum.Enum)):
-            raise RecordingError(f"{value['__e']!r} is not an enumeration")
-        return cls(decode(value["v"]))
-    if "__nt" in value:
-        cls = _resolve(value["__nt"])
-        if not (isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")):
-            raise RecordingError(f"{value['__nt']!r} is not a named tuple")
-        return cls(*[decode(v) for v in value["v"]])
     return {k: decode(v) for k, v in value.items()}
 
 
@@ -273,28 +233,21 @@ def _hashable(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-def _decode_dataclass(name: str, fields: Dict[str, Any]) -> Any:
-    cls = _resolve(name)
-    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
-        raise RecordingError(f"{name!r} is not a dataclass")
-    # Rebuilt field by field, without running __init__: a frozen dataclass is set the way its
-    # own __init__ does it. A field added since the recording was made takes its default.
-    obj = cls.__new__(cls)
-    for field in dataclasses.fields(cls):
-        if field.name in fields:
-            item = decode(fields[field.name])
-        elif field.default is not dataclasses.MISSING:
-            item = field.default
-        elif field.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-            item = field.default_factory()  # type: ignore[misc]
-        else:
-            item = None
-        object.__setattr__(obj, field.name, item)
-    return obj
+def _decode_dataclass(name: Any, fields: Dict[str, Any]) -> Any:
+    """Only the types of :data:`TYPES` are rebuilt (nothing is imported by name). A field the
+    type no longer has is dropped; one it has gained since takes its default."""
+    cls = TYPES.get(name) if isinstance(name, str) else None
+    if cls is None:
+        raise RecordingError(f"this proxytop knows no recorded type named {name!r}")
+    known = {field.name for field in dataclasses.fields(cls) if field.init}
+    try:
+        return cls(**{key: item for key, item in fields.items() if key in known})
+    except (TypeError, AttributeError) as exc:  # a required field missing, or no fields at all
+        raise RecordingError(f"a recorded {name} does not fit this proxytop's ({exc})") from None
 
 
-def dumps(value: Any) -> str:
-    return json.dumps(encode(value), separators=(",", ":"), allow_nan=False)
+def dumps(value: Any, lenient: bool = False) -> str:
+    return json.dumps(encode(value, lenient), separators=(",", ":"), allow_nan=False)
 
 
 def loads(text: str) -> Any:
@@ -346,7 +299,7 @@ def _plain(value: Any) -> Any:
 def source_info(source: Any) -> Dict[str, Any]:
     """What a replay needs to know of a source: its public attributes (endpoint without the
     password, the session's version and tables), live connections left out."""
-    info: Dict[str, Any] = {"class": _type_name(type(source))}
+    info: Dict[str, Any] = {}
     for key, value in sorted(vars(source).items()):
         if key.startswith("_") or callable(value) or is_secret_name(key):
             continue
@@ -356,12 +309,10 @@ def source_info(source: Any) -> Dict[str, Any]:
 
 # ----- writing --------------------------------------------------------------------------------
 
-def _line(envelope: Dict[str, Any], data: Any = None, has_data: bool = False, lenient: bool = False) -> bytes:
-    text = json.dumps(envelope, separators=(",", ":"), allow_nan=False)
-    if has_data:
-        payload = json.dumps(encode(data, lenient), separators=(",", ":"), allow_nan=False)
-        text += "\t" + payload
-    return (text + "\n").encode("utf-8")
+def _line(envelope: Dict[str, Any], *data: Any, lenient: bool = False) -> bytes:
+    """The envelope, and a tab and the data when there are data."""
+    texts = [json.dumps(envelope, separators=(",", ":"), allow_nan=False)] + [dumps(d, lenient) for d in data]
+    return ("\t".join(texts) + "\n").encode("utf-8")
 
 
 class RecordingWriter:
@@ -401,8 +352,8 @@ class RecordingWriter:
         if snapshot.error is not None:
             envelope["e"] = snapshot.error
         try:
-            line = _line(envelope, snapshot.data, has_data=True)
-        except (_Unrecordable, RecordingError, TypeError, ValueError) as exc:
+            line = _line(envelope, snapshot.data)
+        except (RecordingError, TypeError, ValueError) as exc:
             self.skipped += 1
             log.warning("%s: snapshot not recorded (%s)", snapshot.collector, exc)
             return False
@@ -411,7 +362,7 @@ class RecordingWriter:
         return True
 
     def source(self, name: str, source: Any, at: float) -> None:
-        self._write(_line({"k": "src", "name": name, "t": at}, source_info(source), has_data=True, lenient=True))
+        self._write(_line({"k": "src", "name": name, "t": at}, source_info(source), lenient=True))
 
     def collector(self, collector: Any) -> None:
         self._write(_line({"k": "col", "name": collector.name, "source": collector.source,
@@ -419,7 +370,7 @@ class RecordingWriter:
                            "min": collector.min_interval, "own_pace": bool(collector.own_pace)}))
 
     def state(self, state: Any) -> None:
-        self._write(_line({"k": "st", "name": state.name, "t": self._clock()}, state, has_data=True, lenient=True))
+        self._write(_line({"k": "st", "name": state.name, "t": self._clock()}, state, lenient=True))
 
     def error(self, collector: str, message: str, at: float) -> None:
         self._write(_line({"k": "err", "c": collector, "t": at, "m": message}))
@@ -567,13 +518,25 @@ def scan(path: str) -> Scan:
             if envelope.get("k") != "h" or envelope.get("format") != FORMAT:
                 raise RecordingError(f"{path} is not a proxytop recording")
             first = False
-        if envelope.get("k") == "h" and int(envelope.get("version", 0)) > VERSION:
-            raise RecordingError(f"{path} was written by a newer proxytop (format {envelope.get('version')}, "
-                                 f"this one reads up to {VERSION})")
+        if envelope.get("k") == "h" and envelope.get("version") != VERSION:
+            raise RecordingError(unreadable_version(path, envelope))
         result.records.append((envelope, data if sep else None))
     if first:
         raise RecordingError(f"{path} is empty: nothing was recorded")
     return result
+
+
+def unreadable_version(path: str, header: Dict[str, Any]) -> str:
+    """Why a recording of another format can't be replayed, in one line.
+
+    >>> unreadable_version("old.rec.gz", {"version": 1, "proxytop": "0.1.0"})
+    'old.rec.gz was recorded by proxytop 0.1.0 (format 1); this proxytop reads format 2: record it again'
+    """
+    version = header.get("version")
+    newer = isinstance(version, int) and version > VERSION
+    return (f"{path} was recorded by proxytop {header.get('proxytop', '(unknown version)')} (format {version}); "
+            f"this proxytop reads format {VERSION}: " + ("replay it with a newer proxytop" if newer
+                                                         else "record it again"))
 
 
 def prepare_for_append(path: str) -> None:
