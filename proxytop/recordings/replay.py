@@ -151,10 +151,8 @@ class ReplaySource(Source):
 
     def __init__(self, name: str, info: Dict[str, Any]):
         for key, value in info.items():
-            if key != "class":
-                setattr(self, key, value)
+            setattr(self, key, value)
         self.name = name
-        self.recorded_class = info.get("class", "")
         self.description = info.get("description") or name
 
     def connect(self) -> Any:
