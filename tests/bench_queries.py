@@ -130,15 +130,14 @@ def caught(stepper: Stepper) -> Tuple[float, float]:
     route evaluated), then after the next digest reading (routes kept for unchanged digests)."""
     from proxytop.screens import queries
 
-    queries._caught_memo.clear()
-    queries._kept_routes.__init__()
+    caught = queries.CaughtQueries()
     start = time.thread_time()
-    queries.caught_section(4, stepper.controller.view)
+    queries.caught_section(4, stepper.controller.view, caught)
     first = ms(time.thread_time() - start)
     stepper.clock.now += interval_in_force(stepper) - stepper.controller.interval()
     stepper.cycle()
     start = time.thread_time()
-    queries.caught_section(4, stepper.controller.view)
+    queries.caught_section(4, stepper.controller.view, caught)
     return first, ms(time.thread_time() - start)
 
 

@@ -52,7 +52,6 @@ CASES = [
     ("a NUL inside a text", [digest_row(1, digest_text="SELECT '\x00'")]),
 ]
 # the cases whose columns give back exactly the rows read (the others are kept as rows)
-KEPT_AS_COLUMNS = {"plain", "a NULL digest text", "non-UTF-8 text", "a 1 MB digest text", "a text of 300 bytes", "a NUL inside a text"}
 
 
 class Fixed:
@@ -84,46 +83,6 @@ def test_the_digest_as_columns_is_the_digest_as_rows(served, case, rows):
     expected = run_query(session.conn, SQL)
     result = query_columns(session.conn, SQL, numeric=digests.COUNTERS)
     assert result.table() == expected
-    # parsed: the same keys, counters, texts and NULL count as parsing the rows
-    reference = digests.parse(expected.columns, expected.rows, 1.0)
-    try:
-        parsed = digests.parse_columns(result, 1.0)
-    except Exception as exc:  # pragma: no cover - shown with the case name
-        pytest.fail(f"{case}: {exc!r}")
-    assert parsed.keys == reference.keys
-    assert [list(c) for c in parsed.columns] == [list(c) for c in reference.columns]
-    assert parsed.texts == reference.texts
-    assert parsed.null_counters == reference.null_counters
-    # the collector keeps it as columns only when they give back exactly the rows read
-    kept = QueryDigest().compact_columns(result, 1.0)
-    assert tuple(kept.rows) == expected.rows and kept.columns == expected.columns
-    as_columns = isinstance(kept.rows, digests.ParsedRows)
-    if as_columns:
-        assert digests.compact_rows(expected.columns, expected.rows, reference) is not None
-    assert as_columns == (case in KEPT_AS_COLUMNS)
-
-
-def test_the_next_reading_converts_only_what_changed(served):
-    session, fixed, _double = served
-    rows = [digest_row(n) for n in range(200)]
-    fixed.rows = rows
-    collector = QueryDigest()
-    first = collector.collect(session).rows.parsed
-    fixed.rows = [digest_row(n, count_star="999", sum_time="123456") if n == 7 else r for n, r in enumerate(rows)]
-    second = collector.collect(session).rows.parsed
-    assert second.keys is first.keys and second.texts is first.texts  # the same rows: shared
-    assert second.entries[first.keys[7]][digests.COUNT] == 999 and second.entries[first.keys[7]][digests.SUM_TIME] == 123456
-    assert second.columns[digests.FIRST] is first.columns[digests.FIRST]  # no first_seen moved: shared
-    assert [second.entry(n) for n in range(200) if n != 7] == [first.entry(n) for n in range(200) if n != 7]
-    # a row that turns non-numeric: read value by value, then kept as rows (as read)
-    fixed.rows = [digest_row(n, sum_time=None) if n == 3 else r for n, r in enumerate(rows)]
-    third = collector.collect(session)
-    assert not isinstance(third.rows, digests.ParsedRows)
-    assert third == run_query(session.conn, SQL)
-    # a new digest, the rows in another order: parsed again, equal to the rows
-    fixed.rows = [digest_row(500)] + rows[::-1]
-    fourth = collector.collect(session)
-    assert isinstance(fourth.rows, digests.ParsedRows) and tuple(fourth.rows) == run_query(session.conn, SQL).rows
 
 
 def test_the_processlist_as_columns_is_the_processlist_as_rows(served):
@@ -278,7 +237,7 @@ def test_large_results_read_as_columns_over_tls(tmp_path):
             expected = run_query(session.conn, SQL)
             assert len(expected.rows) == 3000
             got = QueryDigest().collect(session)
-            assert isinstance(got.rows, digests.ParsedRows) and tuple(got.rows) == expected.rows
+            assert got == expected
             listed = ProcessList().collect(session)
             assert listed == run_query(session.conn, "select * from stats_mysql_processlist")
             assert len(listed.rows) == 2000
