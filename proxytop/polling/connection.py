@@ -18,7 +18,7 @@ from pymysql.constants import FIELD_TYPE
 from proxytop import errors
 from proxytop.collectors.base import Source, Table
 from proxytop.collectors.folded import Folding
-from proxytop.metrics.sides import count_pgsql_servers
+from proxytop.collectors.sides import count_pgsql_servers
 from proxytop.polling.columns import query_columns
 from proxytop.polling.lean_query import query_packet, text_result
 from proxytop.polling.textrows import TextResult
