@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any, Dict
+from typing import Any, Optional
 
 from proxytop.collectors.base import Collector
 from proxytop.errors import NotInThisVersion
@@ -43,6 +43,19 @@ def name_on_side(name: str, side: Side) -> str:
     if table is not None:
         return table
     return side.variable(name) if name.startswith("mysql-") else column(side, name)
+
+
+def count_pgsql_servers(session, run_query) -> Optional[int]:
+    """Rows of runtime_pgsql_servers on a 3.x admin connection (None when not readable): asked
+    once when the connection opens, so that ``m`` knows without a query of its own."""
+    tables = getattr(session, "tables", ())
+    if not has_pgsql_tables(getattr(session, "version", None), tables) or "runtime_pgsql_servers" not in tables:
+        return None
+    result = run_query(session.conn, "select count(*) from runtime_pgsql_servers")
+    try:
+        return int(result.rows[0][0])
+    except (IndexError, TypeError, ValueError):
+        return None
 
 
 def tables_on_side(tables: Any, side: Side) -> Any:
@@ -78,25 +91,26 @@ def _changes(collector: Collector, side: Side) -> Dict[str, Any]:
     return changes
 
 
-_twins: Dict[int, Collector] = {}
-
-
 def for_side(collector: Collector, side: Side) -> Collector:
-    """The collector that reads ``side``'s version of what ``collector`` reads (made once)."""
+    """The collector that reads ``side``'s version of what ``collector`` reads: made once and
+    kept on the collector (a twin has state of its own, and the engine knows it by that object)."""
     if side is MYSQL:
         return collector
-    # Asked on every frame drawn (the screens' names, the header alarm): the answer is kept.
-    twin = _twins.get(id(collector))
-    if twin is collector or (twin is not None and twin.__dict__.get("_twin_of") is collector):
-        return twin
+    twin = collector.__dict__.get("_pgsql_twin")
+    if twin is None:
+        twin = _twin(collector, side)
+        collector._pgsql_twin = twin  # type: ignore[attr-defined]
+        twin._pgsql_twin = twin  # type: ignore[attr-defined]
+    return twin
+
+
+def _twin(collector: Collector, side: Side) -> Collector:
     changes = _changes(collector, side)
     if not changes:
-        _twins[id(collector)] = collector  # one table for both sides (held: its id is not reused)
-        return collector
+        return collector  # one table for both sides
     twin = copy.copy(collector)
     twin.__dict__.update(changes)
     twin.name = twin_name(collector.name, side)
-    twin._twin_of = collector
     if callable(getattr(twin, "reset", None)):
         twin.reset()  # state of its own: a copy would share the original's (monitor logs: where each stopped)
     original = type(collector).collect
@@ -108,8 +122,7 @@ def for_side(collector: Collector, side: Side) -> Collector:
             raise NotInThisVersion(NO_PGSQL)
         return _collect(_collector, handle)
 
-    twin.collect = collect
-    _twins[id(collector)] = twin
+    twin.collect = collect  # type: ignore[method-assign]
     return twin
 
 

@@ -75,17 +75,9 @@ def command_rows(previous, current, show_unused: bool = False, seconds: Optional
     return rows
 
 
-_parsed: "Dict[int, Tuple[object, Dict[str, Parsed]]]" = {}
-PARSED_KEPT = 64  # readings: more than a rate's span holds (the base is read again each interval)
-
-
 def _commands_of(snapshot) -> Dict[str, Parsed]:
-    """{command: (Total_cnt, Total_Time_us, bucket counts)} of a reading, made once: a reading
-    is the latest, then for the next 20 s the start of a rate's span. Columns are found by
+    """{command: (Total_cnt, Total_Time_us, bucket counts)} of a reading. Columns are found by
     name (versions differ); a missing one gives None."""
-    entry = _parsed.get(id(snapshot))
-    if entry is not None and entry[0] is snapshot:
-        return entry[1]
     table = snapshot.data
     columns = table.columns
     name_at, total_at, spent_at = (columns.index(c) if c in columns else None
@@ -97,9 +89,6 @@ def _commands_of(snapshot) -> Dict[str, Parsed]:
             to_number(row[spent_at]) if spent_at is not None else None,
             counts_of(row))
         for row in table.rows}
-    if len(_parsed) >= PARSED_KEPT:
-        del _parsed[next(iter(_parsed))]  # the oldest entry (dicts keep their order)
-    _parsed[id(snapshot)] = (snapshot, commands)
     return commands
 
 

@@ -416,10 +416,10 @@ class ConnPoolScreen(SidedScreen, Screen):
             return columns
         hidden = PGSQL_HIDDEN if "ro" in present else PGSQL_HIDDEN | {"ro"}
         made = self.__dict__.setdefault("_pgsql_columns", {})
-        token = (id(columns), hidden)
+        token = (columns, hidden)
         if token not in made:  # the same tuple each time, as the renderer's cache wants
-            made[token] = (columns, tuple(c for c in columns if c.key not in hidden))
-        return made[token][1]
+            made[token] = tuple(c for c in columns if c.key not in hidden)
+        return made[token]
 
     def __init__(self, config=None):
         self.status_logs: Dict[str, health.StatusLog] = {MYSQL.key: health.StatusLog(), PGSQL.key: health.StatusLog()}

@@ -555,8 +555,8 @@ class InnoDBScreen(Screen):
         if kept is not None and kept[0] == signature:
             return [rows[i] for i in kept[1]]
         arranged = super().arrange(rows, state)
-        position = {id(row): i for i, row in enumerate(rows)}
-        self._arranged = (signature, [position[id(row)] for row in arranged])
+        position = {row["_id"]: i for i, row in enumerate(rows)}  # a server's row
+        self._arranged = (signature, [position[row["_id"]] for row in arranged])
         return arranged
 
     def _summarised(self, view: DataView):

@@ -4,10 +4,6 @@ Listing sessions locks every ProxySQL worker thread while it runs, so the list i
 2 s at the most (the header shows the minimum). Idle sessions (command Sleep) are hidden until
 ``i`` shows them. ``k`` kills the selected session with ``KILL CONNECTION`` after a yes/no
 confirmation: the only write proxytop ever makes (ProxySQL has no ``KILL QUERY``).
-
-The processlist is kept as columns (proxytop.polling.columns.ColumnsTable): sessions are
-counted and sorted on the few columns split for every session, and a row is built (its query
-text decoded and formatted) only when it is drawn; a filter builds every row.
 """
 from __future__ import annotations
 
@@ -20,7 +16,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.collectors.proxysql_stats import ProcessList
 from proxytop.metrics import units
-from proxytop.screens.base import Confirm, DataView, Detail, FilledOnRead, Screen
+from proxytop.screens.base import Confirm, DataView, Detail, Screen
 from proxytop.screens.sided import SidedScreen
 from proxytop.screens.filters import Filter
 from proxytop.screens.keys import Binding
@@ -70,15 +66,8 @@ def _address(host: Any, port: Any) -> Optional[str]:
     return f"{host}:{port}" if port not in (None, "", "0", 0) else str(host)
 
 
-INT_COLUMNS = ("id", "hostgroup", "time_ms")  # sortable straight from the columns (ints or None)
-BUILT_ONE_BY_ONE = 200  # rows built from their own packets; more are built from the zipped rows
-SORTED_COLUMNS = ProcessList.counted + ProcessList.sorted_on  # read for every session (split by the collector)
-
-
 def column_texts(table, name: str) -> List[Any]:
     """Column ``name`` of a processlist Table (None for a column this version lacks)."""
-    if hasattr(table, "texts"):  # proxytop.polling.columns.ColumnsTable: decoded once, when asked for
-        return table.texts(name)
     if name not in table.columns:
         return [None] * len(table.rows)
     return list(map(itemgetter(table.columns.index(name)), table.rows))
@@ -86,117 +75,46 @@ def column_texts(table, name: str) -> List[Any]:
 
 def column_ints(table, name: str) -> List[Any]:
     """Column ``name`` with ProxySQL's text numbers as ints (anything else unchanged)."""
-    ints = table.ints(name) if hasattr(table, "ints") else None
-    return ints if ints is not None else [_int(v) for v in column_texts(table, name)]
+    return [_int(v) for v in column_texts(table, name)]
 
 
-class SessionColumns:
-    """A processlist Table as session rows, row n built when asked for (:meth:`row`): the
-    screen sorts the sessions on columns (:meth:`order`) and builds the few dozen it draws.
-    10,000 sessions are common on busy proxies; the query text is decoded only for a row built."""
-
-    def __init__(self, table, show_idle: bool = False):
-        self.table = table
-        self.columns = tuple(table.columns)
-        self.db_name = "db" if "db" in self.columns or "database" not in self.columns else "database"
-        if hasattr(table, "read"):  # the columns every session is sorted and counted on, alone
-            table.read(SORTED_COLUMNS)
-        commands = column_texts(table, "command")
-        self.ids = column_ints(table, "SessionID")
-        if show_idle:
-            self.kept = list(range(len(commands)))
-        else:
-            self.kept = [n for n, command in enumerate(commands) if command != IDLE]
-        self._columns: dict = {"command": commands, "id": self.ids}
-        at = {name: i for i, name in enumerate(self.columns)}
-        missing = len(self.columns)  # a column this version lacks reads the None appended to the row
-        self._pick = itemgetter(*(at.get(name, missing) for name in
-                                  ("user", self.db_name, "cli_host", "cli_port", "srv_host", "srv_port", "info")))
-
-    def __len__(self) -> int:
-        return len(self.kept)
-
-    def column(self, key: str) -> List[Any]:
-        """One value of every session (session n's at n) for a row key: id, hostgroup, time_ms."""
-        values = self._columns.get(key)
-        if values is None:
-            values = self._columns[key] = column_ints(self.table, key)
-        return values
-
-    def row(self, n: int) -> Row:
-        """Session n as a row (the fields drawn, and the raw row for the detail view)."""
-        table = self.table
-        raw = table.row(n) if hasattr(table, "row") else table.rows[n]
-        user, db, cli_host, cli_port, srv_host, srv_port, info = self._pick(raw + (None,))
-        sid = self.ids[n]
-        return {
+def session_rows(table, show_idle: bool = False, extra: Sequence[str] = ()) -> List[Row]:
+    """Pure: a processlist Table -> one row per session (idle ones only with ``show_idle``);
+    ``extra``: columns of the PostgreSQL side (backend_pid, backend_state) read as ints."""
+    if table is None:
+        return []
+    columns = tuple(table.columns)
+    db_name = "db" if "db" in columns or "database" not in columns else "database"
+    at = {name: i for i, name in enumerate(columns)}
+    missing = len(columns)  # a column this version lacks reads the None appended to the row
+    pick = itemgetter(*(at.get(name, missing) for name in ("SessionID", "user", db_name, "cli_host", "cli_port",
+                                                           "hostgroup", "srv_host", "srv_port", "command", "time_ms",
+                                                           "info")))
+    rows = []
+    for raw in table.rows:
+        raw = tuple(raw)
+        sid, user, db, cli_host, cli_port, hostgroup, srv_host, srv_port, command, time_ms, info = pick(raw + (None,))
+        if command == IDLE and not show_idle:
+            continue
+        sid = _int(sid)
+        row = {
             "_id": sid,
             "id": sid,
             "user": user,
             "db": db,
             "client": (f"{cli_host}:{cli_port}" if cli_port else cli_host) if cli_host else None,
-            "hostgroup": self.column("hostgroup")[n],
+            "hostgroup": _int(hostgroup),
             "backend": (f"{srv_host}:{srv_port}" if srv_port and srv_port != "0" else srv_host) if srv_host else None,
-            "command": self._columns["command"][n],
-            "time_ms": self.column("time_ms")[n],
+            "command": command,
+            "time_ms": _int(time_ms),
             "info": info,
             "_raw": raw,
-            "_columns": self.columns,
+            "_columns": columns,
         }
-
-    def building_all(self) -> None:
-        """Before building every row (a filter, a sort on a text column, batch output): the
-        table's rows zipped at once cost less than each row walked out of its own packet."""
-        if len(self.kept) > BUILT_ONE_BY_ONE:
-            self.table.rows  # noqa: B018  (a ColumnsTable zips its rows when they are first read)
-
-    def rows(self) -> List[Row]:
-        """Every session kept, in the order of the reading."""
-        self.building_all()
-        return [self.row(n) for n in self.kept]
-
-    def order(self, key: str, descending: bool, kept: Optional[Sequence[int]] = None) -> Optional[List[int]]:
-        """The sessions (by n) as :func:`sort_sessions` orders their rows, when ``key`` and the
-        ids are plain ints or None; None otherwise (sort full rows)."""
-        kept = self.kept if kept is None else kept
-        ids = self.ids
-        values = self.column(key)
-        # every session's types at once, in C (one that is not kept may send the slow path)
-        if set(map(type, ids)) - {int} or set(map(type, values)) - {int, type(None)}:
-            return None
-        by_id = sorted(kept, key=ids.__getitem__)
-        present = [n for n in by_id if values[n] is not None]
-        present.sort(key=values.__getitem__, reverse=descending)
-        return present + [n for n in by_id if values[n] is None]
-
-
-class SessionRows(FilledOnRead):
-    """The sessions (SessionColumns), filled when read (screens.base.FilledOnRead)."""
-
-    def __init__(self, frame: SessionColumns, order: Sequence[int], extra: Sequence[str] = ()):
-        super().__init__(frame, order)
-        self.extra = tuple(extra)
-
-    def fill(self, row: dict, n: int) -> None:
-        row.update(self.frame.row(n))
-        for key in self.extra:  # the PostgreSQL side's backend_pid, backend_state
+        for key in extra:  # the PostgreSQL side's backend_pid, backend_state
             row[key] = _int(raw_field(row, key))
-
-    def filled(self) -> List[Row]:
-        """Every row, filled."""
-        self.frame.building_all()
-        return super().filled()
-
-    def sorted(self, key: str, descending: bool) -> Optional["SessionRows"]:
-        order = self.frame.order(key, descending, self.order)
-        return None if order is None else SessionRows(self.frame, order, self.extra)
-
-
-def session_rows(table, show_idle: bool = False) -> List[Row]:
-    """Pure: a processlist Table -> one row per session (idle ones only with ``show_idle``)."""
-    if table is None:
-        return []
-    return SessionColumns(table, show_idle).rows()
+        rows.append(row)
+    return rows
 
 
 def sort_sessions(rows: Sequence[Row], key: str, descending: bool) -> List[Row]:
@@ -458,13 +376,7 @@ class ProcListScreen(SidedScreen, Screen):
         if self.side.key == "pgsql":
             present = tuple(c.key for c in self.pgsql_columns if table is not None and c.key in table.columns)
             self.columns = self.columns_for(self.side, present)
-        if table is None:
-            return []
-        frame = SessionColumns(table, bool(self.options.get("idle")))
-        rows = SessionRows(frame, frame.kept, present)
-        if getattr(getattr(self.config, "args", None), "batch", False):  # batch output shows every row
-            return rows.filled()
-        return rows
+        return session_rows(table, bool(self.options.get("idle")), present)
 
     def notes(self, view: DataView):
         snapshot, table = self._table(view)
@@ -489,12 +401,6 @@ class ProcListScreen(SidedScreen, Screen):
         return lines
 
     def arrange(self, rows: Sequence[Row], state: TableState) -> List[Row]:
-        if isinstance(rows, SessionRows):
-            if state.filter.empty and state.sort_key in INT_COLUMNS:
-                ordered = rows.sorted(state.sort_key, state.descending)
-                if ordered is not None:
-                    return ordered
-            rows = rows.filled()  # a filter or another column reads every cell
         visible = filter_sessions(rows, self.columns, state.filter)
         return sort_sessions(visible, state.sort_key, state.descending)
 

@@ -18,7 +18,7 @@ from proxytop.collectors.proxysql_stats import ConfigQueryRules, QueryRuleHits, 
 from proxytop.metrics import units
 from proxytop.metrics.rates import COUNTER_REFRESH, SteadyPair, counter_total, covers_text, rate, to_number, whole_numbers
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
-from proxytop.screens.queries import caught_section, digest_collector
+from proxytop.screens.queries import CaughtQueries, caught_section, digest_collector
 from proxytop.screens.sided import SidedScreen
 from proxytop.screens import sparkline
 from proxytop.screens.table import Column, Row
@@ -394,6 +394,7 @@ class QueryRulesScreen(SidedScreen, Screen):
     def __init__(self, config=None):
         super().__init__(config)
         self.admin = True  # until the connection says otherwise
+        self._caught = CaughtQueries()
         self._memo: Dict[str, Tuple[Any, Any]] = {}
 
     def _cached(self, name: str, key: Tuple, compute):
@@ -488,7 +489,7 @@ class QueryRulesScreen(SidedScreen, Screen):
         detail = rule_detail(row, view.history(self.on_side(QueryRuleHits.name)), runtime, config, self.admin)
         if not self.admin:
             return detail
-        return Detail(detail.title, detail.lines + caught_section(row.get("rule_id"), view, self.side))
+        return Detail(detail.title, detail.lines + caught_section(row.get("rule_id"), view, self._caught, self.side))
 
 
 SCREEN = QueryRulesScreen

@@ -102,7 +102,7 @@ class SidedScreen:
         the extra PostgreSQL columns whose key is in ``present`` (those the latest reading has).
         Made once per combination: the same tuple each time, as the renderer's cache wants."""
         base = self._mysql_columns if base is None else base
-        token = (side.key, tuple(c.key for c in self.pgsql_columns if c.key in present), id(base))
+        token = (side.key, tuple(c.key for c in self.pgsql_columns if c.key in present), tuple(base))
         found = self._columns_of.get(token)
         if found is None:
             found = tuple(base)

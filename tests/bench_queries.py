@@ -130,15 +130,14 @@ def caught(stepper: Stepper) -> Tuple[float, float]:
     route evaluated), then after the next digest reading (routes kept for unchanged digests)."""
     from proxytop.screens import queries
 
-    queries._caught_memo.clear()
-    queries._kept_routes.__init__()
+    caught = queries.CaughtQueries()
     start = time.thread_time()
-    queries.caught_section(4, stepper.controller.view)
+    queries.caught_section(4, stepper.controller.view, caught)
     first = ms(time.thread_time() - start)
     stepper.clock.now += interval_in_force(stepper) - stepper.controller.interval()
     stepper.cycle()
     start = time.thread_time()
-    queries.caught_section(4, stepper.controller.view)
+    queries.caught_section(4, stepper.controller.view, caught)
     return first, ms(time.thread_time() - start)
 
 
@@ -161,7 +160,7 @@ def print_cpu(results: List[dict], cycles: int, out) -> bool:
               f"{r['target']:>8g}  {'yes' if ok else 'NO'}", file=out)
         if not ok:
             print(f"  missed: {r['collect']:.0f} ms of the {r['total']:.0f} are the collect, on the worker's thread: "
-                  f"{r['digests']:,} row packets read off the socket into columns (proxytop.polling.columns, a few Python "
+                  f"{r['digests']:,} row packets read off the socket (a few Python "
                   f"steps per row) and the counters that changed parsed and merged, with their deltas; the rest is the "
                   f"sort and drawing; at the {r['interval']:g} s interval in force that is "
                   f"{r['total'] / 10 / r['interval']:.1f}% of a core", file=out)

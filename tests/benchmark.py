@@ -1056,7 +1056,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 WHY = {  # what the profiles showed where a target is missed at scale
     "CPU per refresh": (
         "ProcList at 10,000 sessions (when over its target on a busy machine): 'collect' steps over the values of",
-        "  10,000 row packets in pure Python (proxytop.polling.columns) to split out the four columns every session is",
+        "  10,000 row packets in pure Python to split out the four columns every session is",
         "  sorted and counted on, off the UI thread, every 2 s at most (the processlist locks ProxySQL's workers).",
         "InnoDB at 500 servers (beyond the issue's sizes: every backend of the 500-backend proxy watched):",
         "  about 0.2 ms per server reading to collect (one statement on MariaDB) and 0.1 ms to assess and draw",

@@ -1,8 +1,7 @@
-"""ProcList's rows built from the processlist the collector reads (SessionColumns: only the
-columns sorted and counted on taken for every session, the rows drawn built as shown) are the
-rows the row-by-row path built, in the same order: on generated sessions served by the
-ProxySQL admin double, with NULLs, queries too long for a one-byte length, non-numeric times
-and ids, non-UTF-8 text and the PostgreSQL column set."""
+"""ProcList's rows built from the processlist the collector reads are the rows the row-by-row
+path built, in the same order: on generated sessions served by the ProxySQL admin double, with
+NULLs, queries too long for a one-byte length, non-numeric times and ids, non-UTF-8 text and
+the PostgreSQL column set."""
 from __future__ import annotations
 
 from collections import Counter
@@ -17,7 +16,7 @@ from proxytop.collectors.proxysql_stats import ProcessList
 from proxytop.polling.connection import Endpoint, open_admin, run_query
 from proxytop.screens.filters import parse
 from proxytop.screens.table import TableState, sort_rows
-from screens.proclist import IDLE, ProcListScreen, SessionColumns, SessionRows, session_rows, summary
+from screens.proclist import IDLE, ProcListScreen, session_rows, summary
 from tests.benchmark import Generated
 from tests.proxysql_double import ProxySQLDouble, Recording
 
@@ -108,10 +107,6 @@ def test_rows_from_columns_are_the_row_by_row_rows(served, show_idle):
     assert len(expected) == (600 if show_idle else 480)
     assert session_rows(columns, show_idle) == expected
     assert session_rows(rows, show_idle) == expected  # a replayed reading is a plain Table
-    frame = SessionColumns(columns, show_idle)
-    shown = SessionRows(frame, frame.kept)
-    assert [r["_id"] for r in shown[:3]] == [r["_id"] for r in expected[:3]]
-    assert shown.filled() == expected
     assert summary(columns) == summary(rows) == (Counter(r[11] for r in rows.rows),
                                                  Counter(_int(r[6]) for r in rows.rows))
 
@@ -120,9 +115,7 @@ def test_rows_from_columns_are_the_row_by_row_rows(served, show_idle):
 def test_sorted_on_columns_in_the_row_by_row_order(served, key, descending):
     columns, rows = both(served, generated(600))
     screen = ProcListScreen()
-    frame = SessionColumns(columns)
-    arranged = screen.arrange(SessionRows(frame, frame.kept), TableState(sort_key=key, descending=descending))
-    assert isinstance(arranged, SessionRows)  # sorted without building the rows
+    arranged = screen.arrange(session_rows(columns), TableState(sort_key=key, descending=descending))
     expected = sort_rows(reference_rows(rows), key, descending, ("id",))
     assert [r["_id"] for r in arranged] == [r["_id"] for r in expected]
     assert arranged[:40] == expected[:40]
@@ -134,8 +127,7 @@ def test_filtered_or_text_sorted_as_the_row_by_row_rows(served, text):
     screen = ProcListScreen()
     for key in ("time_ms", "user", "info"):
         state = TableState(sort_key=key, descending=True, filter=parse(text, screen.columns))
-        frame = SessionColumns(columns)
-        got = screen.arrange(SessionRows(frame, frame.kept), state)
+        got = screen.arrange(session_rows(columns), state)
         expected = screen.arrange(reference_rows(rows), state)
         assert got == expected and got, (text, key)
 
@@ -153,7 +145,5 @@ def test_pgsql_column_set_with_backend_pid_and_state(served):
     for row in expected:
         row["backend_pid"] = _int(row["_raw"][PGSQL_COLUMNS.index("backend_pid")])
         row["backend_state"] = row["_raw"][PGSQL_COLUMNS.index("backend_state")]
-    frame = SessionColumns(columns)
-    shown = SessionRows(frame, frame.kept, ("backend_pid", "backend_state"))
-    assert shown.filled() == expected
+    assert session_rows(columns, extra=("backend_pid", "backend_state")) == expected
     assert {r["db"] for r in expected} == {"db0", "db1", "db2"}

@@ -12,7 +12,6 @@ import pytest
 from proxytop.cli import build
 from proxytop.collectors.base import Snapshot, Table
 from proxytop.config import options
-from proxytop.polling.columns import ColumnsTable
 from proxytop.polling.engine import SourceState
 from proxytop.recordings.recording import RecordingWriter, is_secret_name
 from proxytop.recordings.replay import RecordingIndex, ReplayEngine, parse_jump, replay_config
@@ -52,8 +51,7 @@ def test_replay_gives_back_every_live_snapshot(live_recording):
                 assert replayed.data.columns == snapshot.data.columns and len(replayed.data.rows) == len(snapshot.data.rows)
             else:
                 assert replayed.data == without_secrets(snapshot.data), name
-            # a processlist read as columns (ColumnsTable) is recorded as the plain Table it equals
-            assert type(replayed.data) is (Table if isinstance(snapshot.data, ColumnsTable) else type(snapshot.data))
+            assert type(replayed.data) is type(snapshot.data)
             assert replayed.duration == snapshot.duration and replayed.wall_time == snapshot.wall_time
             assert replayed.error == snapshot.error
             assert replayed.taken_at == snapshot.taken_at + offset

@@ -236,31 +236,21 @@ class SteadyPair:
     def __init__(self, key: Callable[[Any], Any], window: float = RATE_WINDOW):
         self._key = key
         self.window = window
-        self._keys: dict = {}  # id(snapshot) -> (snapshot, key): the snapshot is held so its id stays its own
-        # The last answer and the readings it was for (their number, the first and the last):
-        # a screen asks for its rows and its notes line, for each frame, of the same readings.
-        self._answered: Optional[Tuple[int, Any, Any, Tuple]] = None
+        # The last answer and the readings it was for (their number, when the first and the
+        # last were taken): a screen asks for its rows and its notes line, for each frame, of
+        # the same readings.
+        self._answered: Optional[Tuple[Tuple, Any]] = None
 
     def __call__(self, history: Sequence) -> Tuple[Optional[Any], Optional[Any], Optional[float]]:
         if not history:
             return None, None, None
-        answered = self._answered
-        if answered is not None and answered[0] == len(history) and answered[1] is history[0] \
-                and answered[2] is history[-1]:
-            return answered[3]  # readings are only added at the end and dropped at the start
-        answer = self._span_of(history)
-        self._answered = (len(history), history[0], history[-1], answer)
-        return answer
+        readings = (len(history), history[0].taken_at, history[-1].taken_at)
+        if self._answered is None or self._answered[0] != readings:
+            self._answered = (readings, self._span_of(history))
+        return self._answered[1]
 
     def _span_of(self, history: Sequence) -> Tuple[Optional[Any], Optional[Any], Optional[float]]:
-        keys, kept = [], {}
-        for snapshot in history:
-            entry = self._keys.get(id(snapshot))
-            if entry is None or entry[0] is not snapshot:
-                entry = (snapshot, self._key(snapshot.data) if snapshot.data is not None else None)
-            kept[id(snapshot)] = entry
-            keys.append(entry[1])
-        self._keys = kept
+        keys = [self._key(snapshot.data) if snapshot.data is not None else None for snapshot in history]
         span = update_span([s.taken_at for s in history], keys, self.window)
         if span is None:
             return None, history[-1], None

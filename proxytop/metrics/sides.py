@@ -148,19 +148,6 @@ def pgsql_problem(session) -> Optional[str]:
     return None
 
 
-def count_pgsql_servers(session, run_query) -> Optional[int]:
-    """Rows of runtime_pgsql_servers on a 3.x admin connection (None when not readable): asked
-    once when the connection opens, so that ``m`` knows without a query of its own."""
-    tables = getattr(session, "tables", ())
-    if not has_pgsql_tables(getattr(session, "version", None), tables) or "runtime_pgsql_servers" not in tables:
-        return None
-    result = run_query(session.conn, "select count(*) from runtime_pgsql_servers")
-    try:
-        return int(result.rows[0][0])
-    except (IndexError, TypeError, ValueError):
-        return None
-
-
 def digest_memory(metrics: Optional[Mapping[str, Any]], side: Side = MYSQL) -> Any:
     """A side's query-digest memory from stats_memory_metrics: 3.0 renamed the MySQL one
     ``query_digest_memory`` to ``mysql_query_digest_memory`` and added ``pgsql_query_digest_memory``.
