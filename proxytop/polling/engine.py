@@ -97,7 +97,7 @@ class Engine:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic):
         self._clock = clock
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()  # guards what follows; the source workers below take it too
         self._sources: Dict[str, Source] = {}
         self._collectors: Dict[str, Collector] = {}
         self._by_source: Dict[str, List[Collector]] = {}  # each source's collectors
@@ -122,7 +122,7 @@ class Engine:
 
     # ----- set-up ---------------------------------------------------------------------------
     def add_source(self, source: Source) -> None:
-        with self._lock:
+        with self.lock:
             if source.name in self._sources:
                 return
             self._sources[source.name] = source
@@ -137,7 +137,7 @@ class Engine:
             self._workers[source.name].start()
 
     def add_collector(self, collector: Collector) -> None:
-        with self._lock:
+        with self.lock:
             if collector.name in self._collectors:
                 return
             self._collectors[collector.name] = collector
@@ -150,7 +150,7 @@ class Engine:
 
     def collector_names(self, prefix: str = "") -> List[str]:
         """Names of the registered collectors (those starting with ``prefix``)."""
-        with self._lock:
+        with self.lock:
             return [name for name in self._collectors if name.startswith(prefix)]
 
     def source(self, name: str) -> Optional[Source]:
@@ -158,7 +158,7 @@ class Engine:
 
     def collector_names_of(self, source_name: str) -> List[str]:
         """Names of the collectors that read from one source."""
-        with self._lock:
+        with self.lock:
             return [c.name for c in self._by_source.get(source_name, ())]
 
     def forget(self, names: Iterable[str]) -> None:
@@ -332,7 +332,7 @@ class Engine:
     def counting_down(self) -> List[SourceState]:
         """The states of the sources that are down with a retry planned (their countdown
         ticks on screen)."""
-        with self._lock:
+        with self.lock:
             return list(self._counting_down.values())
 
     def now(self) -> float:
@@ -351,7 +351,7 @@ class Engine:
 
     # ----- what the workers share ---------------------------------------------------------------
     def _set_state(self, name: str, **changes) -> None:
-        with self._lock:
+        with self.lock:
             old = self._states[name]
             values = {**old.__dict__, **changes}
             state = self._states[name] = SourceState(**values)
@@ -399,7 +399,7 @@ class _SourceWorker:
             self._thread.join(timeout)
 
     def submit(self, task: Callable, done: Callable[[Optional[str]], None]) -> None:
-        with self.engine._lock:
+        with self.engine.lock:
             self._tasks.append((task, done))
         self.wake.set()
 
@@ -480,7 +480,7 @@ class _SourceWorker:
     def _run_tasks(self, handle) -> Optional[str]:
         engine, source = self.engine, self.source
         while self._tasks:
-            with engine._lock:
+            with engine.lock:
                 task, done = self._tasks.popleft()
             try:
                 task(handle)
