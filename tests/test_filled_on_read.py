@@ -1,10 +1,8 @@
 """screens.base.FilledOnRead: rows built only when read, and counted without being built."""
 from __future__ import annotations
 
-from types import SimpleNamespace
-
-from proxytop.ui.row_cache import RowCache
-from screens.base import FilledOnRead
+from proxytop.ui.controller import count_data_rows
+from proxytop.screens.base import FilledOnRead
 
 
 class Frame:
@@ -33,9 +31,7 @@ def test_the_status_line_counts_rows_filled_on_read_without_building_or_iteratin
     rows = FilledOnRead(frame, range(20000))
     iterated = []
     rows.__class__ = type("Watched", (FilledOnRead,), {"__iter__": lambda self: iterated.append(1) or iter(())})
-    cache = SimpleNamespace(_rows=rows, _shown_of=None, _shown=0)
-    assert RowCache.shown_rows(cache) == 20000
+    assert count_data_rows(rows) == 20000
     assert frame.built == 0 and not iterated
     plain = [{"a": 1}, {"_kind": "subtotal"}, {"a": 2}]  # other screens' rows: subtotals not counted
-    cache = SimpleNamespace(_rows=plain, _shown_of=None, _shown=0)
-    assert RowCache.shown_rows(cache) == 2
+    assert count_data_rows(plain) == 2

@@ -76,7 +76,7 @@ class Canvas(npyscreen.widget.Widget):
     def __init__(self, screen, controller=None, color=True, **keywords):
         self.controller = controller
         self.use_color = color
-        self._attributes = {}
+        self.attributes = {}  # style name -> curses attribute
         self._modes_on = None  # the pad whose terminal modes are set
         self._keys_behind = False  # ncurses may hold bytes it read with the last key
         self._drawn_at = float("-inf")  # monotonic time of the last frame
@@ -192,25 +192,17 @@ class Canvas(npyscreen.widget.Widget):
             return ch
 
     def attribute(self, style):
-        attr = self._attributes.get(style)
+        """The curses attribute of a style name (``name+cursor``: reversed), worked out once."""
+        attr = self.attributes.get(style)
         if attr is None:
-            attr = self._attributes[style] = self._attribute(style)
-        return attr
-
-    def _attribute(self, style):
-        if not style:
-            return curses.A_NORMAL
-        cursor = style.endswith("+cursor")
-        name, extra = STYLES.get(style.replace("+cursor", ""), (None, 0))
-        attr = extra
-        if self.use_color and name:
-            colour = self.parent.theme_manager.findPair(self, name)
-            if colour:
-                attr |= colour
-        elif not self.use_color and name in ("DANGER", "WARNING"):
-            attr |= curses.A_BOLD
-        if cursor:
-            attr |= curses.A_REVERSE
+            name, attr = STYLES.get((style or "").replace("+cursor", ""), (None, 0))
+            if self.use_color and name:
+                attr |= self.parent.theme_manager.findPair(self, name) or 0
+            elif not self.use_color and name in ("DANGER", "WARNING"):
+                attr |= curses.A_BOLD
+            if style and style.endswith("+cursor"):
+                attr |= curses.A_REVERSE
+            self.attributes[style] = attr
         return attr
 
     def update(self, clear=True):
@@ -228,7 +220,7 @@ class Canvas(npyscreen.widget.Widget):
             except curses.error:
                 pass
         painted = self._painted if (self._painted_on is pad and self._painted_size == (height, width)) else None
-        paint(pad, lines, painted, width, height, self._attributes, self.attribute)
+        paint(pad, lines, painted, width, height, self.attribute)
         self._painted, self._painted_on, self._painted_size = lines, pad, (height, width)
         self._drawn_at = time.monotonic()
         self._frame_cost = time.thread_time() - started
@@ -247,64 +239,31 @@ def terminal_size(fd: int) -> Tuple[int, int]:
     return size.lines, size.columns
 
 
-def paint(pad, lines, painted, width: int, height: int, attributes, attribute) -> None:
+def paint(pad, lines, painted, width: int, height: int, attribute) -> None:
     """Put ``lines`` on the curses pad: every line when ``painted`` (what the pad shows, as
-    lines painted before at this size) is None, else the lines that differ from it, and of a
-    table row (view.Runs) only the runs that changed while the runs before them kept their
-    lengths: most cells of a row keep their text between readings. ``attributes`` holds the
-    curses attribute of each style seen; ``attribute(style)`` makes a missing one."""
+    lines painted before at this size) is None, else the lines that differ from it (most frames
+    change a line or two). ``attribute(style)`` is the curses attribute of a style."""
     if painted is None:
         pad.erase()
     for y, line in enumerate(lines):
-        before = None  # the runs the pad shows on this line, while they sit where the new ones do
         if painted is not None:
-            shown = painted[y] if y < len(painted) else None
-            if shown == line:
+            if y < len(painted) and painted[y] == line:
                 continue
-            if shown.__class__ is view.Runs and line.__class__ is view.Runs:
-                before = shown
-            else:
-                _clear_from(pad, y, 0)
-        # A line painted already is passed over before its runs are made: most of a frame's
-        # lines (the empty ones below the table too) are as they were.
-        runs = line if line.__class__ is view.Runs else join_runs(line)
+            try:
+                pad.move(y, 0)
+                pad.clrtoeol()
+            except curses.error:
+                pass
         x = 0
         end = width - 1 if y == height - 1 else width  # never write the last cell
-        for n, (text, style) in enumerate(runs):
-            room = end - x
-            if room <= 0:
+        for text, style in join_runs(line):  # one curses call per run of a style
+            if x >= end:
                 break
-            if before is not None:
-                if n < len(before):
-                    was = before[n]
-                    if was[0] == text and was[1] == style:
-                        x += len(text)  # on the pad already
-                        continue
-                    if len(was[0]) != len(text):
-                        _clear_from(pad, y, x)  # the runs after this one move: painted from here on
-                        before = None
-                else:
-                    before = None  # past what the pad showed (it was blank there after its last run)
-            if len(text) > room:
-                text = text[:room]
-            attr = attributes.get(style)
-            if attr is None:
-                attr = attribute(style)
             try:
-                pad.addstr(y, x, text, attr)
+                pad.addstr(y, x, text[:end - x], attribute(style))
             except curses.error:
                 pass
             x += len(text)
-        if before is not None and len(before) > len(runs) and x < end:
-            _clear_from(pad, y, x)  # the line is shorter than what the pad showed
-
-
-def _clear_from(pad, y: int, x: int) -> None:
-    try:
-        pad.move(y, x)
-        pad.clrtoeol()
-    except curses.error:
-        pass
 
 
 def join_runs(line):

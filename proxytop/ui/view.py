@@ -4,8 +4,7 @@ The curses layer only paints these lines; tests and the benchmark can call rende
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from proxytop.collectors.proxysql import ConnectionPool
 from proxytop.collectors.sides import twin_name
@@ -20,19 +19,6 @@ Line = List[Segment]
 
 
 Runs = table.Runs  # a table row's line: its runs, joined once (the painter sends them as they are)
-
-
-@dataclass
-class Memo:
-    """What rendering keeps from one frame to the next, each with the token it was made of
-    (the controller holds one): most frames change a line or two of the screen."""
-
-    header_first: Optional[tuple] = None  # (token, the header's first line)
-    tab_line: Optional[tuple] = None  # (token, the line of tabs)
-    footer_hints: Optional[tuple] = None  # (token, the footer's key hints)
-    table_lines: Optional[tuple] = None  # (token, the table's lines, the visible column keys)
-    fitted: Optional[tuple] = None  # (layout, the columns that fit and their widths)
-    cell_texts: Any = None  # table.CellTexts of the fitted columns
 
 
 def fit(line: Line, width: int) -> Line:
@@ -61,17 +47,7 @@ def header_lines(ctl, width: int) -> List[Line]:
     replaying = engine.replaying
     side = header_label(ctl.screen, session)
     pool_pair = engine.last_two(twin_name(ConnectionPool.name, PGSQL))
-    # The first line changes only with a new reading (the second with every frame: the data's
-    # age): made again only when what it is made of is another object or text.
-    token = (width, replaying, target, session, side, getattr(ctl.screen, "side", MYSQL),
-             previous, current) + tuple(pool_pair)
-    cached = ctl.memo.header_first
-    if cached is not None and len(cached[0]) == len(token) and all(
-            a is b or (type(a) in (int, str, bool) and a == b) for a, b in zip(cached[0], token)):
-        first = cached[1]
-    else:
-        first = fit(_first_header_line(ctl, replaying, target, session, side, previous, current, pool_pair), width)
-        ctl.memo.header_first = (token, first)
+    first = fit(_first_header_line(ctl, replaying, target, session, side, previous, current, pool_pair), width)
     if replaying:
         second: Line = list(ctl.overlay.status(ctl))  # proxytop.recordings.replay.ReplayControls
     else:
@@ -140,20 +116,11 @@ def _backend_alarm(ctl) -> Optional[str]:
 
 
 def tab_line(ctl, width: int) -> Line:
-    # The same tabs give the same line: made again only when a tab's title, the current
-    # screen or the width changed (never, between keys).
-    token = (width, ctl.ui.index) + tuple((screen.title, screen.built) for screen in ctl.screens)
-    cached = ctl.memo.tab_line
-    if cached is not None and cached[0] == token:
-        return cached[1]
     line: Line = []
     for i, screen in enumerate(ctl.screens):
         style = "tab_active" if i == ctl.ui.index else ("tab" if screen.built else "tab_dim")
-        line.append((f"{(i + 1) % 10}:{screen.title}", style))
-        line.append((" ", None))
-    line = fit(line, width)
-    ctl.memo.tab_line = (token, line)
-    return line
+        line += [(f"{(i + 1) % 10}:{screen.title}", style), (" ", None)]
+    return fit(line, width)
 
 
 def status_line(ctl, shown: int, total: int, width: int) -> Line:
@@ -184,18 +151,10 @@ def footer_line(ctl, width: int) -> Line:
     message = ctl.current_message()
     if message is not None:
         return fit([(message[0], message[1])], width)
-    # The key hints change with the screen's and the overlay's bindings and the mode only:
-    # not worked out again for every frame.
-    token = (width, ctl.ui.mode, ctl.screen.bindings, getattr(ctl.overlay, "bindings", None))
-    cached = ctl.memo.footer_hints
-    if cached is not None and cached[0][:2] == token[:2] and cached[0][2] is token[2] and cached[0][3] is token[3]:
-        return cached[1]
     hints = [b.hint for b in ctl.bindings() if b.hint]
     if ctl.ui.mode == "detail":
         hints = ["Esc back", "\u2191\u2193 scroll", "q quit"]
-    line = fit([("  ".join(hints), "footer")], width)
-    ctl.memo.footer_hints = (token, line)
-    return line
+    return fit([("  ".join(hints), "footer")], width)
 
 
 def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line]:
@@ -214,35 +173,13 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
         top = cursor - body + 1
     top = max(0, min(top, max(0, len(rows) - body)))
     ctl.ui.scroll[key] = top
-    # The same rows (the very list object: the controller keeps it until data or state
-    # change) in the same place give the same lines: the UI redraws ten times a second.
-    token = (rows, len(rows), screen, screen.columns, width, height, cursor, top, ctl.ui.mode, ctl.state)
-    cached = ctl.memo.table_lines
-    if cached is not None and len(cached[0]) == len(token) and all(a is b or (type(a) in (int, str) and a == b)
-                                                                    for a, b in zip(cached[0], token)):
-        ctl.visible_keys = cached[2]
-        return cached[1]
-    # Which columns fit changes with the columns, the width and the sort column only.
-    layout = (screen.columns, width, ctl.state.sort_key)
-    fitted_for = ctl.memo.fitted
-    if fitted_for is not None and fitted_for[0][0] is layout[0] and fitted_for[0][1:] == layout[1:]:
-        fitted = fitted_for[1]
-    else:
-        fitted = table.fit_columns(screen.columns, width, keep=ctl.state.sort_key)
-        ctl.memo.fitted = (layout, fitted)
+    fitted = table.fit_columns(screen.columns, width, keep=ctl.state.sort_key)
     ctl.visible_keys = [c.key for c, _ in fitted]
-    texts = ctl.memo.cell_texts
-    if texts is None or not texts.fits(fitted):
-        texts = ctl.memo.cell_texts = table.CellTexts(fitted)
     screen.complete_rows(rows[top:top + body], ctl.view)
     lines: List[Line] = [_join(table.header_cells(fitted, ctl.state))]
     on_cursor = cursor if ctl.ui.mode == "table" else -1
     for i in range(top, min(len(rows), top + body)):
-        line = texts.line(rows[i], cursor=i == on_cursor)
-        if line is None:  # a row whose text spills over empty cells: its cells, then runs
-            line = _join(table.row_cells(rows[i], fitted), cursor=i == on_cursor)
-        lines.append(line)
-    ctl.memo.table_lines = (token, lines, ctl.visible_keys)
+        lines.append(_join(table.row_cells(rows[i], fitted), cursor=i == on_cursor))
     return lines
 
 
@@ -318,9 +255,7 @@ def render(ctl, width: int, height: int) -> List[Line]:
     else:
         rows = ctl.rows()
         notes = [fit(list(n), width) for n in ctl.screen.notes(ctl.view)]
-        total = ctl.total_rows
-        shown = ctl.shown_rows()
-        lines.append(status_line(ctl, shown, total, width))
+        lines.append(status_line(ctl, ctl.shown_rows, ctl.total_rows, width))
         lines += notes[: max(0, room - 3)]
         lines += table_lines(ctl, rows, width, height - len(lines) - 1)
     lines = lines[: max(0, height - 1)]
