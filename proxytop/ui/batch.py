@@ -140,10 +140,6 @@ def iso_time(at: Optional[float]) -> Optional[str]:
     return None if at is None else datetime.datetime.fromtimestamp(at).astimezone().isoformat(timespec="seconds")
 
 
-def local_time(at: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
-
-
 # ----- one report ---------------------------------------------------------------------------
 
 @dataclass
@@ -274,7 +270,7 @@ def make_output(fmt: str, out: IO[str], color: bool = True) -> Callable[[float, 
         console = Console(file=out, no_color=not color, highlight=False, soft_wrap=False)
 
         def report(when: float, header: str, blocks: Sequence[Block]) -> None:
-            console.print(Text(f"{local_time(when)}  {header}".rstrip(), style="bold"))
+            console.print(Text(f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(when))}  {header}".rstrip(), style="bold"))
             for block in blocks:
                 console.print()
                 console.print(Text(block.status_text(), style="bold cyan"))
@@ -289,7 +285,7 @@ def make_output(fmt: str, out: IO[str], color: bool = True) -> Callable[[float, 
             console.file.flush()
     else:
         def report(when: float, header: str, blocks: Sequence[Block]) -> None:
-            lines = [f"{local_time(when)}  {header}".rstrip()]
+            lines = [f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(when))}  {header}".rstrip()]
             for block in blocks:
                 lines += ["", block.status_text()] + block.notes + plain_lines(block)
             out.write("\n".join(lines) + "\n\n")
@@ -304,9 +300,7 @@ class BatchRun:
                  report, interval: float, count: Optional[int] = None, connect_timeout: float = 3.0,
                  err: IO[str] = sys.stderr):
         self.engine, self.controller, self.screens, self.states = engine, controller, list(screens), states
-        self.report = report
-        self.interval, self.count, self.connect_timeout = interval, count, connect_timeout
-        self.err = err
+        self.report, self.interval, self.count, self.connect_timeout, self.err = report, interval, count, connect_timeout, err
         self.active: Tuple[str, ...] = ()
         # a replay's polls drift by a few milliseconds from the interval
         self.tolerance = min(0.3, 0.3 * interval) if engine.replaying else 0.0

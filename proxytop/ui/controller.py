@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
+from functools import partialmethod
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from proxytop.config.options import step_interval
+from proxytop.polling import nodes
 from proxytop.screens.base import Confirm, DataView, Detail, FilledOnRead, Screen
 from proxytop.screens.connpool import alarm_collectors
 from proxytop.screens.sided import header_collector, switch_side
 from proxytop.screens import filters, keys, table
+from proxytop.ui import allnodes
 
 MESSAGE_SECONDS = 6.0
 
@@ -57,10 +60,7 @@ def count_data_rows(rows: Sequence[dict]) -> int:
 
 class Controller:
     def __init__(self, engine, screens: Sequence[Screen], config, clock=time.monotonic):
-        self.engine = engine
-        self.screens = list(screens)
-        self.config = config
-        self.clock = clock
+        self.engine, self.screens, self.config, self.clock = engine, list(screens), config, clock
         self.view = DataView(engine, config)
         start = next((i for i, s in enumerate(self.screens) if s.key == (config.screen if config else "connpool")), 0)
         self.ui = UIState(index=start, tables={s.key: s.initial_state() for s in self.screens},
@@ -79,18 +79,16 @@ class Controller:
         # Extra keys of a mode (a replay): an object with ``title``, ``bindings`` and
         # ``action_<name>(controller)`` methods, looked up after the screen's keys.
         self.overlay = None
-        delay = config.delay if config else 1.0
         for screen in self.screens:
-            self.ui.intervals[screen.key] = max(delay, self.minimum_interval(screen))
+            self.ui.intervals[screen.key] = max(config.delay if config else 1.0, self.minimum_interval(screen))
 
     # ----- messages -------------------------------------------------------------------------
     def say(self, text: str, style: str = "message") -> None:
         self.ui.message = (" ".join(str(text).split()), style, self.clock() + MESSAGE_SECONDS)
 
     def current_message(self) -> Optional[Tuple[str, str]]:
-        if self.ui.message and self.ui.message[2] > self.clock():
-            return self.ui.message[0], self.ui.message[1]
-        return None
+        message = self.ui.message
+        return message[:2] if message and message[2] > self.clock() else None
 
     # ----- keys -----------------------------------------------------------------------------
     def bindings(self) -> List[keys.Binding]:
@@ -136,11 +134,10 @@ class Controller:
     def state(self) -> table.TableState:
         return self.ui.tables[self.screen.key]
 
-    def do_next_screen(self):
-        self.switch((self.ui.index + 1) % len(self.screens))
+    def _step_screen(self, step: int) -> None:
+        self.switch((self.ui.index + step) % len(self.screens))
 
-    def do_previous_screen(self):
-        self.switch((self.ui.index - 1) % len(self.screens))
+    do_next_screen, do_previous_screen = partialmethod(_step_screen, +1), partialmethod(_step_screen, -1)
 
     def do_goto_screen(self, index: int):
         if 0 <= index < len(self.screens):
@@ -155,19 +152,12 @@ class Controller:
             self.ui.mode = "table"
             self.activate()
 
-    def do_next_node(self):
-        from proxytop.polling import nodes
+    def _step_node(self, step: int) -> None:
+        self.say(nodes.step(self, step))
 
-        self.say(nodes.step(self, +1))
-
-    def do_previous_node(self):
-        from proxytop.polling import nodes
-
-        self.say(nodes.step(self, -1))
+    do_next_node, do_previous_node = partialmethod(_step_node, +1), partialmethod(_step_node, -1)
 
     def do_all_nodes(self):
-        from proxytop.ui import allnodes
-
         self.say(allnodes.toggle(self))
         self.activate()
 
@@ -227,12 +217,6 @@ class Controller:
         engine.read_together([n for n in names if getattr(engine.collector(n), "source", None) == "proxysql"])
         self._rows_token = None
 
-    def do_faster(self):
-        self._step_interval(-1)
-
-    def do_slower(self):
-        self._step_interval(+1)
-
     def _step_interval(self, direction: int) -> None:
         minimum = self.minimum_interval(self.screen)
         new = self.ui.intervals[self.screen.key] = step_interval(self.interval(), direction, minimum)
@@ -241,6 +225,8 @@ class Controller:
             self.say(f"interval {new:g}s: the minimum for this screen")
         else:
             self.say(f"interval {new:g}s")
+
+    do_faster, do_slower = partialmethod(_step_interval, -1), partialmethod(_step_interval, +1)
 
     def do_pause(self):
         if self.engine.paused:
@@ -317,41 +303,21 @@ class Controller:
         if 0 <= self.ui.cursor[key] < len(self._rows):
             self.ui.cursor_id[key] = self._rows[self.ui.cursor[key]].get("_id")
 
-    def _move(self, delta: int) -> None:
+    def _move(self, rows_down: int, pages_down: int = 0) -> None:
         rows = self.rows()
         if rows:
-            key = self.screen.key
+            key, delta = self.screen.key, rows_down + pages_down * self.page_rows
             self.ui.cursor[key] = max(0, min(len(rows) - 1, self.ui.cursor[key] + delta))
             self._remember_cursor()
 
-    def do_up(self):
-        self._move(-1)
-
-    def do_down(self):
-        self._move(+1)
-
-    def do_page_up(self):
-        self._move(-self.page_rows)
-
-    def do_page_down(self):
-        self._move(+self.page_rows)
-
-    def do_top(self):
-        self._move(-10**9)
-
-    def do_bottom(self):
-        self._move(+10**9)
+    do_up, do_down = partialmethod(_move, -1), partialmethod(_move, +1)
+    do_page_up, do_page_down = partialmethod(_move, 0, -1), partialmethod(_move, 0, +1)
+    do_top, do_bottom = partialmethod(_move, -10**9), partialmethod(_move, +10**9)
 
     # ----- sorting and filtering the current table -----------------------------------------------
     def _set_state(self, state: table.TableState) -> None:
         self.ui.tables[self.screen.key] = state
         self._rows_token = None
-
-    def do_sort_next(self):
-        self._sort_step(+1)
-
-    def do_sort_previous(self):
-        self._sort_step(-1)
 
     def _sort_step(self, step: int) -> None:
         # the columns on screen (all of them before the first frame)
@@ -362,6 +328,8 @@ class Controller:
             descending = next(c.numeric for c in columns if c.key == key)
             self._set_state(self.state.with_sort(key, descending))
             self.say(f"sorted by {self.column_title(key)}")
+
+    do_sort_next, do_sort_previous = partialmethod(_sort_step, +1), partialmethod(_sort_step, -1)
 
     def do_sort_reverse(self):
         self._set_state(self.state.with_sort(self.state.sort_key, not self.state.descending))
@@ -468,9 +436,7 @@ class Controller:
         if name in ("ESC", "BACKSPACE", "KEY_LEFT"):
             self.ui.mode = "table"
             self.ui.detail = None
-            closed = getattr(self.screen, "detail_closed", None)
-            if closed is not None:
-                closed()
+            getattr(self.screen, "detail_closed", lambda: None)()  # (ConnPool's health view)
         elif name in scroll:
             self.ui.detail_scroll = max(0, self.ui.detail_scroll + scroll[name])
         elif name in ("KEY_HOME", "g"):
