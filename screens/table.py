@@ -242,90 +242,6 @@ def header_cells(fitted: Sequence[Tuple[Column, int]], state: TableState) -> Lis
     return cells
 
 
-class CellTexts:
-    """The clipped text of each fitted column by value, kept from one frame to the next: most
-    cells show what they showed a second ago (a host, a status, a count), and formatting them
-    was most of what drawing a table cost. A formatter is a function of the value alone, so a
-    value seen before gives the same text (a column class that overrides text() is formatted
-    every time). Each column keeps at most LIMIT texts.
-
-    >>> texts = CellTexts([(Column("n", "N", 4), 4)])
-    >>> [texts.line({"n": v})[0][0] for v in (1, 1.5, 1, None)]
-    ['   1', ' 1.5', '   1', '   —']
-    """
-
-    LIMIT = 2048
-
-    def __init__(self, fitted: Sequence[Tuple[Column, int]]):
-        self.fitted = tuple(fitted)
-        # A column class with its own text() may read the whole row (GloStat's unit per
-        # variable): its cells are formatted every time (None: nothing kept).
-        self._plan = [(column.key, column, width, column.style, {} if type(column).text is Column.text else None)
-                      for column, width in self.fitted]
-
-    def fits(self, fitted: Sequence[Tuple[Column, int]]) -> bool:
-        """True when ``fitted`` lays out the same columns at the same widths."""
-        return len(fitted) == len(self.fitted) and all(
-            a[0] is b[0] and a[1] == b[1] for a, b in zip(fitted, self.fitted))
-
-    def line(self, row: Row, cursor: bool = False) -> Optional["Runs"]:
-        """The runs of a row as ``Runs.joined(row_cells(row, fitted), cursor)`` makes them,
-        with the texts of values seen before, in one pass: no list of cells is made and
-        walked again (a table is redrawn every second, and its rows were most of a frame).
-        The join is Runs.joined's, written into this loop on purpose: fed by a generator of
-        cells instead, a ConnPool line took 12.9 us against 10.9 (tests/test_cell_texts.py
-        holds the two to the same runs). None for a row whose text spills over the empty
-        cells before it (row_cells merges those)."""
-        get = row.get
-        if get("_spill") is not None:
-            return None
-        subtotal = get("_kind") == "subtotal"
-        row_style = get("_style") or ("subtotal" if subtotal else None)
-        gap = "cursor" if cursor else None
-        runs = Runs()
-        texts_of_run: List[str] = []
-        current = gap  # the style of the run being made
-        first = True
-        for key, column, width, style_of, texts in self._plan:
-            if texts is None:
-                text = clip(column.text(row), width, column.align)
-            else:
-                value = get(key)
-                if value is None and subtotal and not column.summable:
-                    text = " " * width  # no total of this column (Column.text)
-                else:
-                    memo = (value.__class__, value)  # 1, 1.0 and True are equal keys but format differently
-                    try:
-                        text = texts.get(memo)  # not texts[memo]: a KeyError raised costs more than the lookup
-                    except TypeError:  # an unhashable value
-                        text = clip(column.text(row), width, column.align)
-                    if text is None:
-                        if len(texts) >= self.LIMIT:
-                            texts.clear()
-                        text = texts[memo] = clip(column.text(row), width, column.align)
-            style = (style_of(row) if style_of is not None and not subtotal else None) or row_style
-            if cursor:
-                style = (style + "+cursor") if style else "cursor"
-            if first:
-                first = False
-            elif current == gap:
-                texts_of_run.append(" ")
-            else:
-                runs.append(("".join(texts_of_run), current))
-                texts_of_run, current = [" "], gap
-            if not text:
-                continue
-            if style == current:
-                texts_of_run.append(text)
-            else:
-                if texts_of_run:
-                    runs.append(("".join(texts_of_run), current))
-                texts_of_run, current = [text], style
-        if texts_of_run:
-            runs.append(("".join(texts_of_run), current))
-        return runs
-
-
 class Runs(list):
     """A line whose neighbouring segments differ in style and none is empty (made by
     :meth:`joined`): the painter sends it as it is, without joining runs again
@@ -372,8 +288,7 @@ class Runs(list):
 
 
 def row_cells(row: Row, fitted: Sequence[Tuple[Column, int]]) -> List[Tuple[str, Optional[str]]]:
-    """The cells of one row as (text, style name), each formatted afresh (a table drawn every
-    second keeps its texts: CellTexts.line)."""
+    """The cells of one row as (text, style name)."""
     subtotal = row.get("_kind") == "subtotal"
     cells = []
     row_style = row.get("_style") or ("subtotal" if subtotal else None)

@@ -130,7 +130,7 @@ def test_a_stop_signal_wakes_the_loop_which_raises_and_a_second_one_raises_at_on
         assert waker.wait(r, 5.0) is False  # woken at once, not by a key
         # The wait that spaces frames (a key only) ends too, long before its time is up.
         started = time.monotonic()
-        assert waker.wait_for_key(r, 60.0) is False and time.monotonic() - started < 30
+        assert waker.wait(r, 60.0, for_key_only=True) is False and time.monotonic() - started < 30
         with pytest.raises(wakeup.Terminated, match="SIGTERM"):
             waker.stop_if_asked()
         with pytest.raises(KeyboardInterrupt):

@@ -30,27 +30,14 @@ DATA_FRAME_GAP = 0.5
 # fiftieth of a core (a 17 ms frame of 500 servers: every 0.85 s).
 FRAME_SHARE = 50
 
-# style name -> (theme colour name, extra attributes)
+# style name -> (theme colour name, extra attributes); any other style is plain
+B, DIM, REVERSE = curses.A_BOLD, curses.A_DIM, curses.A_REVERSE
 STYLES = {
-    "header_title": ("STANDOUT", curses.A_BOLD),
-    "header": (None, curses.A_BOLD),
-    "label": (None, 0),
-    "title": ("STANDOUT", curses.A_BOLD),
-    "sorted": ("CONTROL", curses.A_BOLD | curses.A_UNDERLINE),
-    "good": ("GOOD", 0),
-    "danger": ("DANGER", curses.A_BOLD),
-    "warning": ("WARNING", 0),
-    "warning_bold": ("WARNING", curses.A_BOLD),
-    "dim": (None, curses.A_DIM),
-    "subtotal": (None, curses.A_BOLD),
-    "tab": (None, 0),
-    "tab_dim": (None, curses.A_DIM),
-    "tab_active": (None, curses.A_REVERSE | curses.A_BOLD),
-    "cursor": (None, curses.A_REVERSE),
-    "footer": (None, curses.A_DIM),
-    "input": (None, curses.A_BOLD),
-    "message": ("STANDOUT", 0),
-    "error": ("DANGER", curses.A_BOLD),
+    "header_title": ("STANDOUT", B), "title": ("STANDOUT", B), "message": ("STANDOUT", 0),
+    "header": (None, B), "subtotal": (None, B), "input": (None, B), "sorted": ("CONTROL", B | curses.A_UNDERLINE),
+    "good": ("GOOD", 0), "danger": ("DANGER", B), "error": ("DANGER", B), "warning": ("WARNING", 0),
+    "warning_bold": ("WARNING", B), "dim": (None, DIM), "tab_dim": (None, DIM), "footer": (None, DIM),
+    "tab_active": (None, REVERSE | B), "cursor": (None, REVERSE),
 }
 
 
@@ -76,7 +63,7 @@ class Canvas(npyscreen.widget.Widget):
     def __init__(self, screen, controller=None, color=True, **keywords):
         self.controller = controller
         self.use_color = color
-        self._attributes = {}
+        self.attributes = {}  # style name -> curses attribute
         self._modes_on = None  # the pad whose terminal modes are set
         self._keys_behind = False  # ncurses may hold bytes it read with the last key
         self._drawn_at = float("-inf")  # monotonic time of the last frame
@@ -96,12 +83,11 @@ class Canvas(npyscreen.widget.Widget):
 
     def on_key(self, ch):
         if ch == curses.KEY_RESIZE:
-            self.parent.follow_terminal_size(asked=True)
+            self.parent.follow_terminal_size()
             return
         if ch == CTRL_C:
-            # ^C read as a key: it came while the terminal did not make it a signal (between
-            # ncurses' raw() and cbreak() below, or a terminal set up so): it quits as the
-            # signal does.
+            # ^C read as a key (the terminal did not make it a signal: between raw() and
+            # cbreak() below, or a terminal set up so) quits as the signal does.
             raise KeyboardInterrupt
         self.controller.handle_key(ch)
         if self.controller.ui.quit_requested:
@@ -150,7 +136,7 @@ class Canvas(npyscreen.widget.Widget):
                     gap = self._drawn_at + spacing - time.monotonic()
                     if gap <= 0 or not self._showed_data:
                         return self.try_while_waiting()
-                    keyed = waker.wait_for_key(terminal, gap)
+                    keyed = waker.wait(terminal, gap, for_key_only=True)
                     waker.stop_if_asked()
                     if not keyed:
                         return self.try_while_waiting()
@@ -192,30 +178,21 @@ class Canvas(npyscreen.widget.Widget):
             return ch
 
     def attribute(self, style):
-        attr = self._attributes.get(style)
+        """The curses attribute of a style name (``name+cursor``: reversed), worked out once."""
+        attr = self.attributes.get(style)
         if attr is None:
-            attr = self._attributes[style] = self._attribute(style)
-        return attr
-
-    def _attribute(self, style):
-        if not style:
-            return curses.A_NORMAL
-        cursor = style.endswith("+cursor")
-        name, extra = STYLES.get(style.replace("+cursor", ""), (None, 0))
-        attr = extra
-        if self.use_color and name:
-            colour = self.parent.theme_manager.findPair(self, name)
-            if colour:
-                attr |= colour
-        elif not self.use_color and name in ("DANGER", "WARNING"):
-            attr |= curses.A_BOLD
-        if cursor:
-            attr |= curses.A_REVERSE
+            name, attr = STYLES.get((style or "").replace("+cursor", ""), (None, 0))
+            if self.use_color and name:
+                attr |= self.parent.theme_manager.findPair(self, name) or 0
+            elif not self.use_color and name in ("DANGER", "WARNING"):
+                attr |= curses.A_BOLD
+            if style and style.endswith("+cursor"):
+                attr |= curses.A_REVERSE
+            self.attributes[style] = attr
         return attr
 
     def update(self, clear=True):
-        """Render, then paint only the lines that differ from what the pad already shows:
-        most refreshes change a line or two (the data age, a few cells)."""
+        """Render, then paint the lines that differ from what the pad already shows."""
         started = time.thread_time()
         height, width = terminal_size(self.parent.parentApp.terminal_fd)
         pad = self.parent.curses_pad
@@ -228,7 +205,7 @@ class Canvas(npyscreen.widget.Widget):
             except curses.error:
                 pass
         painted = self._painted if (self._painted_on is pad and self._painted_size == (height, width)) else None
-        paint(pad, lines, painted, width, height, self._attributes, self.attribute)
+        paint(pad, lines, painted, width, height, self.attribute)
         self._painted, self._painted_on, self._painted_size = lines, pad, (height, width)
         self._drawn_at = time.monotonic()
         self._frame_cost = time.thread_time() - started
@@ -247,64 +224,31 @@ def terminal_size(fd: int) -> Tuple[int, int]:
     return size.lines, size.columns
 
 
-def paint(pad, lines, painted, width: int, height: int, attributes, attribute) -> None:
+def paint(pad, lines, painted, width: int, height: int, attribute) -> None:
     """Put ``lines`` on the curses pad: every line when ``painted`` (what the pad shows, as
-    lines painted before at this size) is None, else the lines that differ from it, and of a
-    table row (view.Runs) only the runs that changed while the runs before them kept their
-    lengths: most cells of a row keep their text between readings. ``attributes`` holds the
-    curses attribute of each style seen; ``attribute(style)`` makes a missing one."""
+    lines painted before at this size) is None, else the lines that differ from it (most frames
+    change a line or two). ``attribute(style)`` is the curses attribute of a style."""
     if painted is None:
         pad.erase()
     for y, line in enumerate(lines):
-        before = None  # the runs the pad shows on this line, while they sit where the new ones do
         if painted is not None:
-            shown = painted[y] if y < len(painted) else None
-            if shown == line:
+            if y < len(painted) and painted[y] == line:
                 continue
-            if shown.__class__ is view.Runs and line.__class__ is view.Runs:
-                before = shown
-            else:
-                _clear_from(pad, y, 0)
-        # A line painted already is passed over before its runs are made: most of a frame's
-        # lines (the empty ones below the table too) are as they were.
-        runs = line if line.__class__ is view.Runs else join_runs(line)
+            try:
+                pad.move(y, 0)
+                pad.clrtoeol()
+            except curses.error:
+                pass
         x = 0
         end = width - 1 if y == height - 1 else width  # never write the last cell
-        for n, (text, style) in enumerate(runs):
-            room = end - x
-            if room <= 0:
+        for text, style in join_runs(line):  # one curses call per run of a style
+            if x >= end:
                 break
-            if before is not None:
-                if n < len(before):
-                    was = before[n]
-                    if was[0] == text and was[1] == style:
-                        x += len(text)  # on the pad already
-                        continue
-                    if len(was[0]) != len(text):
-                        _clear_from(pad, y, x)  # the runs after this one move: painted from here on
-                        before = None
-                else:
-                    before = None  # past what the pad showed (it was blank there after its last run)
-            if len(text) > room:
-                text = text[:room]
-            attr = attributes.get(style)
-            if attr is None:
-                attr = attribute(style)
             try:
-                pad.addstr(y, x, text, attr)
+                pad.addstr(y, x, text[:end - x], attribute(style))
             except curses.error:
                 pass
             x += len(text)
-        if before is not None and len(before) > len(runs) and x < end:
-            _clear_from(pad, y, x)  # the line is shorter than what the pad showed
-
-
-def _clear_from(pad, y: int, x: int) -> None:
-    try:
-        pad.move(y, x)
-        pad.clrtoeol()
-    except curses.error:
-        pass
 
 
 def join_runs(line):
@@ -332,14 +276,9 @@ def join_runs(line):
 
 
 def leave_initial_state() -> None:
-    """Let ncurses send a frame in a few writes instead of one write per cursor move.
-
-    Until the program has once left curses (endwin) and come back, ncurses (6.4, lib_mvcur.c)
-    takes every cursor movement of doupdate() for a call from a low-level terminfo program and
-    flushes its output buffer after it: a ConnPool frame whose changed digits are in twenty
-    places went out in thirty writes to the terminal. Leaving and coming back once, before the
-    first frame, puts it in its running state (tty_update.c) for good; the terminal sees the
-    alternate screen left and entered again on an empty screen."""
+    """Let ncurses send a frame in a few writes instead of one per cursor move: until the
+    program has once left curses and come back, ncurses (6.4, lib_mvcur.c) flushes its output
+    after every cursor movement (a ConnPool frame went out in thirty writes)."""
     try:
         curses.endwin()
         curses.doupdate()  # back: terminal modes, the alternate screen and the cursor as they were
@@ -356,23 +295,13 @@ class MonitorForm(npyscreen.FormBaseNew):
     FIX_MINIMUM_SIZE_WHEN_CREATED = False
 
     def create(self):
-        self.size_followed = False  # the terminal's size asked once at least
         app = self.parentApp
         self.keypress_timeout = KEYPRESS_TIMEOUT
         self.canvas = self.add(Canvas, controller=app.controller, color=app.use_color, rely=0, relx=0)
 
-    def follow_terminal_size(self, asked=False):
+    def follow_terminal_size(self):
         """Make a new pad when the terminal changed size, even if no KEY_RESIZE arrived
-        (it can be lost while the size changes twice in quick succession). ``asked``: a
-        KEY_RESIZE came, look whatever the SIGWINCH handler saw."""
-        waker = self.parentApp.wakeup
-        if waker is not None and self.size_followed and not asked:
-            # Our SIGWINCH handler (MonitorApp.onStart) sees every resize: without one since
-            # the last look, the size is what it was (asking costs some 40 us a frame).
-            if not waker.resized:
-                return
-            waker.resized = False  # before asking: a resize during the look is seen next time
-        self.size_followed = True
+        (it can be lost while the size changes twice in quick succession)."""
         size = terminal_size(self.parentApp.terminal_fd)
         # Ask ncurses itself: its own SIGWINCH handling may have resized its screen behind
         # Python's back (curses.LINES / curses.COLS are only updated by Python's wrappers).
@@ -389,9 +318,7 @@ class MonitorForm(npyscreen.FormBaseNew):
             self.canvas.forget()
 
     def while_waiting(self):
-        # Only follow the size here: the widget's edit loop displays it (renders and
-        # refreshes) right after, on a timeout as after a key. Rendering here too drew
-        # every frame twice.
+        # Only follow the size: the edit loop displays the frame right after (as after a key).
         self.follow_terminal_size()
 
     def display(self, clear=False):
@@ -451,9 +378,8 @@ class MonitorApp(npyscreen.NPSAppManaged):
         except curses.error:
             pass
         try:
-            # ncurses stopped to look for a pending key every few lines it sent (a poll() and a
-            # write() each): a frame went out in some thirty small writes. Sent whole, it is one
-            # or two, and the key is read right after anyway.
+            # ncurses looked for a pending key every few lines it sent (a poll() and a write()
+            # each): a frame went out in thirty small writes; sent whole, in one or two.
             curses.typeahead(-1)
         except curses.error:
             pass
@@ -464,7 +390,6 @@ class MonitorApp(npyscreen.NPSAppManaged):
             npyscreen.disableColor()
         self.keypress_timeout_default = KEYPRESS_TIMEOUT
         if self.wakeup is not None:
-            # A resize wakes the loop, which asks the terminal its size (follow_terminal_size)
-            # instead of waiting for ncurses' KEY_RESIZE on the next key.
+            # A resize wakes the loop, which asks the terminal its size: no wait for KEY_RESIZE.
             signal.signal(signal.SIGWINCH, self.wakeup.wake)
         self.addForm("MAIN", MonitorForm, name="proxytop", minimum_lines=5, minimum_columns=20)

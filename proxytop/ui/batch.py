@@ -1,7 +1,7 @@
 """``--batch``: the screens as text every interval — for scripts, logs and cron; no curses.
 
-Each report shows the chosen screens with the same columns, units, sort and filter as the live
-view (the rows come from each screen's ``rows()`` and ``arrange()``): a rich table on a
+Each report shows the chosen screens with the live view's column declarations, units, sort
+and filter (the rows come from each screen's ``rows()`` and ``arrange()``): a rich table on a
 terminal, aligned plain text when piped, or JSON lines / CSV with raw values under the column
 keys. Like iostat, the first report waits until rates can be computed (two readings), so
 ``--count 1`` already shows rates.
@@ -83,23 +83,21 @@ def table_states(screens: Sequence[Screen], sort: Optional[str], filter_text: Op
             continue
         problems = []
         for screen in screens:
+            state = states[screen.key]
             try:
-                states[screen.key] = _apply(screen, states[screen.key], option, text)
+                if option == "filter":
+                    states[screen.key] = replace(state, filter=filters.parse(text, screen.columns))
+                    continue
+                name, descending = parse_sort(text)
+                key = filters.resolve_column(name, screen.columns)
+                if descending is None:
+                    descending = next(c.numeric for c in screen.columns if c.key == key)  # as the s key does
+                states[screen.key] = state.with_sort(key, descending)
             except filters.FilterError as exc:
                 problems.append(f"{screen.title}: {exc}")
         if problems and (strict or len(problems) == len(screens)):
             raise UsageError(f"--{option} {text}: " + "; ".join(problems))
     return states
-
-
-def _apply(screen: Screen, state: TableState, option: str, text: str) -> TableState:
-    if option == "filter":
-        return replace(state, filter=filters.parse(text, screen.columns))
-    name, descending = parse_sort(text)
-    key = filters.resolve_column(name, screen.columns)
-    if descending is None:
-        descending = next(c.numeric for c in screen.columns if c.key == key)  # as the s key does
-    return state.with_sort(key, descending)
 
 
 # ----- values -----------------------------------------------------------------------------
@@ -112,14 +110,12 @@ def raw_value(value: Any) -> Any:
     """
     if value is None or isinstance(value, (bool, int, str)):
         return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
     if isinstance(value, (list, tuple, set, frozenset)):
         return [raw_value(v) for v in value]
     if isinstance(value, (bytes, bytearray)):
         return bytes(value).decode("utf-8", "replace")
     try:
-        number = float(value)  # Decimal and friends
+        number = float(value)  # float, Decimal and friends
         return number if math.isfinite(number) else None
     except (TypeError, ValueError):
         return str(value)
@@ -140,8 +136,8 @@ def csv_value(value: Any) -> str:
     return str(value)
 
 
-def iso_time(at: float) -> str:
-    return datetime.datetime.fromtimestamp(at).astimezone().isoformat(timespec="seconds")
+def iso_time(at: Optional[float]) -> Optional[str]:
+    return None if at is None else datetime.datetime.fromtimestamp(at).astimezone().isoformat(timespec="seconds")
 
 
 # ----- one report ---------------------------------------------------------------------------
@@ -154,8 +150,7 @@ class Block:
     state: TableState
     rows: List[Row]  # arranged: filtered, sorted, with subtotal rows
     total: int  # rows before the filter
-    notes: List[str]
-    note_lines: List[Sequence[Tuple[str, Optional[str]]]]
+    note_lines: List[Sequence[Tuple[str, Optional[str]]]]  # styled, as on the live screen
     status: Optional[str]
     node: Optional[str] = None  # the watched ProxySQL node, when several are given
     data_wall: Optional[float] = None  # wall time of the newest reading the rows come from
@@ -164,364 +159,246 @@ class Block:
     def data_rows(self) -> List[Row]:
         return [r for r in self.rows if r.get("_kind") != "subtotal"]
 
+    @property
+    def notes(self) -> List[str]:
+        texts = ["".join(text for text, _ in line).rstrip() for line in self.note_lines]
+        return [t for t in texts if t]
+
+    @property
+    def columns(self) -> List[str]:
+        return [c.key for c in self.screen.columns]
+
     def status_text(self) -> str:
-        state = self.state
-        title = next((c.title for c in self.screen.columns if c.key == state.sort_key), state.sort_key)
-        pgsql = getattr(self.screen, "sided", False) and self.screen.side.key == "pgsql"
-        parts = [self.screen.title + (" (PgSQL)" if pgsql else ""), f"sort {title} {'desc' if state.descending else 'asc'}"]
+        state, screen = self.state, self.screen
+        pgsql = getattr(screen, "sided", False) and screen.side.key == "pgsql"
+        title = next((c.title for c in screen.columns if c.key == state.sort_key), state.sort_key)
+        parts = [screen.title + (" (PgSQL)" if pgsql else ""), f"sort {title} {'desc' if state.descending else 'asc'}"]
         if not state.filter.empty:
             parts.append(f"filter {state.filter.text}  {len(self.data_rows)}/{self.total} rows")
         else:
             parts.append(f"{self.total} rows")
-        if self.status:
-            parts.append(self.status)
-        return "  ".join(parts)
+        return "  ".join(parts + ([self.status] if self.status else []))
 
 
 def build_block(screen: Screen, state: TableState, data_view) -> Block:
     raw = screen.rows(data_view)
     screen.complete_rows(raw, data_view)  # every row is written out whole
-    note_lines = [tuple(line) for line in screen.notes(data_view)]
-    notes = ["".join(text for text, _ in line).rstrip() for line in note_lines]
-    return Block(screen=screen, state=state, rows=screen.arrange(raw, state), total=len(raw),
-                 notes=[n for n in notes if n], note_lines=note_lines, status=screen.status(data_view),
-                 node=watched_node(data_view), data_wall=newest_reading(screen, data_view))
-
-
-def watched_node(data_view) -> Optional[str]:
-    """The watched node's address when proxytop was given several (None for one node)."""
     nodes = getattr(data_view.source(PROXYSQL), "nodes", None)
-    return nodes.watched.label if nodes is not None and nodes.several else None
+    # when the rows' readings were taken (the processlist is read every 2 s at most)
+    walls = [s.wall_time for s in map(data_view.latest, screen.active_collectors()) if s is not None]
+    return Block(screen=screen, state=state, rows=screen.arrange(raw, state), total=len(raw),
+                 note_lines=[tuple(line) for line in screen.notes(data_view)], status=screen.status(data_view),
+                 node=nodes.watched.label if nodes is not None and nodes.several else None,
+                 data_wall=max(walls) if walls else None)
 
 
-def newest_reading(screen: Screen, data_view) -> Optional[float]:
-    """Wall time of the newest reading of the screen's collectors (when its query started):
-    the processlist is read every 2 s at most, so its rows can be older than the report."""
-    walls = [snapshot.wall_time for snapshot in map(data_view.latest, screen.active_collectors())
-             if snapshot is not None]
-    return max(walls) if walls else None
+def title(column: Column, state: TableState) -> str:
+    arrow = ("\u2193" if state.descending else "\u2191") if column.key == state.sort_key else ""
+    return column.title.strip() + arrow
 
 
-def _title(column: Column, state: TableState) -> str:
-    if column.key == state.sort_key:
-        return column.title.strip() + ("\u2193" if state.descending else "\u2191")
-    return column.title.strip()
+# ----- output formats: each a function report(when, header, blocks) ------------------------------
 
-
-# ----- output formats ------------------------------------------------------------------------
-
-class PlainOutput:
+def plain_lines(block: Block) -> List[str]:
     """Aligned text, every column, nothing cut: for pipes, files and logs."""
-
-    def __init__(self, out: IO[str]):
-        self.out = out
-
-    def report(self, when: float, header: str, blocks: Sequence[Block]) -> None:
-        lines = [f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(when))}  {header}".rstrip()]
-        for block in blocks:
-            lines.append("")
-            lines.append(block.status_text())
-            lines.extend(block.notes)
-            lines.extend(self.table(block))
-        self.out.write("\n".join(lines) + "\n\n")
-        self.out.flush()
-
-    @staticmethod
-    def table(block: Block) -> List[str]:
-        columns = list(block.screen.columns)
-        if not columns:
-            return []
-        titles = [_title(c, block.state) for c in columns]
-        cells = [[c.text(row) for c in columns] for row in block.rows]
-        widths = [max([len(t)] + [len(r[i]) for r in cells]) for i, t in enumerate(titles)]
-
-        def line(values: Sequence[str]) -> str:
-            parts = [v.rjust(w) if c.align == ">" else v.ljust(w) for v, w, c in zip(values, widths, columns)]
-            return "  ".join(parts).rstrip()
-
-        return [line(titles)] + [line(r) for r in cells]
+    columns = list(block.screen.columns)
+    if not columns:
+        return []
+    cells = [[title(c, block.state) for c in columns]] + [[c.text(row) for c in columns] for row in block.rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
+    return ["  ".join(v.rjust(w) if c.align == ">" else v.ljust(w) for v, w, c in zip(line, widths, columns)).rstrip()
+            for line in cells]
 
 
-class RichOutput:
-    """A rich table per screen on a terminal: the columns that fit, styled as in the live view."""
-
-    def __init__(self, out: IO[str], color: bool = True):
-        from rich.console import Console
-
-        self.console = Console(file=out, no_color=not color, highlight=False, soft_wrap=False)
-
-    def report(self, when: float, header: str, blocks: Sequence[Block]) -> None:
-        from rich.text import Text
-
-        console = self.console
-        console.print(Text(f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(when))}  {header}".rstrip(),
-                           style="bold"))
-        for block in blocks:
-            console.print()
-            console.print(Text(block.status_text(), style="bold cyan"))
-            for line in block.note_lines:
-                text = Text()
-                for segment, style in line:
-                    text.append(segment, style=RICH_STYLES.get(style or "", ""))
-                if text.plain.strip():
-                    console.print(text)
-            console.print(self.table(block))
-        console.print()
-        console.file.flush()
-
-    def table(self, block: Block):
-        from rich import box
-        from rich.table import Table as RichTable
-
-        # Which columns fit is decided on what the cells hold (rich sizes columns to their
-        # content), with the live view's priorities; 3 = padding and rule between columns.
-        sized = [replace(c, width=max([len(_title(c, block.state))] + [len(c.text(r)) for r in block.rows]))
-                 for c in block.screen.columns]
-        fitted = table.fit_columns(sized, max(20, self.console.width), gap=3, keep=block.state.sort_key)
-        grid = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
-        for column, width in fitted:
-            grid.add_column(_title(column, block.state), justify="right" if column.align == ">" else "left",
-                            no_wrap=True, overflow="ellipsis", min_width=min(width, len(column.title)),
-                            header_style="bold underline" if column.key == block.state.sort_key else "bold")
-        for row in block.rows:
-            row_style = row.get("_style") or ("subtotal" if row.get("_kind") == "subtotal" else None)
-            cells = []
-            for column, _width in fitted:
-                style = column.style(row) if column.style and row.get("_kind") != "subtotal" else None
-                cells.append(_rich_text(column.text(row), style or row_style))
-            grid.add_row(*cells)
-        return grid
-
-
-def _rich_text(text: str, style: Optional[str]):
+def rich_table(block: Block, width: int):
+    """The columns that fit, styled as in the live view."""
+    from rich import box
+    from rich.table import Table
     from rich.text import Text
 
-    return Text(text, style=RICH_STYLES.get(style or "", ""))
+    # Which columns fit is decided on what the cells hold (rich sizes columns to their
+    # content), with the live view's priorities; 3 = padding and rule between columns.
+    sized = [replace(c, width=max([len(title(c, block.state))] + [len(c.text(r)) for r in block.rows]))
+             for c in block.screen.columns]
+    fitted = table.fit_columns(sized, max(20, width), gap=3, keep=block.state.sort_key)
+    grid = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1))
+    for column, width in fitted:
+        grid.add_column(title(column, block.state), justify="right" if column.align == ">" else "left",
+                        no_wrap=True, overflow="ellipsis", min_width=min(width, len(column.title)),
+                        header_style="bold underline" if column.key == block.state.sort_key else "bold")
+    for row in block.rows:
+        subtotal = row.get("_kind") == "subtotal"
+        row_style = row.get("_style") or ("subtotal" if subtotal else None)
+        grid.add_row(*[Text(c.text(row), style=RICH_STYLES.get(
+            (c.style(row) if c.style and not subtotal else None) or row_style or "", "")) for c, _ in fitted])
+    return grid
 
 
-class JsonOutput:
-    """One JSON object per screen per report, one per line: raw values under column keys."""
-
-    def __init__(self, out: IO[str]):
-        self.out = out
-
-    def report(self, when: float, header: str, blocks: Sequence[Block]) -> None:
-        for block in blocks:
-            keys = [c.key for c in block.screen.columns]
-            record = {
-                "time": iso_time(when),
-                "timestamp": round(when, 3),
-                "screen": block.screen.key,
-                **({"node": block.node} if block.node else {}),
-                "title": block.screen.title,
-                "side": block.screen.side.key if getattr(block.screen, "sided", False) else None,
-                "sort": block.state.sort_key,
-                "descending": block.state.descending,
-                "filter": block.state.filter.text or None,
-                "status": block.status,
-                "data_time": iso_time(block.data_wall) if block.data_wall is not None else None,
-                "data_timestamp": round(block.data_wall, 3) if block.data_wall is not None else None,
-                "notes": block.notes,
-                "columns": keys,
-                "rows": [{k: raw_value(row.get(k)) for k in keys} for row in block.data_rows],
-            }
-            self.out.write(json.dumps(record, separators=(",", ":")) + "\n")
-        self.out.flush()
-
-
-class CsvOutput:
-    """CSV with raw values: ``time,screen,<column keys>``; each screen's header line comes
-    before its first rows."""
-
-    def __init__(self, out: IO[str]):
-        self.out = out
-        self.writer = csv.writer(out, lineterminator="\n")
-        self.headed: set = set()
-
-    def report(self, when: float, header: str, blocks: Sequence[Block]) -> None:
-        stamp = iso_time(when)
-        for block in blocks:
-            keys = [c.key for c in block.screen.columns]
-            node = [block.node] if block.node else []  # several nodes: each record names its node
-            if block.screen.key not in self.headed:
-                self.writer.writerow(["time", "screen"] + (["node"] if node else []) + keys)
-                self.headed.add(block.screen.key)
-            for row in block.data_rows:
-                self.writer.writerow([stamp, block.screen.key] + node + [csv_value(row.get(k)) for k in keys])
-        self.out.flush()
-
-
-def make_output(fmt: str, out: IO[str], color: bool = True):
+def make_output(fmt: str, out: IO[str], color: bool = True) -> Callable[[float, str, Sequence[Block]], None]:
     if fmt == "json":
-        return JsonOutput(out)
-    if fmt == "csv":
-        return CsvOutput(out)
-    if hasattr(out, "isatty") and out.isatty():
-        return RichOutput(out, color=color)
-    return PlainOutput(out)
+        def report(when: float, header: str, blocks: Sequence[Block]) -> None:
+            for block in blocks:  # one JSON object per screen per report, one per line
+                screen, state = block.screen, block.state
+                record = {
+                    "time": iso_time(when), "timestamp": round(when, 3), "screen": screen.key,
+                    **({"node": block.node} if block.node else {}),
+                    "title": screen.title, "side": screen.side.key if getattr(screen, "sided", False) else None,
+                    "sort": state.sort_key, "descending": state.descending, "filter": state.filter.text or None,
+                    "status": block.status, "data_time": iso_time(block.data_wall),
+                    "data_timestamp": round(block.data_wall, 3) if block.data_wall is not None else None,
+                    "notes": block.notes, "columns": block.columns,
+                    "rows": [{k: raw_value(row.get(k)) for k in block.columns} for row in block.data_rows],
+                }
+                out.write(json.dumps(record, separators=(",", ":")) + "\n")
+            out.flush()
+    elif fmt == "csv":
+        writer, headed = csv.writer(out, lineterminator="\n"), set()
+
+        def report(when: float, header: str, blocks: Sequence[Block]) -> None:
+            for block in blocks:  # time,screen,<column keys>: each screen's header before its first rows
+                node = [block.node] if block.node else []  # several nodes: each record names its node
+                if block.screen.key not in headed:
+                    writer.writerow(["time", "screen"] + (["node"] if node else []) + block.columns)
+                    headed.add(block.screen.key)
+                for row in block.data_rows:
+                    writer.writerow([iso_time(when), block.screen.key] + node + [csv_value(row.get(k)) for k in block.columns])
+            out.flush()
+    elif getattr(out, "isatty", lambda: False)():
+        from rich.console import Console
+        from rich.text import Text
+
+        console = Console(file=out, no_color=not color, highlight=False, soft_wrap=False)
+
+        def report(when: float, header: str, blocks: Sequence[Block]) -> None:
+            console.print(Text(f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(when))}  {header}".rstrip(), style="bold"))
+            for block in blocks:
+                console.print()
+                console.print(Text(block.status_text(), style="bold cyan"))
+                for line in block.note_lines:
+                    text = Text()
+                    for segment, style in line:
+                        text.append(segment, style=RICH_STYLES.get(style or "", ""))
+                    if text.plain.strip():
+                        console.print(text)
+                console.print(rich_table(block, console.width))
+            console.print()
+            console.file.flush()
+    else:
+        def report(when: float, header: str, blocks: Sequence[Block]) -> None:
+            lines = [f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(when))}  {header}".rstrip()]
+            for block in blocks:
+                lines += ["", block.status_text()] + block.notes + plain_lines(block)
+            out.write("\n".join(lines) + "\n\n")
+            out.flush()
+    return report
 
 
 # ----- the loop -------------------------------------------------------------------------------
 
-class LivePacer:
-    """Real time: wait by sleeping while the engine polls on its threads."""
-
-    tolerance = 0.0
-
-    def __init__(self, sleep: Callable[[float], None] = time.sleep):
-        self.sleep = sleep
-
-    def tick(self, names: Sequence[str]) -> bool:
-        self.sleep(TICK)
-        return True
-
-
-class ReplayPacer:
-    """Recorded time: move to the next poll of the reported collectors; False at the end."""
-
-    def __init__(self, engine, interval: float):
-        self.engine = engine
-        self.tolerance = min(0.3, 0.3 * interval)  # polls drift by a few milliseconds
-
-    def tick(self, names: Sequence[str]) -> bool:
-        return self.engine.step(+1, names)
-
-
 class BatchRun:
     def __init__(self, engine, controller, screens: Sequence[Screen], states: Dict[str, TableState],
-                 output, interval: float, count: Optional[int] = None, connect_timeout: float = 3.0,
-                 pacer=None, err: IO[str] = sys.stderr, wall: Optional[Callable[[], float]] = None):
-        self.engine = engine
-        self.controller = controller
-        self.screens = list(screens)
-        self.states = states
-        self.output = output
-        self.interval = interval
-        self.count = count
-        self.connect_timeout = connect_timeout
-        self.pacer = pacer or LivePacer()
-        self.err = err
-        self.wall = wall or engine.wall_now
-        self.reports = 0
-        self._active: Tuple[str, ...] = ()
+                 report, interval: float, count: Optional[int] = None, connect_timeout: float = 3.0,
+                 err: IO[str] = sys.stderr):
+        self.engine, self.controller, self.screens, self.states = engine, controller, list(screens), states
+        self.report, self.interval, self.count, self.connect_timeout, self.err = report, interval, count, connect_timeout, err
+        self.active: Tuple[str, ...] = ()
+        # a replay's polls drift by a few milliseconds from the interval
+        self.tolerance = min(0.3, 0.3 * interval) if engine.replaying else 0.0
 
-    # --- what polls ---
-    def names(self) -> List[str]:
+    def tick(self, names: Sequence[str]) -> bool:
+        """Wait a little: live, while the engine polls on its threads; in a replay, move to the
+        next poll of the reported collectors (False at the end of the recording)."""
+        if self.engine.replaying:
+            return self.engine.step(+1, names)
+        time.sleep(TICK)
+        return True
+
+    def uses_proxysql(self) -> bool:
+        return any(getattr(self.engine.collector(n), "source", None) == PROXYSQL
+                   for screen in self.screens for n in screen.active_collectors())
+
+    def activate(self) -> List[str]:
+        """Poll what the chosen screens need (their sets can grow: servers discovered)."""
         names: List[str] = []
         for screen in self.screens:
             names += [n for n in screen.active_collectors() if n not in names]
         header = header_collector(self.controller.screen, names)
-        if self.uses_proxysql() and self.engine.collector(header) is not None \
-                and header not in names:
+        if self.uses_proxysql() and self.engine.collector(header) is not None and header not in names:
             names.append(header)
-        return names
-
-    def uses_proxysql(self) -> bool:
-        for screen in self.screens:
-            for name in screen.active_collectors():
-                collector = self.engine.collector(name)
-                if collector is not None and collector.source == PROXYSQL:
-                    return True
-        return False
-
-    def activate(self) -> List[str]:
-        """Poll what the chosen screens need (their sets can grow: servers discovered)."""
-        names = self.names()
-        if tuple(names) != self._active:
+        if tuple(names) != self.active:
             for name in names:
                 collector = self.engine.collector(name)
-                if collector is None:
-                    continue
-                interval = max(collector.default_interval, self.interval) if collector.own_pace else self.interval
-                self.engine.set_interval(name, interval)
+                if collector is not None:
+                    own = collector.own_pace
+                    self.engine.set_interval(name, max(collector.default_interval, self.interval) if own else self.interval)
             self.engine.set_active(names)
-            self._active = tuple(names)
+            self.active = tuple(names)
         return names
 
-    # --- when to report ---
     def ready(self, names: Sequence[str]) -> bool:
         """Every collector has what its rates need (two readings; one for slow own-pace ones),
         or has said why not. ProxySQL itself must answer first (or be given up on: fatal)."""
-        live = not self.engine.replaying
         for name in names:
             collector = self.engine.collector(name)
             if collector is None or self.engine.error(name):
                 continue
             state = self.engine.state(collector.source)
-            if live and collector.source == PROXYSQL and (state is None or not state.connected):
+            if not self.engine.replaying and collector.source == PROXYSQL and (state is None or not state.connected):
                 return False
             if state is not None and state.error and not state.connected:
                 continue  # a MySQL server that is down: its row says so
-            needed = 1 if collector.own_pace else 2
-            if len(self.engine.history(name)) < needed:
+            if len(self.engine.history(name)) < (1 if collector.own_pace else 2):
                 return False
         return True
 
-    def fatal(self) -> Optional[str]:
-        """One line when ProxySQL could not be reached after retries."""
-        if self.engine.replaying or not self.uses_proxysql():
-            return None
-        state = self.engine.state(PROXYSQL)
-        if state is None or state.connected or state.failures < CONNECT_ATTEMPTS:
-            return None
-        source = self.engine.source(PROXYSQL)
-        where = getattr(getattr(source, "endpoint", None), "label", "ProxySQL")
-        return f"cannot connect to ProxySQL at {where} after {state.failures} attempts: {state.error}"
-
-    def waiting_for_proxysql(self) -> bool:
+    def proxysql_down(self) -> bool:
+        """Live, a chosen screen reads ProxySQL, and it has not answered (yet, or any more)."""
         if self.engine.replaying or not self.uses_proxysql():
             return False
         state = self.engine.state(PROXYSQL)
         return state is None or not state.connected
 
+    def fatal(self) -> Optional[str]:
+        """One line when ProxySQL could not be reached after retries."""
+        state = self.engine.state(PROXYSQL)
+        if not self.proxysql_down() or state is None or state.failures < CONNECT_ATTEMPTS:
+            return None
+        where = getattr(getattr(self.engine.source(PROXYSQL), "endpoint", None), "label", "ProxySQL")
+        return f"cannot connect to ProxySQL at {where} after {state.failures} attempts: {state.error}"
+
     def run(self) -> int:
         names = self.activate()
-        first_wait = max(4 * self.interval, 2 * self.connect_timeout + 3 * self.interval)
-        deadline = self.engine.now() + first_wait
+        deadline = self.engine.now() + max(4 * self.interval, 2 * self.connect_timeout + 3 * self.interval)
         # The first report waits for rates (bounded), and for ProxySQL to answer or be given up on.
-        while not self.ready(names) and (self.engine.now() < deadline or self.waiting_for_proxysql()):
-            problem = self.fatal()
-            if problem:
-                return self._fail(problem)
-            if not self.pacer.tick(names):
+        while not self.ready(names) and (self.engine.now() < deadline or self.proxysql_down()):
+            if self.fatal() or not self.tick(names):
                 break
             names = self.activate()
-        problem = self.fatal()
-        if problem:
-            return self._fail(problem)
-        due = self.engine.now()
+        reports, due = 0, self.engine.now()
         while True:
-            self.report()
-            if self.count is not None and self.reports >= self.count:
+            problem = self.fatal()
+            if problem:
+                self.err.write(f"proxytop: {problem}\n")
+                self.err.flush()
+                return 1
+            self.activate()
+            blocks = [build_block(s, self.states[s.key], self.controller.view) for s in self.screens]
+            self.report(self.engine.wall_now(), self.header(), blocks)
+            reports += 1
+            if self.count is not None and reports >= self.count:
                 return 0
             # On schedule (no drift); after a stall, never two reports back to back.
             due = max(due + self.interval, self.engine.now() + self.interval / 2)
-            while self.engine.now() < due - self.pacer.tolerance:
-                problem = self.fatal()
-                if problem:
-                    return self._fail(problem)
-                if not self.pacer.tick(self.activate()):
+            while self.engine.now() < due - self.tolerance and not self.fatal():
+                if not self.tick(self.activate()):
                     return 0  # the recording ended
             if self.engine.replaying:
                 due = self.engine.now()
 
-    def _fail(self, problem: str) -> int:
-        self.err.write(f"proxytop: {problem}\n")
-        self.err.flush()
-        return 1
-
     def header(self) -> str:
         if not self.uses_proxysql():
             return f"proxytop {os.uname().nodename}"
-        line = view.header_lines(self.controller, 10_000)[0]
-        return "".join(text for text, _ in line).strip()
-
-    def report(self) -> None:
-        self.activate()
-        data_view = self.controller.view
-        blocks = [build_block(screen, self.states[screen.key], data_view) for screen in self.screens]
-        self.output.report(self.wall(), self.header(), blocks)
-        self.reports += 1
+        return "".join(text for text, _ in view.header_lines(self.controller, 10_000)[0]).strip()
 
 
 # ----- entry point ------------------------------------------------------------------------------
@@ -533,15 +410,11 @@ def main(config, engine, controller, out: IO[str] = sys.stdout, err: IO[str] = s
     screens = choose_screens(controller.screens, screen_name)
     states = table_states(screens, getattr(args, "sort", None), getattr(args, "filter", None),
                           strict=screen_name != "all")
-    replaying = engine.replaying
-    pacer = ReplayPacer(engine, config.delay) if replaying else LivePacer()
-    run = BatchRun(engine, controller, screens, states, make_output(getattr(args, "format", None) or "table", out,
-                                                                   color=config.color),
-                   interval=config.delay, count=getattr(args, "count", None),
-                   connect_timeout=config.endpoint.timeout, pacer=pacer, err=err)
+    report = make_output(getattr(args, "format", None) or "table", out, color=config.color)
     if not screens:
         err.write("proxytop: no screen has data sources configured\n")
         return 2
-    if not replaying:
+    if not engine.replaying:
         engine.start()
-    return run.run()
+    return BatchRun(engine, controller, screens, states, report, interval=config.delay,
+                    count=getattr(args, "count", None), connect_timeout=config.endpoint.timeout, err=err).run()

@@ -4,8 +4,7 @@ The curses layer only paints these lines; tests and the benchmark can call rende
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from proxytop.collectors.proxysql import ConnectionPool
 from proxytop.collectors.sides import twin_name
@@ -17,22 +16,6 @@ from proxytop.screens import keys, table
 
 Segment = Tuple[str, Optional[str]]
 Line = List[Segment]
-
-
-Runs = table.Runs  # a table row's line: its runs, joined once (the painter sends them as they are)
-
-
-@dataclass
-class Memo:
-    """What rendering keeps from one frame to the next, each with the token it was made of
-    (the controller holds one): most frames change a line or two of the screen."""
-
-    header_first: Optional[tuple] = None  # (token, the header's first line)
-    tab_line: Optional[tuple] = None  # (token, the line of tabs)
-    footer_hints: Optional[tuple] = None  # (token, the footer's key hints)
-    table_lines: Optional[tuple] = None  # (token, the table's lines, the visible column keys)
-    fitted: Optional[tuple] = None  # (layout, the columns that fit and their widths)
-    cell_texts: Any = None  # table.CellTexts of the fitted columns
 
 
 def fit(line: Line, width: int) -> Line:
@@ -49,29 +32,42 @@ def fit(line: Line, width: int) -> Line:
 
 
 def header_lines(ctl, width: int) -> List[Line]:
+    """proxytop, the ProxySQL watched, its version, the side, uptime, Q/s, conn and trx; the
+    interval, the data's age and the connection; the backend alarm."""
     engine = ctl.engine
-    now = engine.now()
-    source = engine.source("proxysql")
-    state = engine.state("proxysql")
-    previous, current = header_readings(engine.last_two, ctl.screen)
-    target = source.endpoint.label if source is not None else "no ProxySQL"
-    if hasattr(source, "watched_title"):  # several ProxySQL nodes: "node 2/3 10.0.0.2:6032 node-2"
-        target = source.watched_title()
+    now, replaying = engine.now(), engine.replaying
+    source, state = engine.source("proxysql"), engine.state("proxysql")
     session = getattr(source, "session", None)
-    replaying = engine.replaying
-    side = header_label(ctl.screen, session)
-    pool_pair = engine.last_two(twin_name(ConnectionPool.name, PGSQL))
-    # The first line changes only with a new reading (the second with every frame: the data's
-    # age): made again only when what it is made of is another object or text.
-    token = (width, replaying, target, session, side, getattr(ctl.screen, "side", MYSQL),
-             previous, current) + tuple(pool_pair)
-    cached = ctl.memo.header_first
-    if cached is not None and len(cached[0]) == len(token) and all(
-            a is b or (type(a) in (int, str, bool) and a == b) for a, b in zip(cached[0], token)):
-        first = cached[1]
+    first: Line = [("proxytop ", "header_title")]
+    if replaying:
+        first.append(("REPLAY ", "warning_bold"))
+    if hasattr(source, "watched_title"):  # several ProxySQL nodes: "node 2/3 10.0.0.2:6032 node-2"
+        first.append((source.watched_title(), "header"))
     else:
-        first = fit(_first_header_line(ctl, replaying, target, session, side, previous, current, pool_pair), width)
-        ctl.memo.header_first = (token, first)
+        first.append((source.endpoint.label if source is not None else "no ProxySQL", "header"))
+    if session is not None and session.version_text:
+        first.append((f"  ProxySQL {session.version_text.split('-')[0]}", "header"))
+        if not session.is_admin:
+            first.append(("  (stats user)", "dim"))
+        if getattr(session, "encryption", None):
+            first.append(("  TLS", "good"))  # the admin connection is encrypted
+    side = header_label(ctl.screen, session)
+    if side is not None:
+        first.append((f"  {side}", "warning_bold" if side == "PgSQL" else "header"))
+    previous, current = header_readings(engine.last_two, ctl.screen)
+    if current is not None and current.data:
+        stats = current.data
+        # Questions; on the PostgreSQL side of 3.0 (no Questions) the queries sent to backends
+        pool_pair = engine.last_two(twin_name(ConnectionPool.name, PGSQL))
+        qps, counted = header_queries(getattr(ctl.screen, "side", MYSQL), (previous, current), pool_pair)
+        first += [("  up ", "label"), (units.duration(stats.get("ProxySQL_Uptime")), "header"),
+                  ("  Q/s ", "label"), (units.number(qps) if qps is not None else units.MISSING, "header")]
+        if counted:
+            first.append((f" {counted}", "dim"))
+        first += [
+            ("  conn ", "label"), (units.number(stats.get("Client_Connections_connected")), "header"),
+            ("  trx ", "label"), (units.number(stats.get("Active_Transactions")), "header"),
+        ]
     if replaying:
         second: Line = list(ctl.overlay.status(ctl))  # proxytop.recordings.replay.ReplayControls
     else:
@@ -91,43 +87,11 @@ def header_lines(ctl, width: int) -> List[Line]:
             second.append((f"  disconnected, {state.retry_text(now)}: {state.error}", "danger"))
         else:
             second.append(("  connecting\u2026", "warning"))
-    lines = [first, fit(second, width)]
+    lines = [fit(first, width), fit(second, width)]
     alarm = _backend_alarm(ctl)
     if alarm:
         lines.append(fit([("! ", "danger"), (alarm, "danger")], width))
     return lines
-
-
-def _first_header_line(ctl, replaying, target, session, side, previous, current, pool_pair) -> Line:
-    """proxytop, the ProxySQL watched, its version, the side, uptime, Q/s, conn and trx."""
-    first: Line = [("proxytop ", "header_title")]
-    if replaying:
-        first.append(("REPLAY ", "warning_bold"))
-    first.append((target, "header"))
-    if session is not None and session.version_text:
-        first.append((f"  ProxySQL {session.version_text.split('-')[0]}", "header"))
-        if not session.is_admin:
-            first.append(("  (stats user)", "dim"))
-        if getattr(session, "encryption", None):
-            first.append(("  TLS", "good"))  # the admin connection is encrypted
-    if side is not None:
-        first.append((f"  {side}", "warning_bold" if side == "PgSQL" else "header"))
-    if current is not None and current.data:
-        stats = current.data
-        uptime = stats.get("ProxySQL_Uptime")
-        # Questions; on the PostgreSQL side of 3.0 (no Questions) the queries sent to backends
-        qps, counted = header_queries(getattr(ctl.screen, "side", MYSQL), (previous, current), pool_pair)
-        first += [
-            ("  up ", "label"), (units.duration(uptime), "header"),
-        ]
-        first += [("  Q/s ", "label"), (units.number(qps) if qps is not None else units.MISSING, "header")]
-        if counted:
-            first.append((f" {counted}", "dim"))
-        first += [
-            ("  conn ", "label"), (units.number(stats.get("Client_Connections_connected")), "header"),
-            ("  trx ", "label"), (units.number(stats.get("Active_Transactions")), "header"),
-        ]
-    return first
 
 
 def _backend_alarm(ctl) -> Optional[str]:
@@ -140,20 +104,11 @@ def _backend_alarm(ctl) -> Optional[str]:
 
 
 def tab_line(ctl, width: int) -> Line:
-    # The same tabs give the same line: made again only when a tab's title, the current
-    # screen or the width changed (never, between keys).
-    token = (width, ctl.ui.index) + tuple((screen.title, screen.built) for screen in ctl.screens)
-    cached = ctl.memo.tab_line
-    if cached is not None and cached[0] == token:
-        return cached[1]
     line: Line = []
     for i, screen in enumerate(ctl.screens):
         style = "tab_active" if i == ctl.ui.index else ("tab" if screen.built else "tab_dim")
-        line.append((f"{(i + 1) % 10}:{screen.title}", style))
-        line.append((" ", None))
-    line = fit(line, width)
-    ctl.memo.tab_line = (token, line)
-    return line
+        line += [(f"{(i + 1) % 10}:{screen.title}", style), (" ", None)]
+    return fit(line, width)
 
 
 def status_line(ctl, shown: int, total: int, width: int) -> Line:
@@ -170,32 +125,19 @@ def status_line(ctl, shown: int, total: int, width: int) -> Line:
 
 
 def footer_line(ctl, width: int) -> Line:
-    if ctl.ui.mode == "filter":
-        message = ctl.current_message()
-        after = (f"   {message[0]}", message[1]) if message else \
-            ("   Enter apply  Esc cancel  (text, col:regex, col>N)", "dim")
-        return fit([("filter: ", "label"), (ctl.ui.input, "input"), ("_", "cursor"), after], width)
-    if ctl.ui.mode == "prompt":
-        message = ctl.current_message()
-        after = (f"   {message[0]}", message[1]) if message else (f"   {ctl.ui.prompt_hint}  (Enter, Esc)", "dim")
-        return fit([(ctl.ui.prompt_label, "label"), (ctl.ui.input, "input"), ("_", "cursor"), after], width)
-    if ctl.ui.mode == "confirm" and ctl.ui.confirm is not None:
+    mode, message = ctl.ui.mode, ctl.current_message()
+    if mode in ("filter", "prompt"):
+        label, hint = ("filter: ", "Enter apply  Esc cancel  (text, col:regex, col>N)") if mode == "filter" else \
+            (ctl.ui.prompt_label, f"{ctl.ui.prompt_hint}  (Enter, Esc)")
+        after = (f"   {message[0]}", message[1]) if message else (f"   {hint}", "dim")
+        return fit([(label, "label"), (ctl.ui.input, "input"), ("_", "cursor"), after], width)
+    if mode == "confirm" and ctl.ui.confirm is not None:
         return fit([("y to confirm, any other key cancels", "warning_bold")], width)
-    message = ctl.current_message()
     if message is not None:
-        return fit([(message[0], message[1])], width)
-    # The key hints change with the screen's and the overlay's bindings and the mode only:
-    # not worked out again for every frame.
-    token = (width, ctl.ui.mode, ctl.screen.bindings, getattr(ctl.overlay, "bindings", None))
-    cached = ctl.memo.footer_hints
-    if cached is not None and cached[0][:2] == token[:2] and cached[0][2] is token[2] and cached[0][3] is token[3]:
-        return cached[1]
-    hints = [b.hint for b in ctl.bindings() if b.hint]
-    if ctl.ui.mode == "detail":
-        hints = ["Esc back", "\u2191\u2193 scroll", "q quit"]
-    line = fit([("  ".join(hints), "footer")], width)
-    ctl.memo.footer_hints = (token, line)
-    return line
+        return fit([message], width)
+    hints = ["Esc back", "\u2191\u2193 scroll", "q quit"] if mode == "detail" else \
+        [b.hint for b in ctl.bindings() if b.hint]
+    return fit([("  ".join(hints), "footer")], width)
 
 
 def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line]:
@@ -214,64 +156,34 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
         top = cursor - body + 1
     top = max(0, min(top, max(0, len(rows) - body)))
     ctl.ui.scroll[key] = top
-    # The same rows (the very list object: the controller keeps it until data or state
-    # change) in the same place give the same lines: the UI redraws ten times a second.
-    token = (rows, len(rows), screen, screen.columns, width, height, cursor, top, ctl.ui.mode, ctl.state)
-    cached = ctl.memo.table_lines
-    if cached is not None and len(cached[0]) == len(token) and all(a is b or (type(a) in (int, str) and a == b)
-                                                                    for a, b in zip(cached[0], token)):
-        ctl.visible_keys = cached[2]
-        return cached[1]
-    # Which columns fit changes with the columns, the width and the sort column only.
-    layout = (screen.columns, width, ctl.state.sort_key)
-    fitted_for = ctl.memo.fitted
-    if fitted_for is not None and fitted_for[0][0] is layout[0] and fitted_for[0][1:] == layout[1:]:
-        fitted = fitted_for[1]
-    else:
-        fitted = table.fit_columns(screen.columns, width, keep=ctl.state.sort_key)
-        ctl.memo.fitted = (layout, fitted)
+    fitted = table.fit_columns(screen.columns, width, keep=ctl.state.sort_key)
     ctl.visible_keys = [c.key for c, _ in fitted]
-    texts = ctl.memo.cell_texts
-    if texts is None or not texts.fits(fitted):
-        texts = ctl.memo.cell_texts = table.CellTexts(fitted)
     screen.complete_rows(rows[top:top + body], ctl.view)
     lines: List[Line] = [_join(table.header_cells(fitted, ctl.state))]
     on_cursor = cursor if ctl.ui.mode == "table" else -1
     for i in range(top, min(len(rows), top + body)):
-        line = texts.line(rows[i], cursor=i == on_cursor)
-        if line is None:  # a row whose text spills over empty cells: its cells, then runs
-            line = _join(table.row_cells(rows[i], fitted), cursor=i == on_cursor)
-        lines.append(line)
-    ctl.memo.table_lines = (token, lines, ctl.visible_keys)
+        lines.append(_join(table.row_cells(rows[i], fitted), cursor=i == on_cursor))
     return lines
 
 
 def _join(cells: Sequence[Segment], cursor: bool = False) -> Line:
     """Cells with a space between them, as runs of one style (table.Runs.joined)."""
-    return Runs.joined(cells, cursor)
+    return table.Runs.joined(cells, cursor)
 
 
 def help_lines(ctl, width: int) -> List[Line]:
     lines: List[Line] = [[("proxytop keys", "header_title"), ("   (any key closes)", "dim")], []]
-    if ctl.screen.bindings:
-        lines.append([(f"{ctl.screen.title} screen", "label")])
-        for binding in ctl.screen.bindings:
-            lines.append([(f"  {keys.describe(binding):<14}", "header"), (binding.help, None)])
-        lines.append([])
     overlay = ctl.overlay
-    if overlay is not None:
-        lines.append([(overlay.title, "label")])
-        for binding in overlay.bindings:
-            lines.append([(f"  {keys.describe(binding):<14}", "header"), (binding.help, None)])
-        lines.append([])
-    lines.append([("everywhere", "label")])
-    for binding in [b for b in ctl.bindings() if b in keys.GLOBAL_BINDINGS]:  # those not overridden
-        lines.append([(f"  {keys.describe(binding):<14}", "header"), (binding.help, None)])
-    lines.append([])
+    groups = [(f"{ctl.screen.title} screen", ctl.screen.bindings),
+              (overlay.title if overlay else "", overlay.bindings if overlay else ()),
+              ("everywhere", [b for b in ctl.bindings() if b in keys.GLOBAL_BINDINGS])]  # those not overridden
+    for title, bindings in groups:
+        if bindings:
+            lines.append([(title, "label")])
+            lines += [[(f"  {keys.describe(b):<14}", "header"), (b.help, None)] for b in bindings]
+            lines.append([])
     lines.append([("columns of this screen", "label")])
-    for column in ctl.screen.columns:
-        if column.help:
-            lines.append([(f"  {column.title:<14}", "header"), (column.help, None)])
+    lines += [[(f"  {c.title:<14}", "header"), (c.help, None)] for c in ctl.screen.columns if c.help]
     return [fit(line, width) for line in lines]
 
 
@@ -299,34 +211,27 @@ def render(ctl, width: int, height: int) -> List[Line]:
     footer = footer_line(ctl, width)
     room = height - len(lines) - 1
     if ctl.ui.mode in ("help", "detail", "confirm"):
+        ctl.page_rows = max(1, room - 1)
         if ctl.ui.mode == "help":
             content = help_lines(ctl, width)
-            scroll = min(ctl.ui.help_scroll, max(0, len(content) - room))
-            ctl.ui.help_scroll = scroll
+            ctl.ui.help_scroll = min(ctl.ui.help_scroll, max(0, len(content) - room))
+            content = content[ctl.ui.help_scroll:]
         elif ctl.ui.mode == "detail":
             ctl.refresh_detail()
             content = detail_lines(ctl, width)
-            scroll = min(ctl.ui.detail_scroll, max(0, len(content) - room))
-            ctl.ui.detail_scroll = scroll
-            content = content[:1] + content[1 + scroll:]
-            scroll = 0
+            ctl.ui.detail_scroll = min(ctl.ui.detail_scroll, max(0, len(content) - room))
+            content = content[:1] + content[1 + ctl.ui.detail_scroll:]  # the title stays
         else:
             content = confirm_lines(ctl, width)
-            scroll = 0
-        ctl.page_rows = max(1, room - 1)
-        lines += content[scroll:scroll + max(0, room)]
+        lines += content[:max(0, room)]
     else:
         rows = ctl.rows()
         notes = [fit(list(n), width) for n in ctl.screen.notes(ctl.view)]
-        total = ctl.total_rows
-        shown = ctl.shown_rows()
-        lines.append(status_line(ctl, shown, total, width))
+        lines.append(status_line(ctl, ctl.shown_rows, ctl.total_rows, width))
         lines += notes[: max(0, room - 3)]
         lines += table_lines(ctl, rows, width, height - len(lines) - 1)
     lines = lines[: max(0, height - 1)]
-    while len(lines) < height - 1:
-        lines.append([])
-    lines.append(footer)
+    lines += [[] for _ in range(height - 1 - len(lines))] + [footer]
     return lines[:height] if height > 0 else []
 
 

@@ -36,26 +36,17 @@ class WakeUp:
         self._read, self._write = os.pipe()
         os.set_blocking(self._read, False)
         os.set_blocking(self._write, False)
-        # A wake-up is written and not drained yet: the next ones need not write (a fleet's
-        # pool announces a hundred batches a second, the loop draws at most a few frames).
-        self._pending = False
-        # A terminal resize (SIGWINCH) came since the loop last asked the terminal its size:
-        # set here, cleared by the loop before it asks (proxytop.ui.app.MonitorForm).
-        self.resized = False
-        # A stop signal (STOP_SIGNALS) that came: the loop ends at its next turn (stop_if_asked).
-        # It has a pipe of its own, which both waits watch: the wait that spaces frames of new
-        # data leaves the wake-ups' pipe alone.
+        self._pending = False  # a wake-up written and not drained yet: the next ones need not write
+        # A stop signal that came: the loop ends at its next turn (stop_if_asked). Its own pipe
+        # is watched by both waits: the wait that spaces frames leaves the wake-ups' pipe alone.
         self.stop_signal: Optional[int] = None
         self._stop_read, self._stop_write = os.pipe()
         os.set_blocking(self._stop_write, False)
 
     def ask_to_stop(self, signum, _frame=None) -> None:
-        """The live loop's handler of the stop signals. An exception raised by the handler
-        itself comes out of whatever the UI thread was running: inside a bare ``except:`` of
-        npyscreen (hidecursor, around every refresh) it was lost, and between taking a lock
-        and entering its ``with`` block it left the lock taken. Here the signal only wakes
-        the loop, which raises at a point of its own; a second one raises at once (a loop that
-        does not come round still ends)."""
+        """The live loop's handler of the stop signals: it only wakes the loop, which raises at
+        a point of its own (raised in the handler, the exception was lost in a bare ``except:``
+        of npyscreen, or left a lock taken); a second signal raises at once."""
         if self.stop_signal is not None:
             raise stop_exception(signum)
         self.stop_signal = signum
@@ -71,11 +62,8 @@ class WakeUp:
 
     def wake(self, *signal_args) -> None:
         """Never blocks nor raises: a full pipe already holds a wake-up. As a signal handler
-        (a resize) it always writes: a signal may come between the drain's read and its
-        clearing the flag, and the resize must not wait for the next data."""
-        if signal_args:
-            self.resized = True
-        elif self._pending:
+        (a resize) it always writes: the resize must not wait for the next data."""
+        if self._pending and not signal_args:
             return
         self._pending = True
         try:
@@ -83,24 +71,16 @@ class WakeUp:
         except OSError:
             pass
 
-    def wait(self, terminal_fd: int, timeout: Optional[float]) -> bool:
-        """Sleep until a key can be read from ``terminal_fd`` (True), or a wake-up or the
-        timeout (seconds; None: none) comes first (False). Wake-ups are consumed."""
-        ready = _select([terminal_fd, self._read, self._stop_read], timeout)
+    def wait(self, terminal_fd: int, timeout: Optional[float], for_key_only: bool = False) -> bool:
+        """Sleep until a key can be read from ``terminal_fd`` (True), or a wake-up (unless
+        ``for_key_only``), a stop signal or the timeout (seconds; None: none) comes first
+        (False). Wake-ups are consumed: the frame drawn next shows what they announced."""
+        fds = [terminal_fd, self._stop_read] + ([] if for_key_only else [self._read])
+        ready = _select(fds, None if timeout is None else max(0.0, timeout))
         if ready is None:
             return True
-        if self._read in ready:
+        if for_key_only or self._read in ready:
             self.drain()
-        return terminal_fd in ready
-
-    def wait_for_key(self, terminal_fd: int, timeout: float) -> bool:
-        """Sleep up to ``timeout`` seconds for a key only (True when one came), or a stop signal
-        (False). Wake-ups that arrive meanwhile are consumed: the frame drawn next shows what
-        they announced."""
-        ready = _select([terminal_fd, self._stop_read], max(0.0, timeout))
-        if ready is None:
-            return True
-        self.drain()
         return terminal_fd in ready
 
     def drain(self) -> None:
@@ -109,8 +89,7 @@ class WakeUp:
                 pass
         except OSError:
             pass
-        # After the read: a wake-up that found the flag still set came before this point,
-        # and what it announced is in the frame drawn next.
+        # after the read: a wake-up that found the flag set is in the frame drawn next
         self._pending = False
 
     def close(self) -> None:
@@ -122,9 +101,8 @@ class WakeUp:
 
 
 def _select(fds, timeout: Optional[float]):
-    """The descriptors of ``fds`` ready to read within ``timeout``; () when a signal cut the
-    wait short; None when select() failed otherwise (a closed terminal: the caller says a key
-    came, and getch reports the terminal's state)."""
+    """The ready ``fds``; () when a signal cut the wait short; None when select() failed
+    otherwise (a closed terminal: the caller says a key came, and getch reports it)."""
     try:
         return select.select(fds, [], [], timeout)[0]
     except (OSError, ValueError) as exc:
