@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Tuple
 
-from proxytop.collectors.base import Table
+from proxytop.core import Table
 from proxytop.collectors.proxysql import TableCollector
 
 

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from proxytop.collectors.base import Collector, Table
+from proxytop.core import Collector, Table
 from proxytop.collectors.proxysql import PROXYSQL
 from proxytop.collectors.proxysql_stats import MySQLVariables, name_value
 from proxytop.metrics import digests

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequ
 
 import psutil
 
-from proxytop.collectors.base import Collector, CollectorError
+from proxytop.core import Collector, CollectorError
 from proxytop.polling.devices import DeviceMapper, map_roles
 from proxytop.collectors.baseline_file import load_state, save_state
 from proxytop.metrics.iostat import CPU_FIELDS, DIRECTIONS, Baseline, BaselineLearner, DiskCounters, device_stats

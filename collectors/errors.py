@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from proxytop.collectors.base import Table
+from proxytop.core import Table
 from proxytop.collectors.proxysql import TableCollector
 from proxytop.collectors.sides import tables_on_side
 from proxytop.metrics.sides import PGSQL

@@ -39,7 +39,7 @@ import time
 from typing import Dict, Optional, Sequence, Tuple
 
 from proxytop import errors
-from proxytop.collectors.base import Table, unconcatenated
+from proxytop.core import Table, unconcatenated
 
 POOL_SUFFIX = "_connection_pool"
 GLOBAL_SUFFIX = "_global"

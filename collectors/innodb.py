@@ -27,7 +27,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 import pymysql
 
 from proxytop import errors
-from proxytop.collectors.base import Collector, Table
+from proxytop.core import Collector, Table
 from proxytop.metrics.innodb import (ALL_METRICS, LSN_METRICS, EngineReading, Flavour, Metric, detect_flavour,
                                      metrics_from_rows, parse_status_text)
 from proxytop.metrics.rates import to_number

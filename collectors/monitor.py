@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from proxytop.collectors.base import Collector
+from proxytop.core import Collector
 from proxytop.collectors.proxysql import PROXYSQL
 
 SCHEMA = "monitor"

@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, Optional
 
 from proxytop import errors
 from proxytop.collectors import folded
-from proxytop.collectors.base import Collector, Table
+from proxytop.core import Collector, Table
 from proxytop.metrics.rates import RATE_WINDOW
 
 PROXYSQL = "proxysql"

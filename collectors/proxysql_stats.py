@@ -11,7 +11,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
-from proxytop.collectors.base import Collector, Table, unconcatenated
+from proxytop.core import Collector, Table, unconcatenated
 from proxytop.collectors.proxysql import PROXYSQL, GlobalStatus, HeaderStatus, TableCollector
 from proxytop.metrics.rates import RATE_WINDOW
 

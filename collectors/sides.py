@@ -15,7 +15,7 @@ import copy
 import dataclasses
 from typing import Any, Optional
 
-from proxytop.collectors.base import Collector
+from proxytop.core import Collector
 from proxytop.errors import NotInThisVersion
 from proxytop.metrics.sides import MYSQL, NO_PGSQL, PGSQL, Side, column, has_pgsql_tables
 

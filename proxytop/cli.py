@@ -32,7 +32,7 @@ def setup_logging(path: Optional[str]) -> None:
 def build(config, engine=None):
     """Engine, screens and controller for a configuration (no I/O happens here). ``engine``
     may be given instead of a live one (a replay)."""
-    from proxytop.collectors.base import HostSource
+    from proxytop.core import HostSource
     from proxytop.collectors.proxysql import GlobalStatus, HeaderStatus
     from proxytop.polling.connection import ProxySQLSource
     from proxytop.polling.engine import Engine

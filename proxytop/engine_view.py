@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, List, Optional, Protocol, Tuple
 
-from proxytop.collectors.base import Collector, Snapshot, Source
+from proxytop.core import Collector, Snapshot, Source
 
 
 class EngineView(Protocol):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from proxytop.collectors.base import Collector, Snapshot, Source
+from proxytop.core import Collector, Snapshot, Source
 from proxytop.screens.keys import Binding
 from proxytop.screens.table import Column, Row, TableState
 

@@ -95,7 +95,7 @@ def _commands_of(snapshot) -> Dict[str, Parsed]:
 def total_executions(table) -> object:
     """What tells two readings apart: the sum of Total_cnt (every execution adds one).
 
-    >>> from proxytop.collectors.base import Table
+    >>> from proxytop.core import Table
     >>> total_executions(Table(("Command", "Total_cnt"), (("SELECT", "10"), ("COMMIT", "2"))))
     12
     """

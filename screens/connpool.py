@@ -117,7 +117,7 @@ def pool_values(snapshot) -> Dict[Tuple[str, str, str], Tuple]:
     reading, a column at a time: the texts of whole numbers are read in one pass in C, and no
     dict is made per row (every second, for the screen, the header's alarm and the rates).
 
-    >>> from proxytop.collectors.base import Snapshot, Table
+    >>> from proxytop.core import Snapshot, Table
     >>> t = Table(("hostgroup", "srv_host", "srv_port", "status", "Queries", "Latency_us"),
     ...           (("10", "db1", "3306", "ONLINE", "42", "1500"),))
     >>> pool_values(Snapshot("p", t, 1.0, 0.0))
@@ -287,7 +287,7 @@ def alarm_collectors(session, latest) -> Tuple[Tuple[str, float], ...]:
     (learnt when the connection opened). ``latest(name)`` is the engine's latest reading.
 
     >>> from types import SimpleNamespace as NS
-    >>> from proxytop.collectors.base import Snapshot, Table
+    >>> from proxytop.core import Snapshot, Table
     >>> v3 = NS(version=(3, 0, 1), tables={"runtime_pgsql_servers"}, pgsql_servers=2)
     >>> alarm_collectors(v3, lambda name: None)
     (('proxysql.connection_pool', 2.0), ('proxysql.pgsql.connection_pool', 2.0))
@@ -317,7 +317,7 @@ def header_queries(side: Side, global_pair, pool_pair) -> Tuple[Optional[float],
     backend alarm reads on every screen: no query of its own). A ProxySQL whose
     stats_pgsql_global has Questions gives that.
 
-    >>> from proxytop.collectors.base import Snapshot, Table
+    >>> from proxytop.core import Snapshot, Table
     >>> g = lambda q, at: Snapshot("g", {"Questions": q} if q else {"Active_Transactions": "1"}, at, 0.0)
     >>> cols = ("hostgroup", "srv_host", "srv_port", "Queries")
     >>> p = lambda rows, at: Snapshot("p", Table(cols, rows), at, 0.0)

@@ -139,7 +139,7 @@ def errors_rows(previous, current, now_wall: Optional[float] = None, e=MYSQL_ERR
 def user_rows(snapshot) -> List[Dict[str, Any]]:
     """Pure: stats_mysql_users -> [{user, connections, limit, used_pct}], fullest first.
 
-    >>> from proxytop.collectors.base import Snapshot, Table
+    >>> from proxytop.core import Snapshot, Table
     >>> t = Table(("username", "frontend_connections", "frontend_max_connections"),
     ...           (("sbtest", "2", "500"), ("reporting", "5", "5")))
     >>> [(u["user"], u["used_pct"]) for u in user_rows(Snapshot("u", t, 0.0, 0.0))]

@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from proxytop.metrics import digests, units
 from proxytop.screens import sparkline
 from proxytop.collectors.digest import DEFAULT_FLOOR, MYSQL_TABLES, DigestVariables, QueryDigest, RuntimeUsers
-from proxytop.collectors.base import Table
+from proxytop.core import Table
 from proxytop.collectors.proxysql_stats import RuntimeQueryRules
 from proxytop.collectors.sides import twin_name
 from proxytop.metrics.rates import to_number

@@ -227,7 +227,7 @@ def total_hits(data) -> Any:
     """What tells two readings of stats_mysql_query_rules apart: the sum of all hits (ProxySQL
     adds each worker thread's hits about once a second; between updates nothing moves).
 
-    >>> from proxytop.collectors.base import Table
+    >>> from proxytop.core import Table
     >>> total_hits(Table(("rule_id", "hits"), (("1", "10"), ("2", "5"))))
     15
     """
@@ -248,7 +248,7 @@ def hits_series(history: Sequence, rule_id: Any) -> List[Optional[float]]:
 
     Readings 1 s apart whose hits went 10, 10, 30 (no update at 1 s): 10/s for both intervals.
 
-    >>> from proxytop.collectors.base import Snapshot, Table
+    >>> from proxytop.core import Snapshot, Table
     >>> readings = [Snapshot("h", Table(("rule_id", "hits"), ((i, str(n)),)), float(t), 0.0)
     ...             for t, (i, n) in enumerate((("1", 10), ("1", 10), ("1", 30)))]
     >>> hits_series(readings, 1)

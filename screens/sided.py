@@ -23,8 +23,8 @@ import functools
 import inspect
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from proxytop.collectors.base import Collector
-from proxytop.collectors.base import Snapshot
+from proxytop.core import Collector
+from proxytop.core import Snapshot
 from proxytop.collectors.proxysql import GlobalStatus, HeaderStatus
 from proxytop.collectors.sides import for_side, twin_name
 from proxytop.metrics.sides import MYSQL, PGSQL, Side, pgsql_problem, side_of

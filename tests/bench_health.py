@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
-from proxytop.collectors.base import Snapshot, Table
+from proxytop.core import Snapshot, Table
 from proxytop.collectors.errors import BackendErrors, FrontendUsers
 from proxytop.collectors.monitor import KEEP, MonitorLogs, MonitorReadings, ServerMonitor
 from proxytop.collectors.proxysql import ConnectionPool, RuntimeServers

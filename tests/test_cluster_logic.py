@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-from proxytop.collectors.base import Table
+from proxytop.core import Table
 from proxytop.config import options
 from proxytop.metrics import cluster
 from proxytop.polling.connection import Endpoint
@@ -176,7 +176,7 @@ def test_without_discovery_the_cluster_only_names_the_given_nodes():
 # ----- all nodes ----------------------------------------------------------------------------------
 
 def test_all_nodes_pool_adds_each_backends_rates_over_the_nodes():
-    from proxytop.collectors.base import Snapshot
+    from proxytop.core import Snapshot
     from proxytop.screens.connpool import ConnPoolScreen, pool_rows
 
     def pair(node, at):
@@ -199,7 +199,7 @@ def test_all_nodes_pool_adds_each_backends_rates_over_the_nodes():
 
 
 def test_peer_tracker_reads_each_reading_once_and_agrees_with_peer_samples():
-    from proxytop.collectors.base import Snapshot
+    from proxytop.core import Snapshot
 
     metrics = frames(NODE1, "stats_proxysql_servers_metrics")[:80]
     snapshots = [Snapshot("m", t, taken_at=float(i), duration=0.0) for i, t in enumerate(metrics)]

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from proxytop.collectors.base import Snapshot, Table
+from proxytop.core import Snapshot, Table
 from proxytop.metrics.histogram import BUCKET_COLUMNS
 from proxytop.screens import comcount
 from proxytop.screens.comcount import ComCountScreen, command_detail, command_rows

@@ -1,5 +1,5 @@
 """ConnPool's pure row building on recorded snapshots."""
-from proxytop.collectors.base import Snapshot, Table
+from proxytop.core import Snapshot, Table
 from proxytop.screens.connpool import pool_rows
 
 COLUMNS = ("hostgroup", "srv_host", "srv_port", "status", "ConnUsed", "ConnFree", "ConnOK", "ConnERR",

@@ -208,7 +208,7 @@ def test_real_host_temporary_directory_is_on_a_listed_device():
 # ----- roles end to end: the InnoDB side's snapshot -> the disk collector -> the screen -------
 
 def test_roles_flow_from_a_local_servers_variables_to_the_screen(tmp_path, mapper):
-    from proxytop.collectors.base import Collector, Source
+    from proxytop.core import Collector, Source
     from proxytop.collectors.diskstats import DiskStats
     from proxytop.polling.connection import Endpoint
     from proxytop.polling.engine import Engine

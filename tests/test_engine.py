@@ -5,7 +5,7 @@ import re
 import threading
 import time
 
-from proxytop.collectors.base import Collector, Source
+from proxytop.core import Collector, Source
 from proxytop.collectors.proxysql import ConnectionPool, GlobalStatus, RuntimeServers
 from proxytop.polling.connection import Endpoint, ProxySQLSource
 from proxytop.polling.engine import Engine, backoff_delay
@@ -128,7 +128,7 @@ class Stuck(Collector):
 
 
 def test_a_hung_source_never_delays_another():
-    from proxytop.collectors.base import HostSource
+    from proxytop.core import HostSource
 
     gate = threading.Event()
     engine = Engine()
@@ -170,7 +170,7 @@ def test_pause_stops_polling(proxysql_double):
 
 
 def test_long_histories_keep_older_readings_shrunk_and_the_sparkline_unchanged(proxysql_double):
-    from proxytop.collectors.base import Table
+    from proxytop.core import Table
     from proxytop.collectors.proxysql_stats import QueryRuleHits, RuleHits
     from proxytop.screens.queryrules import hits_series
 

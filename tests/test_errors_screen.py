@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from proxytop.collectors.base import Snapshot, Table
+from proxytop.core import Snapshot, Table
 from screens.errors import error_detail, errors_rows, refused_per_second, user_rows
 from tests.proxysql_double import ProxySQLDouble, Recording
 from tests.terminal import ENTER, ESC, proxytop_command

@@ -15,7 +15,7 @@ import pymysql
 import pytest
 
 from proxytop.collectors import folded
-from proxytop.collectors.base import Table
+from proxytop.core import Table
 from proxytop.collectors.proxysql import ConnectionPool, HeaderStatus
 from proxytop.ui import view
 from tests.benchmark import Stepper

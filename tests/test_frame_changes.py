@@ -43,7 +43,7 @@ def cells(rows):
 
 
 def test_engine_numbers_readings_errors_and_states():
-    from proxytop.collectors.base import Collector, Snapshot
+    from proxytop.core import Collector, Snapshot
 
     engine = Engine()
     collector = Collector()

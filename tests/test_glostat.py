@@ -5,7 +5,7 @@ import doctest
 import re
 import time
 
-from proxytop.collectors.base import Snapshot
+from proxytop.core import Snapshot
 from proxytop.screens import glostat
 from proxytop.screens.glostat import GloStatScreen, classify, global_rows, rate_text, value_text
 from proxytop.screens.filters import parse
@@ -181,7 +181,7 @@ class FakeSession:
         self.tables, self.is_admin, self.sent = frozenset(tables), is_admin, []
 
     def query(self, sql):
-        from proxytop.collectors.base import Table
+        from proxytop.core import Table
         self.sent.append(sql)
         return Table(("Variable_Name", "Variable_Value"), (("jemalloc_resident", "1024"),))
 

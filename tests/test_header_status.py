@@ -9,7 +9,7 @@ import re
 import pytest
 
 from proxytop.cli import build
-from proxytop.collectors.base import Snapshot
+from proxytop.core import Snapshot
 from proxytop.collectors.proxysql import HEADER_VARIABLES, GlobalStatus, HeaderStatus
 from proxytop.collectors.sides import for_side
 from proxytop.config import options

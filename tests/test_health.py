@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from proxytop.collectors.base import Snapshot, Table
+from proxytop.core import Snapshot, Table
 from proxytop.collectors.monitor import KEEP, ROWS_PER_READING, MonitorLogs, MonitorReadings, ServerMonitor
 from proxytop.metrics import health
 from proxytop.polling.connection import Endpoint, open_admin

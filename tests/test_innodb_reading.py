@@ -8,7 +8,7 @@ from __future__ import annotations
 from proxytop.collectors.innodb import (ENGINE_SQL_MARIADB, STATUS_SQL, InnoDBEngine, InnoDBStatus, MySQLSource,
                                         split_reading, status_values)
 from proxytop.metrics.innodb import Flavour, assess, parse_status_text
-from proxytop.collectors.base import Table
+from proxytop.core import Table
 from proxytop.polling.connection import Endpoint
 
 

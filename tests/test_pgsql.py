@@ -16,7 +16,7 @@ from typing import Dict, List
 
 import pytest
 
-from proxytop.collectors.base import Snapshot, Table
+from proxytop.core import Snapshot, Table
 from proxytop.collectors.proxysql import ConnectionPool, GlobalStatus, RuntimeServers
 from proxytop.collectors.proxysql_stats import (CommandCounters, ConfigQueryRules, MemoryMetrics, MySQLVariables,
                                                 ProcessList, QueryRuleHits, RuntimeQueryRules)

@@ -13,7 +13,7 @@ from typing import Dict, Optional, Tuple
 
 import pytest
 
-from proxytop.collectors.base import Snapshot, Table
+from proxytop.core import Snapshot, Table
 from proxytop.collectors.monitor import MonitorLogs, MonitorReadings, ServerMonitor
 from proxytop.collectors.sides import for_side
 from proxytop.metrics import health

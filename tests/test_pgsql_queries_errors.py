@@ -23,7 +23,7 @@ from proxytop.metrics.route import compile_rules, evaluate
 from proxytop.metrics.sides import PGSQL
 from proxytop.screens.queries import query_of
 from screens.errors import error_detail, errors_rows
-from proxytop.collectors.base import Snapshot, Table
+from proxytop.core import Snapshot, Table
 from tests.proxysql_double import RECORDINGS, ProxySQLDouble, Recording
 from tests.terminal import ENTER, proxytop_command
 

@@ -7,7 +7,7 @@ import threading
 import time
 
 import proxytop.polling.engine as engine_module
-from proxytop.collectors.base import Collector, Source
+from proxytop.core import Collector, Source
 from proxytop.polling.engine import Engine
 from tests.test_engine import wait
 

@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from proxytop.collectors.base import Table
+from proxytop.core import Table
 from proxytop.screens import proclist
 from proxytop.screens.proclist import (ProcListScreen, kill_question, session_detail, session_rows, summary,
                                        summary_text)

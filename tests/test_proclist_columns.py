@@ -11,7 +11,7 @@ from typing import Any, List
 
 import pytest
 
-from proxytop.collectors.base import Table
+from proxytop.core import Table
 from proxytop.collectors.proxysql_stats import ProcessList
 from proxytop.polling.connection import Endpoint, open_admin, run_query
 from proxytop.screens.filters import parse

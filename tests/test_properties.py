@@ -410,7 +410,7 @@ def _pool_rows_by_dict(previous, current, servers):
 
 @st.composite
 def _pool_readings(draw):
-    from proxytop.collectors.base import Snapshot, Table
+    from proxytop.core import Snapshot, Table
 
     columns = tuple(draw(st.lists(st.sampled_from(_POOL_COLUMNS), min_size=1, max_size=14, unique=True)))
     keys = st.tuples(st.sampled_from(["10", "20", None]), st.sampled_from(["db1", "db2"]), st.sampled_from(["3306", 3306]))

@@ -5,7 +5,7 @@ import doctest
 
 import pytest
 
-from proxytop.collectors.base import Snapshot, Table
+from proxytop.core import Snapshot, Table
 from proxytop.metrics import digests
 from proxytop.metrics.digests import digest_rows, mass_reset, parse, split, time_series, totals
 from proxytop.screens import queries

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from proxytop.collectors.base import Snapshot, Table
+from proxytop.core import Snapshot, Table
 from proxytop.screens import queryrules
 from proxytop.screens.queryrules import (ADMIN_COLUMNS, STATS_COLUMNS, QueryRulesScreen, hits_series, rule_detail,
                                          rule_rows)

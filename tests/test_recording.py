@@ -20,7 +20,7 @@ from typing import Dict, List
 import pytest
 
 from proxytop.cli import build
-from proxytop.collectors.base import Snapshot, Table
+from proxytop.core import Snapshot, Table
 from proxytop.collectors.diskstats import DiskSnapshot
 from proxytop.collectors.innodb import DiscoveredServer, Discovery
 from proxytop.config import options
@@ -79,7 +79,7 @@ def test_floats_that_json_has_no_words_for():
     assert back[0] == float("inf") and back[1] == float("-inf") and back[2] != back[2]
 
 
-@pytest.mark.parametrize("name", ["os:system", "builtins:eval", "proxytop.collectors.base:Table",
+@pytest.mark.parametrize("name", ["os:system", "builtins:eval", "proxytop.core:Table",
                                   "proxytop.innodb:Metric", "Snapshot", "NoSuchType", 7])
 def test_only_the_types_a_recording_may_hold_are_rebuilt(name):
     with pytest.raises(RecordingError, match="knows no recorded type"):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 
-from proxytop.collectors.base import Collector, Snapshot, Source
+from proxytop.core import Collector, Snapshot, Source
 from proxytop.polling.engine import Engine
 from proxytop.ui.controller import UIState
 from proxytop.ui.wakeup import next_redraw_in

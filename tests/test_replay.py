@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from proxytop.cli import build
-from proxytop.collectors.base import Snapshot, Table
+from proxytop.core import Snapshot, Table
 from proxytop.config import options
 from proxytop.polling.engine import SourceState
 from proxytop.recordings.recording import RecordingWriter, is_secret_name

@@ -8,7 +8,7 @@ import re
 import pymysql
 import pytest
 
-from proxytop.collectors.base import Table
+from proxytop.core import Table
 from proxytop.collectors.proxysql_stats import (CONFIG_RULES_CHECKSUM_SQL, RULES_CHECKSUM_SQL, ConfigQueryRules,
                                                  RuntimeQueryRules)
 from proxytop.collectors.sides import for_side

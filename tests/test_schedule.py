@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxytop.collectors.base import Collector
+from proxytop.core import Collector
 from proxytop.polling.schedule import ACTIVATION_DELAY, DUE_SLACK, Schedule
 
 

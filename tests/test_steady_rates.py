@@ -12,7 +12,7 @@ import math
 import threading
 import time
 
-from proxytop.collectors.base import Snapshot
+from proxytop.core import Snapshot
 from proxytop.collectors.proxysql import GlobalStatus
 from proxytop.collectors.proxysql_stats import CommandCounters, QueryRuleHits
 from proxytop.polling.connection import Endpoint, ProxySQLSource
@@ -266,14 +266,14 @@ def test_glostat_spans_each_variable_by_its_own_updates():
 
 
 def test_comcount_key_is_the_total_of_executions():
-    from proxytop.collectors.base import Table
+    from proxytop.core import Table
 
     table = Table(("Command", "Total_cnt"), (("SELECT", "7"), ("INSERT", "3")))
     assert total_executions(table) == 10
 
 
 def test_the_rule_sparkline_spreads_an_update_over_the_readings_that_waited_for_it():
-    from proxytop.collectors.base import Table
+    from proxytop.core import Table
     from proxytop.screens.queryrules import hits_series
 
     def reading(t, hits_1, hits_2):

@@ -32,7 +32,7 @@ def peer_samples(readings: Iterable[Any]) -> Dict[str, List[Sample]]:
     """Per peer, its distinct (Uptime_s, Queries, Client_Connections_created) in time order.
     ``readings`` are the history's data: Tables (dict rows) or compact PeerReadings.
 
-    >>> from proxytop.collectors.base import Table
+    >>> from proxytop.core import Table
     >>> cols = ("hostname", "port", "Uptime_s", "Queries", "Client_Connections_created")
     >>> t1 = Table(cols, (("h", "1", "62", "0", "0"),))
     >>> t2 = Table(cols, (("h", "1", "62", "0", "0"),))
@@ -58,7 +58,7 @@ class PeerTracker:
     the history's oldest reading are dropped, except each peer's latest; a history that was
     replaced (another node watched) starts over.
 
-    >>> from proxytop.collectors.base import Snapshot, Table
+    >>> from proxytop.core import Snapshot, Table
     >>> cols = ("hostname", "port", "Uptime_s", "Queries", "Client_Connections_created")
     >>> snap = lambda at, up, q: Snapshot("m", Table(cols, (("h", "1", up, q, "0"),)), at, 0.0)
     >>> tracker = PeerTracker()
@@ -177,7 +177,7 @@ class Module:
 def modules(previous: Optional[Any], current: Optional[Any]) -> List[Module]:
     """Checksum readings (Tables) -> one Module per module name, in the order ProxySQL lists.
 
-    >>> from proxytop.collectors.base import Table
+    >>> from proxytop.core import Table
     >>> cols = ("hostname", "port", "name", "version", "epoch", "checksum", "changed_at", "updated_at", "diff_check")
     >>> def t(dc): return Table(cols, (
     ...     ("n", "1", "mysql_query_rules", "2", "50", "0xAA", "40", "100", "0"),
@@ -270,7 +270,7 @@ def clients_seen(clients: Optional[Any]) -> Dict[str, float]:
     """stats_proxysql_servers_clients_status -> {admin interface "host:port": last_seen_at};
     a peer listening on several interfaces (``a:6032;b:6032``) is listed under each.
 
-    >>> from proxytop.collectors.base import Table
+    >>> from proxytop.core import Table
     >>> t = Table(("uuid", "hostname", "port", "admin_mysql_ifaces", "last_seen_at"),
     ...           (("u1", "10.0.0.2", "40420", "0.0.0.0:6032", "1000"),))
     >>> clients_seen(t)

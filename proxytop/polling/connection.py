@@ -17,7 +17,7 @@ import pymysql
 from pymysql.constants import FIELD_TYPE
 
 from proxytop import errors
-from proxytop.collectors.base import Source, Table
+from proxytop.core import Source, Table
 from proxytop.collectors.folded import Folding
 from proxytop.collectors.sides import count_pgsql_servers
 from proxytop.polling.tls import DEFAULT as TLS_DEFAULT, TLSSettings, connect as tls_connect

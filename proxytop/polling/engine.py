@@ -21,7 +21,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Deque, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from proxytop.collectors.base import Collector, Snapshot, Source
+from proxytop.core import Collector, Snapshot, Source
 from proxytop.polling.readings import Readings
 from proxytop.polling.schedule import Schedule
 

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from proxytop.collectors.base import Collector, Table
+from proxytop.core import Collector, Table
 from proxytop.polling.connection import AdminSession, Endpoint, ProxySQLSource, close_quietly, open_admin
 
 log = logging.getLogger(__name__)

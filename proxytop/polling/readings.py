@@ -17,7 +17,7 @@ import threading
 from collections import OrderedDict, deque
 from typing import Deque, Dict, Hashable, List, Optional, Tuple
 
-from proxytop.collectors.base import Collector, Snapshot
+from proxytop.core import Collector, Snapshot
 
 
 class Readings:
@@ -53,7 +53,7 @@ class Readings:
         """(the generation now, the keys changed after ``generation``, newest first): as many
         steps as there were changed keys, whatever the number of collectors.
 
-        >>> from proxytop.collectors.base import Collector, Snapshot
+        >>> from proxytop.core import Collector, Snapshot
         >>> readings, a, b = Readings(), Collector(), Collector()
         >>> a.name, b.name = "a", "b"
         >>> readings.add(a); readings.add(b)

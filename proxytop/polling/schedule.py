@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
-from proxytop.collectors.base import Collector
+from proxytop.core import Collector
 
 RETRY_INTERVALS = 1.5  # a lost server is tried again after at most this many intervals
 ACTIVATION_DELAY = 0.1  # seconds between a screen's activation and its first readings

@@ -41,7 +41,7 @@ import zlib
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from proxytop import __version__
-from proxytop.collectors.base import Snapshot, Table
+from proxytop.core import Snapshot, Table
 from proxytop.collectors.diskstats import DiskSnapshot
 from proxytop.collectors.innodb import DiscoveredServer, Discovery, MySQLSession
 from proxytop.collectors.monitor import MonitorReadings, ServerMonitor

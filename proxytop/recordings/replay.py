@@ -25,7 +25,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from proxytop.collectors.base import Collector, Snapshot, Source
+from proxytop.core import Collector, Snapshot, Source
 from proxytop.metrics import units
 from proxytop.polling.engine import SourceState
 from proxytop.recordings.playback import PlaybackClock

@@ -1,4 +1,4 @@
-"""What every collector returns and how the polling engine talks to it.
+"""The types every layer shares: what a collector returns and how the polling engine talks to it.
 
 A collector knows one data source (a ProxySQL admin table, a MySQL server, /proc/diskstats)
 and nothing of the UI. ``collect(handle)`` returns plain, immutable data; the engine wraps it
