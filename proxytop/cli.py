@@ -70,7 +70,7 @@ def build(config, engine=None):
 
 def open_replay(config):
     """(replay engine, configuration for the screens) for --replay FILE or --demo."""
-    from proxytop.config import options
+    from proxytop import options
     from proxytop.recordings.replay import DEMO_FILE, RecordingIndex, ReplayEngine, replay_config
 
     args = config.args
@@ -92,7 +92,7 @@ def start_recording(config, engine):
 
 
 def usage_error(message: str) -> int:
-    from proxytop.config import options
+    from proxytop import options
 
     parser = options.build_parser()
     parser.print_usage(sys.stderr)
@@ -101,7 +101,7 @@ def usage_error(message: str) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from proxytop.config import options
+    from proxytop import options
     from proxytop.recordings.recording import RecordingError
 
     try:

@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 from proxytop.core import Table
-from proxytop.config import options
+from proxytop import options
 from proxytop.metrics import cluster
 from proxytop.polling.connection import Endpoint
 from proxytop.polling.nodes import NodeSet

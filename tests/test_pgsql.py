@@ -299,7 +299,7 @@ def test_recording_and_replay_carry_the_side(double3, tmp_path):
     assert json_reports(mysql.stdout)["connpool"]["side"] == "mysql"
     # m in a replay: the recorded session says this ProxySQL has a PostgreSQL side
     from proxytop.cli import build
-    from proxytop.config import options
+    from proxytop import options
     from proxytop.recordings.replay import ReplayEngine, replay_config
 
     engine = ReplayEngine.open(path)

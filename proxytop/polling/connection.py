@@ -20,11 +20,12 @@ from proxytop import errors
 from proxytop.core import Source, Table
 from proxytop.collectors.folded import Folding
 from proxytop.collectors.sides import count_pgsql_servers
-from proxytop.polling.tls import DEFAULT as TLS_DEFAULT, TLSSettings, connect as tls_connect
+from proxytop.config import tls
+from proxytop.config.endpoints import DEFAULT_TIMEOUT, Endpoint
+from proxytop.config.tls import DISABLED, TLSSettings
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT = 3.0
 _RESET_TABLE = re.compile(r"\w+_reset\b", re.IGNORECASE)
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
 
@@ -36,23 +37,6 @@ def close_quietly(conn) -> None:
         conn.close()
     except Exception:
         pass
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where and as whom to connect. The password is never shown (repr hides it)."""
-
-    host: str = "127.0.0.1"
-    port: int = 6032
-    user: str = "admin"
-    password: str = field(default="admin", repr=False)
-    socket: Optional[str] = None
-    timeout: float = DEFAULT_TIMEOUT
-    tls: TLSSettings = TLS_DEFAULT
-
-    @property
-    def label(self) -> str:
-        return self.socket if self.socket else f"{self.host}:{self.port}"
 
 
 def parse_version(text: Optional[str]) -> Optional[Tuple[int, int, int]]:
@@ -107,6 +91,32 @@ def connect(endpoint: Endpoint) -> Tuple[pymysql.connections.Connection, Optiona
         kwargs["host"] = endpoint.host
         kwargs["port"] = endpoint.port
     return tls_connect(pymysql.connections.Connection, endpoint.tls, kwargs)
+
+
+def tls_connect(connection_class, settings: TLSSettings, kwargs: dict):
+    """(``connection_class(**kwargs)``, a PyMySQL connection with these TLS settings, the TLS
+    protocol it uses: 'TLSv1.3', None when it is plain text).
+
+    PREFERRED has no PyMySQL argument of its own (given a context, PyMySQL refuses a server
+    that offers no TLS, before logging in): such a server is connected to again in plain text."""
+    if settings.mode == DISABLED:
+        return connection_class(ssl_disabled=True, **kwargs), None
+    tls.handshakes.protocol = None
+    try:
+        conn = connection_class(ssl=tls.context(settings), **kwargs)
+    except pymysql.err.OperationalError as exc:
+        if settings.required or not _offers_no_tls(exc):
+            raise
+        return connection_class(ssl_disabled=True, **kwargs), None
+    protocol = tls.handshakes.protocol
+    if settings.required and protocol is None:
+        conn.close()  # not expected of PyMySQL 1.2 (it refuses first), but never plain text when required
+        raise pymysql.err.OperationalError(2026, "SSL is required but the server doesn't support it")
+    return conn, protocol
+
+
+def _offers_no_tls(exc: pymysql.err.OperationalError) -> bool:
+    return bool(exc.args) and exc.args[0] == 2026 and "support" in str(exc.args[-1])
 
 
 def open_mysql(endpoint: Endpoint) -> pymysql.connections.Connection:
