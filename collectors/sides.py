@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 from proxytop.core import Collector
 from proxytop.errors import NotInThisVersion

@@ -42,11 +42,12 @@ def build(config, engine=None):
     live = engine is None
     engine = engine if engine is not None else Engine()
     if live:  # the watched node of one or several ProxySQL nodes
+        from proxytop.collectors.nodes import attach_nodes
         from proxytop.polling import nodes
 
         source, node_set = nodes.make_source(config)
         engine.add_source(source)
-        nodes.attach_nodes(engine, node_set, source)
+        attach_nodes(engine, node_set, source)
     else:
         engine.add_source(ProxySQLSource(config.endpoint))
     engine.add_source(HostSource())

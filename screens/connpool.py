@@ -23,7 +23,7 @@ from proxytop.metrics.rates import rate, to_number, to_numbers
 from proxytop.metrics.sides import MYSQL, PGSQL, Side, pgsql_problem
 from proxytop.screens.base import DataView, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
-from proxytop.ui import allnodes
+from proxytop.screens import allnodes
 from proxytop.screens.table import Column, Row
 
 STATUS_STYLE = {
@@ -460,7 +460,7 @@ class ConnPoolScreen(SidedScreen, Screen):
 
     def rows(self, view: DataView) -> List[Row]:
         if allnodes.on(self):  # every node's pool added up (key a)
-            return allnodes.pool_rows(self, view)
+            return allnodes.pool_rows(self, view, pool_rows)
         previous, current = view.pair(self.on_side(ConnectionPool.name))
         servers = view.latest(self.on_side(RuntimeServers.name))
         rows = pool_rows(previous, current, servers)

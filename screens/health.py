@@ -9,7 +9,7 @@ with SQLSTATEs); its monitor measures no replication lag, so that part is left o
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.metrics import health, units
 from proxytop.screens import sparkline

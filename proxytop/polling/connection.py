@@ -21,7 +21,7 @@ from proxytop.core import Source, Table
 from proxytop.collectors.folded import Folding
 from proxytop.collectors.sides import count_pgsql_servers
 from proxytop.config import tls
-from proxytop.config.endpoints import DEFAULT_TIMEOUT, Endpoint
+from proxytop.config.endpoints import Endpoint
 from proxytop.config.tls import DISABLED, TLSSettings
 
 log = logging.getLogger(__name__)

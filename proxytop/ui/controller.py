@@ -16,8 +16,7 @@ from proxytop.polling import nodes
 from proxytop.screens.base import Confirm, DataView, Detail, Screen
 from proxytop.screens.connpool import alarm_collectors
 from proxytop.screens.sided import header_collector, switch_side
-from proxytop.screens import filters, keys, table
-from proxytop.ui import allnodes
+from proxytop.screens import allnodes, filters, keys, table
 
 INTERVAL_LADDER = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)  # the intervals + and - step through
 
