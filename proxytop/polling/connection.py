@@ -11,15 +11,13 @@ import re
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import FrozenSet, Optional, Tuple
+from typing import Dict, FrozenSet, Optional, Tuple
 
 import pymysql
 from pymysql.constants import FIELD_TYPE
 
 from proxytop import errors
 from proxytop.core import Source, Table
-from proxytop.collectors.folded import Folding
-from proxytop.collectors.sides import count_pgsql_servers
 from proxytop.config import tls
 from proxytop.config.endpoints import Endpoint
 from proxytop.config.tls import DISABLED, TLSSettings
@@ -133,6 +131,27 @@ def run_query(conn, sql: str) -> Table:
     return Table(columns, rows)
 
 
+class Folding:
+    """What a connection knows for combining the header's and the pool's readings into one query
+    (proxytop.collectors.folded): which collectors are due in the
+    batch being run (told by the engine, :meth:`plan`), the part kept for the second one, the
+    pool's columns, and the collectors seen (each finds its partner here)."""
+
+    def __init__(self):
+        self.due = frozenset()  # names of the collectors due in this batch
+        self.kept: Dict[str, Tuple[object, float, float]] = {}  # name -> (data, started, started wall)
+        self.pool_columns: Dict[str, Tuple[str, ...]] = {}  # pool table -> its columns' names
+        self.collectors: Dict[str, object] = {}  # table -> the collector that reads it this way
+        self.refused = False  # the ProxySQL refused the combined query: two queries from now on
+        self.clock = time.monotonic  # the engine's
+
+    def plan(self, due, clock=time.monotonic) -> None:
+        """A batch starts: ``due`` are the names of the collectors it runs."""
+        self.due = frozenset(due)
+        self.kept.clear()
+        self.clock = clock
+
+
 @dataclass
 class AdminSession:
     """An open admin connection plus what was learnt about the server when it opened."""
@@ -241,7 +260,7 @@ def identify(session: AdminSession) -> None:
         raise errors.NotProxySQLAdmin(TRAFFIC_PORT)
     session.version_text = version.rows[0][0] if version.rows else ""
     session.version = parse_version(session.version_text)
-    session.pgsql_servers = count_pgsql_servers(session, run_query)
+    session.pgsql_servers = count_pgsql_servers(session)
 
 
 class PyMySQLSource(Source):
@@ -276,3 +295,15 @@ class ProxySQLSource(PyMySQLSource):
     def describe_error(self, exc: BaseException) -> str:
         return errors.describe(exc, password=self.endpoint.password, timeout=self.endpoint.timeout,
                                server=self.endpoint.socket or self.endpoint.host)
+
+
+def count_pgsql_servers(session: AdminSession) -> Optional[int]:
+    """Rows of runtime_pgsql_servers on a 3.x admin connection (None when not readable): asked
+    once when the connection opens, so that ``m`` knows without a query of its own."""
+    if not session.version or session.version < (3,) or "runtime_pgsql_servers" not in session.tables:
+        return None
+    result = run_query(session.conn, "select count(*) from runtime_pgsql_servers")
+    try:
+        return int(result.rows[0][0])
+    except (IndexError, TypeError, ValueError):
+        return None
