@@ -16,7 +16,7 @@ from proxytop.screens import sparkline
 from proxytop.collectors.errors import (MYSQL_ERRORS, MYSQL_FREE, PGSQL_ERRORS, BackendErrors, FreeConnections,
                                         ReplicationHostgroups)
 from proxytop.collectors.monitor import LOGS, Entry, MonitorLogs, MonitorReadings, ServerMonitor
-from proxytop.collectors.proxysql import ConnectionPool, RuntimeServers
+from proxytop.collectors.proxysql import ConnectionPool
 from proxytop.metrics.rates import rate, to_number
 from proxytop.metrics.sides import MYSQL, PGSQL, Side
 from proxytop.screens.base import DataView, Detail, seconds_between
@@ -185,10 +185,10 @@ def _same(name: str) -> str:
     return name
 
 
-def health_view(row: Mapping, view: DataView, log: health.StatusLog, name=_same, side: Side = MYSQL) -> Detail:
-    """``name(collector name)``: the shown side's collector (ConnPoolScreen.on_side)."""
-    from proxytop.screens.connpool import proxysql_now_us, settings_by_key
-
+def health_view(row: Mapping, view: DataView, log: health.StatusLog, settings: Optional[Mapping],
+                now_us: Optional[float], name=_same, side: Side = MYSQL) -> Detail:
+    """``settings``: the backend's runtime_mysql_servers row; ``now_us``: ProxySQL's clock now;
+    ``name(collector name)``: the shown side's collector (ConnPoolScreen.on_side)."""
     hostgroup, host, port = row["_id"]
     status = str(row.get("status") or "")
     current = view.latest(name(ConnectionPool.name))
@@ -196,13 +196,11 @@ def health_view(row: Mapping, view: DataView, log: health.StatusLog, name=_same,
         for r in current.data.dicts():
             if (str(r.get("hostgroup")), str(r.get("srv_host")), str(r.get("srv_port"))) == row["_id"]:
                 status = str(r.get("status") or "")
-    settings = settings_by_key(view.latest(name(RuntimeServers.name))).get(row["_id"])
     pairs_snapshot = view.latest(name(ReplicationHostgroups.name))
     pairs = pairs_snapshot.data.dicts() if pairs_snapshot is not None and pairs_snapshot.data is not None else []
     monitor = view.latest(name(MonitorLogs.name))
     readings = monitor.data if monitor is not None and isinstance(monitor.data, MonitorReadings) else None
     server = readings.server(host, port) if readings is not None else None
-    now_us = proxysql_now_us(monitor, view.now())
     seen = log.since.get(row["_id"])
     held = ""
     if seen is not None and seen[0] == status and current is not None:
