@@ -23,8 +23,8 @@ from proxytop.config import config_file, login_path
 from proxytop.config.endpoints import HostError, endpoint_list, split_hosts
 from proxytop.config import tls
 from proxytop.config.endpoints import DEFAULT_TIMEOUT, Endpoint
-from proxytop.config.mysql_options import PROMPT  # -p given without a value
-from proxytop.screens import SCREENS
+from proxytop.config.mysql_options import PROMPT, resolve_credentials  # PROMPT: -p given without a value
+from proxytop.screens import SCREENS, add_all_arguments
 
 PASSWORD_OPTIONS = ("-p", "--password", "--mysql-password")  # a value of their own is optional
 DEFAULTS_GROUPS = ("proxysqladmin", "proxytop")
@@ -199,8 +199,6 @@ def build_parser() -> OptionParser:
     recordings.add_argument("--speed", type=playback_speed, metavar="X",
                             help="replay speed, 0.25 to 64 (default 1)")
     parser.add_argument("--version", action="version", version=f"proxytop {__version__}")
-    from proxytop.screens import add_all_arguments
-
     add_all_arguments(parser)  # screens with options of their own (e.g. --mysql, --disk-baseline)
     return real
 
@@ -237,8 +235,6 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str],
     endpoints = endpoint_list(hosts, endpoint)  # -P is the port of the hosts given without one
     endpoint = endpoints[0]
     if not replaying:
-        from proxytop.config.mysql_options import resolve_credentials
-
         # MySQL-side settings are checked now (a bad file is a usage error before the screen
         # starts); the screen resolves them again, asking for a password then, when it is built.
         resolve_credentials(args, environ, prompt=lambda text: "")

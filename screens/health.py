@@ -20,6 +20,7 @@ from proxytop.collectors.proxysql import ConnectionPool
 from proxytop.metrics.rates import rate, to_number
 from proxytop.metrics.sides import MYSQL, PGSQL, Side
 from proxytop.screens.base import DataView, Detail, seconds_between
+from proxytop.screens.errors import error_code
 
 Segment = Tuple[str, Optional[str]]
 Line = Tuple[Segment, ...]
@@ -116,8 +117,6 @@ def monitor_lines(server: Optional[ServerMonitor], readings: Optional[MonitorRea
 def error_lines(previous, current, host: str, port: str, e=MYSQL_ERRORS) -> List[Line]:
     """This backend's rows of stats_mysql_errors (any hostgroup), with errors/s; ``e`` names
     the table and columns (PGSQL_ERRORS: a SQLSTATE, named by its class, for the errno)."""
-    from proxytop.screens.errors import error_code
-
     if current is None or current.data is None:
         return [_line(("no reading of stats_mysql_errors yet", "dim"))]
     seconds = seconds_between(previous, current)
