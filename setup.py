@@ -32,7 +32,9 @@ setup(
         "myloginpath>=0.0.4",  # reads mysql_config_editor's ~/.mylogin.cnf (--login-path)
     ],
     extras_require={
-        "test": ["pytest>=7", "pyte>=0.8", "hypothesis>=6", "cryptography>=3.4"],
+        "test": ["pytest>=7", "pyte>=0.8", "hypothesis>=6", "cryptography>=3.4",
+                 # checks the layers (.importlinter); its releases with acyclic_siblings need 3.11
+                 "import-linter>=2.17,<3; python_version>='3.11'", "pyflakes>=3"],
     },
     entry_points={"console_scripts": ["proxytop = proxytop.cli:main"]},
     classifiers=[

@@ -15,6 +15,7 @@ reading at a time, moved by ten seconds or sent to a given time.
 """
 from __future__ import annotations
 
+import argparse
 import bisect
 import datetime
 import logging
@@ -25,6 +26,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from proxytop.config.endpoints import Endpoint
 from proxytop.core import Collector, Snapshot, Source
 from proxytop.metrics import units
 from proxytop.polling.engine import SourceState
@@ -721,10 +723,6 @@ class ReplayControls:
 def replay_config(index: RecordingIndex, config, defaults) -> Any:
     """The configuration the screens are built with in a replay: the recorded options (which
     servers were watched, ...) under whatever the command line sets explicitly now."""
-    import argparse
-
-    from proxytop.polling.connection import Endpoint
-
     current = vars(config.args) if config is not None and config.args is not None else {}
     default_values = vars(defaults)
     merged = dict(default_values)
