@@ -25,7 +25,7 @@ setup(
     },
     package_data={"proxytop": ["data/*"]},
     install_requires=[
-        "npyscreen>=5.0.4",
+        "npyscreen>=5.0.4,<5.1",  # the one release tested; its newest
         "PyMySQL>=1.2,<1.3",  # tested at both ends (tests/run); 1.2 refuses a REQUIRED TLS connection to a server without TLS before logging in
         "psutil>=5.8",
         "rich>=12",
