@@ -27,36 +27,32 @@ NEEDS_PROCESS = "needs PROCESS"
 
 # ----- SHOW ENGINE INNODB STATUS ----------------------------------------------------------------
 
-_LSN_LINE = re.compile(r"^(Log sequence number|Log flushed up to|Pages flushed up to|Last checkpoint at)"
-                       r"\s+(\d+)(?:\s+(\d+))?\s*$")
-_PERCONA_LINE = re.compile(r"^(Max checkpoint age|Checkpoint age target|Modified age|Checkpoint age)\s+(\d+)\s*$")
-_PENDING_LOG = re.compile(r"^(\d+) pending log (?:flushes|writes), (\d+) pending chkp writes")
-_LOG_IOS = re.compile(r"^(\d+) log i/o's done")
-_POOL_LINE = re.compile(r"^(Buffer pool size|Free buffers|Database pages|Modified db pages|Pending reads)\s+(\d+)\s*$")
-_PENDING_WRITES = re.compile(r"^Pending writes: LRU (\d+), flush list (\d+)(?:, single page (\d+))?")
-_HISTORY = re.compile(r"^History list length (\d+)")
-_FSYNC_MYSQL = re.compile(r"^Pending flushes \(fsync\) log: (\d+); buffer pool: (\d+)")
-_FSYNC_MARIADB = re.compile(r"^Pending flushes \(fsync\):? (\d+)")
-
-_LSN_FIELDS = {
-    "Log sequence number": "lsn",
-    "Log flushed up to": "flushed_lsn",
-    "Pages flushed up to": "pages_flushed_lsn",
-    "Last checkpoint at": "checkpoint_lsn",
-}
-_PERCONA_FIELDS = {
-    "Max checkpoint age": "max_checkpoint_age",
-    "Checkpoint age target": "checkpoint_age_target",
-    "Modified age": "modified_age",
-    "Checkpoint age": "checkpoint_age",
-}
-_POOL_FIELDS = {
-    "Buffer pool size": "pool_pages",
-    "Free buffers": "free_pages",
-    "Database pages": "database_pages",
-    "Modified db pages": "modified_pages",
-    "Pending reads": "pending_reads",
-}
+POOL = "BUFFER POOL AND MEMORY"
+# The lines read, by section: a pattern and the StatusText fields its numbers give, in order.
+_LINES = tuple((section, re.compile(pattern), fields) for section, pattern, fields in (
+    ("LOG", r"^Log sequence number\s+(\d+)(?:\s+(\d+))?\s*$", ("lsn",)),
+    ("LOG", r"^Log flushed up to\s+(\d+)(?:\s+(\d+))?\s*$", ("flushed_lsn",)),
+    ("LOG", r"^Pages flushed up to\s+(\d+)(?:\s+(\d+))?\s*$", ("pages_flushed_lsn",)),
+    ("LOG", r"^Last checkpoint at\s+(\d+)(?:\s+(\d+))?\s*$", ("checkpoint_lsn",)),
+    ("LOG", r"^Max checkpoint age\s+(\d+)\s*$", ("max_checkpoint_age",)),
+    ("LOG", r"^Checkpoint age target\s+(\d+)\s*$", ("checkpoint_age_target",)),
+    ("LOG", r"^Modified age\s+(\d+)\s*$", ("modified_age",)),
+    ("LOG", r"^Checkpoint age\s+(\d+)\s*$", ("checkpoint_age",)),
+    ("LOG", r"^(\d+) pending log (?:flushes|writes), (\d+) pending chkp writes",
+     ("pending_log_flushes", "pending_chkp_writes")),
+    ("LOG", r"^(\d+) log i/o's done", ("log_ios",)),
+    (POOL, r"^Buffer pool size\s+(\d+)\s*$", ("pool_pages",)),
+    (POOL, r"^Free buffers\s+(\d+)\s*$", ("free_pages",)),
+    (POOL, r"^Database pages\s+(\d+)\s*$", ("database_pages",)),
+    (POOL, r"^Modified db pages\s+(\d+)\s*$", ("modified_pages",)),
+    (POOL, r"^Pending reads\s+(\d+)\s*$", ("pending_reads",)),
+    (POOL, r"^Pending writes: LRU (\d+), flush list (\d+)(?:, single page (\d+))?",
+     ("pending_lru", "pending_flush_list", "pending_single_page")),
+    ("TRANSACTIONS", r"^History list length (\d+)", ("history_list_length",)),
+    ("FILE I/O", r"^Pending flushes \(fsync\) log: (\d+); buffer pool: (\d+)",
+     ("pending_fsyncs_log", "pending_fsyncs_pool")),
+    ("FILE I/O", r"^Pending flushes \(fsync\):? (\d+)", ("pending_fsyncs",)),
+))
 
 
 @dataclass(frozen=True)
@@ -134,77 +130,6 @@ def split_sections(text: str) -> Dict[str, List[str]]:
     return sections
 
 
-def _parse_log(lines: Sequence[str], values: Dict[str, int]) -> None:
-    for line in lines:
-        line = line.strip()
-        match = _LSN_LINE.match(line)
-        if match:
-            high, low = int(match.group(2)), match.group(3)
-            # MySQL 5.0 printed the LSN as two 32-bit halves: "Log sequence number 84 3000620880"
-            values[_LSN_FIELDS[match.group(1)]] = (high << 32) + int(low) if low is not None else high
-            continue
-        match = _PERCONA_LINE.match(line)
-        if match:
-            values[_PERCONA_FIELDS[match.group(1)]] = int(match.group(2))
-            continue
-        match = _PENDING_LOG.match(line)
-        if match:
-            values["pending_log_flushes"] = int(match.group(1))
-            values["pending_chkp_writes"] = int(match.group(2))
-            continue
-        match = _LOG_IOS.match(line)
-        if match:
-            values["log_ios"] = int(match.group(1))
-
-
-def _parse_buffer_pool(lines: Sequence[str], values: Dict[str, int]) -> None:
-    for line in lines:
-        line = line.strip()
-        if line.startswith("---BUFFER POOL"):
-            break  # per-instance blocks (older layouts): the totals came first
-        match = _POOL_LINE.match(line)
-        if match:
-            values.setdefault(_POOL_FIELDS[match.group(1)], int(match.group(2)))
-            continue
-        match = _PENDING_WRITES.match(line)
-        if match and "pending_lru" not in values:
-            values["pending_lru"] = int(match.group(1))
-            values["pending_flush_list"] = int(match.group(2))
-            if match.group(3) is not None:
-                values["pending_single_page"] = int(match.group(3))
-
-
-def _parse_transactions(lines: Sequence[str], values: Dict[str, int]) -> None:
-    for line in lines:
-        match = _HISTORY.match(line.strip())
-        if match:
-            values["history_list_length"] = int(match.group(1))
-            break
-
-
-def _parse_file_io(lines: Sequence[str], values: Dict[str, int]) -> None:
-    for line in lines:
-        line = line.strip()
-        match = _FSYNC_MYSQL.match(line)
-        if match:
-            values["pending_fsyncs_log"] = int(match.group(1))
-            values["pending_fsyncs_pool"] = int(match.group(2))
-            values["pending_fsyncs"] = int(match.group(1)) + int(match.group(2))
-            continue
-        match = _FSYNC_MARIADB.match(line)
-        if match:
-            values["pending_fsyncs"] = int(match.group(1))
-
-
-# Each section's parser adds the fields it finds to one dict of StatusText values.
-_SECTION_PARSERS = (
-    ("LOG", _parse_log),
-    ("BUFFER POOL AND MEMORY", _parse_buffer_pool),
-    ("TRANSACTIONS", _parse_transactions),
-    ("FILE I/O", _parse_file_io),
-)
-
-
 def parse_status_text(text: str) -> StatusText:
     """Parse the LOG, BUFFER POOL AND MEMORY, TRANSACTIONS and FILE I/O sections.
 
@@ -217,8 +142,20 @@ def parse_status_text(text: str) -> StatusText:
     """
     sections = split_sections(text or "")
     values: Dict[str, int] = {}
-    for title, parse in _SECTION_PARSERS:
-        parse(sections.get(title, ()), values)
+    for section, pattern, fields in _LINES:
+        for line in sections.get(section, ()):
+            line = line.strip()
+            if line.startswith("---BUFFER POOL"):
+                break  # per-instance blocks (older layouts): the totals came first
+            match = pattern.match(line)
+            if match:
+                numbers = [int(n) for n in match.groups() if n is not None]
+                if len(numbers) > len(fields):  # MySQL 5.0's LSN in two 32-bit halves: "84 3000620880"
+                    numbers = [(numbers[0] << 32) + numbers[1]]
+                values.update(zip(fields, numbers))
+                break
+    if "pending_fsyncs_log" in values:
+        values["pending_fsyncs"] = values["pending_fsyncs_log"] + values["pending_fsyncs_pool"]
     return StatusText(sections=frozenset(sections), **values)
 
 
