@@ -212,7 +212,7 @@ def redo_rate_lines(a: Assessment) -> List[DetailLine]:
                            ("  flushed to disk ", "label"), (units.number(a.flushed_lsn), None)))
     lines.append(field("redo written", (units.bytes_rate(a.redo_rate), None),
                        (f"  ({a.redo_rate_source})" if a.redo_rate_source else "", "dim")))
-    lines.append(field("sync flush in", (units.duration(a.sync_in) if a.sync_in is not None else units.MISSING, None),
+    lines.append(field("sync flush in", (units.duration(a.full_in) if a.full_in is not None else units.MISSING, None),
                        ("  at this rate (writes stall); the whole log in ", "dim"),
                        (units.duration(a.log_full_in) if a.log_full_in is not None else units.MISSING, None)))
     return lines + [()]
