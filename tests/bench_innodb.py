@@ -78,9 +78,8 @@ def reading_figures(fleet: MySQLFleet, servers: int):
         kept = (status.collect(session), engine.collect(session))
         sent = bytes_sent(session) - before - show
         statements = session.queries - queries - 1
-        # a packed reading is one row; else a row per variable, counter and the pending writes
-        rows = 1 if session.packed_reading and session.reads_together else \
-            len(kept[0]) + len(kept[1].metrics or ()) + (1 if kept[1].pool_pending is not None else 0)
+        # a row per variable, counter and the pending writes
+        rows = len(kept[0]) + len(kept[1].metrics or ()) + (1 if kept[1].pool_pending is not None else 0)
         objects = objects_in(kept)
         rounds = 3
         started = time.process_time()
