@@ -2,19 +2,10 @@
 
 One row per server (the fleet), Enter for the detail panel of the selected one. Servers come
 from ``--mysql HOST[:PORT]`` / ``--mysql-socket PATH`` and, by default, from ProxySQL's
-runtime_mysql_servers (admin user; one row per distinct backend, labelled with its
-hostgroups and ProxySQL status). Each server has its own connection and thread: a slow or
-dead server only ever delays its own row, which says "down, retrying in N s".
-
-Credentials and TLS for the MySQL servers are resolved as the mysql client does
-(proxytop.config.mysql_options); ``--mysql-password`` without a value prompts while the screens are
-built, before the terminal switches to full screen. With no credentials given, the servers
-discovered through ProxySQL are read with ProxySQL's own monitor credentials
-(mysql-monitor_username / _password), and what that user's privileges hide is shown as
-"needs PROCESS".
-
-Nothing here writes to a server: the INNODB_METRICS flushing counters, when off, are
-explained (how to enable them), never enabled.
+runtime_mysql_servers (admin user), read with the credentials the mysql client would use or,
+when none are given, with ProxySQL's monitor credentials. A slow or dead server only delays its
+own row. Nothing here writes to a server: INNODB_METRICS counters that are off are explained,
+never enabled.
 """
 from __future__ import annotations
 
@@ -51,7 +42,7 @@ def state_style(row: Mapping) -> Optional[str]:
 
 
 def age_style(row: Mapping) -> Optional[str]:
-    return {ASYNC: "warning_bold", SYNC: "danger"}.get(str(row.get("state") or ""))
+    return state_style(row) if row.get("state") in (ASYNC, SYNC) else None
 
 
 def positive_style(key: str):
@@ -106,27 +97,6 @@ def needs_text(assessment: Assessment) -> str:
     words = [NEEDS_WORDS[n] for n in assessment.needs_process if n in NEEDS_WORDS]
     return f"{NEEDS_PROCESS}: {', '.join(words)}" if words else ""
 
-
-def assessment_cells(a: Assessment) -> Row:
-    """The table's cells of one server's assessment (``_`` keys: what the colour rules compare with)."""
-    return dict(
-        state=a.state,
-        age=a.age,
-        age_pct=a.age_pct,
-        redo_rate=a.redo_rate,
-        full_in=a.full_in,
-        dirty_pct=a.dirty_pct,
-        dirty=a.dirty_pages,
-        flushed_s=a.flushed_rate,
-        io_capacity=io_capacity_text(a.io_capacity, a.io_capacity_max),
-        pending=a.pending_flush_list,
-        wait_free_s=a.wait_free_rate,
-        log_waits_s=a.log_waits_rate,
-        hll=a.history_list_length,
-        adaptive=None if a.adaptive_flushing is None else ("on" if a.adaptive_flushing else "off"),
-        _max_dirty=a.max_dirty_pct,
-        _io_max=a.io_capacity_max,
-    )
 
 # ----- the detail panel, a section at a time --------------------------------------------------
 
@@ -193,14 +163,11 @@ def flush_limit_lines(a: Assessment) -> List[DetailLine]:
     if limits is None:
         return [field("limits", (units.MISSING, None), ("  waiting for the server's variables", "dim"))]
     sync_label = "sync flush above" if a.flavour is not None and a.flavour.is_mariadb else "sync flush at"
-    return [field("async flush at", (units.human_bytes(limits.async_age), None),
-                  (f"  {units.percent(a.async_pct)}" if a.async_pct is not None else "", None),
-                  (f"  {limits.async_origin}", "dim" if limits.async_origin == "server" else "warning"),
-                  (f" ({limits.formula})" if limits.async_origin == "computed" and limits.formula else "", "dim")),
-            field(sync_label, (units.human_bytes(limits.sync_age), None),
-                  (f"  {units.percent(a.sync_pct)}" if a.sync_pct is not None else "", None),
-                  (f"  {limits.sync_origin}", "dim" if limits.sync_origin == "server" else "warning"),
-                  (f" ({limits.formula})" if limits.sync_origin == "computed" and limits.formula else "", "dim"))]
+    return [field(label, (units.human_bytes(age), None), (f"  {units.percent(pct)}" if pct is not None else "", None),
+                  (f"  {origin}", "dim" if origin == "server" else "warning"),
+                  (f" ({limits.formula})" if origin == "computed" and limits.formula else "", "dim"))
+            for label, age, pct, origin in (("async flush at", limits.async_age, a.async_pct, limits.async_origin),
+                                            (sync_label, limits.sync_age, a.sync_pct, limits.sync_origin))]
 
 
 def redo_rate_lines(a: Assessment) -> List[DetailLine]:
@@ -472,7 +439,13 @@ class InnoDBScreen(Screen):
         a = self.assessment(server, view)
         if a.flavour is not None:
             row["flavour"] = a.flavour.short
-        row.update(assessment_cells(a))
+        row.update(
+            state=a.state, age=a.age, age_pct=a.age_pct, redo_rate=a.redo_rate, full_in=a.full_in,
+            dirty_pct=a.dirty_pct, dirty=a.dirty_pages, flushed_s=a.flushed_rate,
+            io_capacity=io_capacity_text(a.io_capacity, a.io_capacity_max), pending=a.pending_flush_list,
+            wait_free_s=a.wait_free_rate, log_waits_s=a.log_waits_rate, hll=a.history_list_length,
+            adaptive=None if a.adaptive_flushing is None else ("on" if a.adaptive_flushing else "off"),
+            _max_dirty=a.max_dirty_pct, _io_max=a.io_capacity_max)  # _ keys: what the colour rules compare with
         errors = [view.error(name) for name in server.names]
         needs = needs_text(a)
         notes = [e for e in errors if e] + ([needs] if needs else [])

@@ -613,8 +613,7 @@ def redo_capacity(flavour: Optional[Flavour], variables: Mapping) -> Optional[in
         return capacity or None
     if flavour is not None and flavour.is_mariadb:
         return size
-    files = _int(variables.get("innodb_log_files_in_group")) or (1 if flavour and flavour.is_mariadb else 2)
-    return size * files
+    return size * (_int(variables.get("innodb_log_files_in_group")) or 2)
 
 
 def computed_limits(flavour: Optional[Flavour], variables: Mapping) -> Optional[RedoLimits]:
@@ -622,27 +621,21 @@ def computed_limits(flavour: Optional[Flavour], variables: Mapping) -> Optional[
     if flavour is None:
         return None
     page = _int(variables.get("innodb_page_size")) or PAGE_SIZE
-    family = flavour.family
-    if family == "mysql8030":
-        capacity = _int(variables.get("innodb_redo_log_capacity"))
-        if not capacity:  # 8.0.30+ still honours the old two variables when capacity is unset
-            size = _int(variables.get("innodb_log_file_size"))
-            files = _int(variables.get("innodb_log_files_in_group")) or 2
-            capacity = size * files if size else None
-        return mysql8030_limits(capacity, page) if capacity else None
     size = _int(variables.get("innodb_log_file_size"))
+    files = _int(variables.get("innodb_log_files_in_group")) or 2
+    if flavour.family == "mysql8030":
+        # 8.0.30+ still honours the old two variables when innodb_redo_log_capacity is unset
+        capacity = _int(variables.get("innodb_redo_log_capacity")) or (size * files if size else None)
+        return mysql8030_limits(capacity, page) if capacity else None
     if not size:
         return None
-    if family == "mariadb":
-        if flavour.version < (10, 5, 0):
-            files = _int(variables.get("innodb_log_files_in_group")) or 2
-            return mysql57_limits(size, files, 0, page)  # 10.4 and older kept the 5.7 arithmetic
-        return mariadb_limits(size, page, flavour.version)
-    files = _int(variables.get("innodb_log_files_in_group")) or 2
-    if family == "mysql80":
+    if flavour.family == "mariadb":
+        if flavour.version >= (10, 5, 0):
+            return mariadb_limits(size, page, flavour.version)
+        return mysql57_limits(size, files, 0, page)  # 10.4 and older kept the 5.7 arithmetic
+    if flavour.family == "mysql80":
         return mysql80_limits(size, files, page)
-    concurrency = _int(variables.get("innodb_thread_concurrency")) or 0
-    return mysql57_limits(size, files, concurrency, page)
+    return mysql57_limits(size, files, _int(variables.get("innodb_thread_concurrency")) or 0, page)
 
 
 # What server_limits() reads of a server's variables (its key below names each).
