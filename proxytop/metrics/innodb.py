@@ -638,20 +638,9 @@ def computed_limits(flavour: Optional[Flavour], variables: Mapping) -> Optional[
     return mysql57_limits(size, files, _int(variables.get("innodb_thread_concurrency")) or 0, page)
 
 
-# What server_limits() reads of a server's variables (its key below names each).
-_LIMIT_VARIABLES = ("innodb_redo_log_capacity", "innodb_log_file_size", "innodb_log_files_in_group",
-                    "innodb_page_size", "innodb_thread_concurrency")
-_LIMITS_KEPT = 1024  # distinct configurations whose limits are kept (a fleet has a few)
-_limits_kept: Dict[tuple, Optional[RedoLimits]] = {}
-
-
 def server_limits(flavour: Optional[Flavour], status: Mapping, variables: Mapping,
                   metrics: Optional[Mapping[str, Metric]]) -> Optional[RedoLimits]:
     """The server's own limits where it exposes them, else its formula (marked computed).
-
-    They change only when the server's redo log does (a restart, or SET GLOBAL
-    innodb_log_file_size on MariaDB 10.11): worked out once per distinct set of what they
-    are made of, which every reading of a fleet's every server otherwise did again.
 
     >>> mariadb = Flavour("MariaDB", (10, 11, 6))
     >>> server_limits(mariadb, {}, {"innodb_log_file_size": str(96 * MiB)}, None).sync_age
@@ -659,26 +648,6 @@ def server_limits(flavour: Optional[Flavour], status: Mapping, variables: Mappin
     >>> server_limits(mariadb, {}, {"innodb_log_file_size": str(64 * MiB)}, None).sync_age  # resized
     53640439
     """
-    get = variables.get
-    key = (flavour, get("innodb_redo_log_capacity"), get("innodb_log_file_size"), get("innodb_log_files_in_group"),
-           get("innodb_page_size"), get("innodb_thread_concurrency"), status.get("Innodb_checkpoint_max_age"),
-           metrics.get("log_max_modified_age_async") if metrics else None,
-           metrics.get("log_max_modified_age_sync") if metrics else None)
-    try:
-        return _limits_kept[key]
-    except KeyError:
-        pass
-    except TypeError:  # a value that can't be a key (not as read from a server): worked out each time
-        return _server_limits(flavour, status, variables, metrics)
-    limits = _server_limits(flavour, status, variables, metrics)
-    if len(_limits_kept) >= _LIMITS_KEPT:
-        _limits_kept.clear()
-    _limits_kept[key] = limits
-    return limits
-
-
-def _server_limits(flavour: Optional[Flavour], status: Mapping, variables: Mapping,
-                   metrics: Optional[Mapping[str, Metric]]) -> Optional[RedoLimits]:
     capacity = redo_capacity(flavour, variables)
     computed = computed_limits(flavour, variables)
     reported_max = _int(status.get("Innodb_checkpoint_max_age"))
