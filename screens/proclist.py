@@ -356,7 +356,7 @@ class ProcListScreen(SidedScreen, Screen):
 
     def __init__(self, config=None):
         super().__init__(config)
-        self._summary_of: Optional[Tuple[Any, str, int]] = None  # (snapshot, text, idle count)
+        self._summary_of: Optional[Tuple[Any, str, int]] = None  # (reading's time, text, idle count)
 
     def collectors(self):
         collector = ProcessList()
@@ -382,9 +382,9 @@ class ProcListScreen(SidedScreen, Screen):
         snapshot, table = self._table(view)
         if snapshot is None:
             return []
-        if self._summary_of is None or self._summary_of[0] is not snapshot:  # once per reading
+        if self._summary_of is None or self._summary_of[0] != snapshot.taken_at:  # once per reading
             by_command, by_hostgroup = summary(table)
-            self._summary_of = (snapshot, summary_text(by_command, by_hostgroup), by_command.get(IDLE, 0))
+            self._summary_of = (snapshot.taken_at, summary_text(by_command, by_hostgroup), by_command.get(IDLE, 0))
         _key, text, idle = self._summary_of
         lines = [(("Sessions  ", "label"), (text, None))]
         # Read every 2 s at most (it locks ProxySQL's threads): Time is as of this reading.

@@ -202,19 +202,18 @@ def fit_columns(columns: Sequence[Column], width: int, gap: int = 1, keep: Optio
     Columns give way by priority (highest number first) instead of wrapping; the column
     ``keep`` (the sort column) stays; a flexible column takes what is left over.
     """
-    chosen = list(columns)
-    position = {id(c): i for i, c in enumerate(columns)}  # by identity: Column equality compares every field
+    chosen = list(enumerate(columns))  # (declared position, column): the later gives way first
 
     def needed(cols):
-        return sum(c.width for c in cols) + gap * max(0, len(cols) - 1)
+        return sum(c.width for _, c in cols) + gap * max(0, len(cols) - 1)
 
     while len(chosen) > 1 and needed(chosen) > width:
-        candidates = [c for c in chosen if c.key != keep] or chosen
-        victim = max(candidates, key=lambda c: (c.priority, position[id(c)]))
-        chosen = [c for c in chosen if c is not victim]
+        candidates = [pc for pc in chosen if pc[1].key != keep] or chosen
+        victim = max(candidates, key=lambda pc: (pc[1].priority, pc[0]))
+        chosen = [pc for pc in chosen if pc is not victim]
     spare = max(0, width - needed(chosen))
     result = []
-    for column in chosen:
+    for _, column in chosen:
         extra = spare if column.flexible else 0
         if column.flexible:
             spare = 0
