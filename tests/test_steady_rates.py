@@ -236,7 +236,7 @@ def test_glostat_tracker_spans_as_update_span_does(steps, window):
 def test_a_counter_reset_gives_no_rate_over_the_span():
     stamps, keys = readings([500, 600, 10, 110])
     span = update_span(stamps, keys, window=5.0)
-    assert span.base == 0 and rate(keys[span.base], keys[span.end], span.seconds) is None
+    assert span.base == 1 and rate(keys[span.base], keys[span.end], span.seconds) is None  # 600 -> 110
 
 
 def test_steady_pair_computes_each_key_once_and_follows_the_history():

@@ -7,6 +7,7 @@ place: a negative delta means the counter started again, and that interval has n
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import median
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 
@@ -148,10 +149,39 @@ def row_rates(
 # two updates, and a plain Δvalue/Δt swung between 0 and 2x the real rate. The rates below
 # start and end at readings that first showed new values, and span whole updates over at
 # least RATE_WINDOW seconds: an update comes at most about a second late into a reading, so
-# one update more or less moves a rate by at most 1/20 of it.
+# one update more or less moves a rate by at most 1/20 of it. proxytop's first reading (and the
+# first after a gap) is no such start: its values may have stood for a second already, and a
+# span from it counted the updates before it in too short a time (up to 2x in the first 20 s).
 
 RATE_WINDOW = 20.0  # seconds a steady rate spans at the least: an update (<= ~1 s) more or less is <= 5%
 COUNTER_REFRESH = 2.0  # values unchanged for longer than this mean no traffic (not a late update)
+GAP_STEPS = 3  # a step between readings longer than this many usual ones is a gap (a hidden screen)
+GAP_BASIS = 20  # the usual step: the median of the (at most) this many steps before
+
+
+def is_gap(step: float, before: Sequence[float], refresh: float = COUNTER_REFRESH) -> bool:
+    """Whether ``step`` seconds between two readings is a gap in them (the screen was hidden, its
+    collectors did not poll), given the steps ``before`` it, latest last: a span of counter
+    updates does not cross one, the rates start again after it.
+
+    >>> is_gap(9.0, [1.0, 1.1, 0.9]), is_gap(2.5, [1.0, 1.0]), is_gap(9.0, [5.0, 5.0]), is_gap(9.0, [])
+    (True, False, False, False)
+    """
+    return bool(before) and step > max(refresh, GAP_STEPS * median(before[-(GAP_BASIS - 1):]))
+
+
+def after_gap(stamps: Sequence[float], refresh: float = COUNTER_REFRESH) -> int:
+    """The index of the first reading after the last gap in ``stamps`` (0 when there is none).
+
+    >>> after_gap([0.0, 1.0, 2.0, 30.0, 31.0]), after_gap([0.0, 1.0, 2.0])
+    (3, 0)
+    """
+    steps = [later - earlier for earlier, later in zip(stamps, stamps[1:])]
+    start = 0
+    for at, step in enumerate(steps):
+        if is_gap(step, steps[max(0, at - GAP_BASIS + 1):at], refresh):
+            start = at + 1
+    return start
 
 
 @dataclass(frozen=True)
@@ -170,60 +200,68 @@ def update_span(stamps: Sequence[float], keys: Sequence[Any], window: float = RA
 
     ``stamps`` are the readings' times (oldest first, when each query started: that is when
     ProxySQL takes its snapshot), ``keys`` anything equal between two readings exactly when no
-    counter moved between them. The rate runs from a reading that first showed its values to
-    the one that first showed the latest values, over at least ``window`` seconds when the
-    readings reach that far back. A reading identical to the one before is not an interval
-    without traffic: only once the values have stood still for longer than ``refresh`` does
-    the span stretch towards the latest reading (the traffic has stopped). Such a standstill
-    before the window's start is left out when the window is full without it and the values
-    moved at every update since: the rate is the traffic's since it began, not diluted by
-    the idle seconds before (the span would otherwise reach back to the standstill's first
-    reading, past the window). A counter that moves only now and then (standstills within
-    the window too) keeps its spans from one change to another: a span starting just before
-    a rare update would count it more than its share.
+    counter moved between them. The rate runs from a reading that first showed its values (one
+    that differs from the reading before it: never the first reading, nor the first after a gap
+    in the readings, whose values may have stood for a while already) to the one that first
+    showed the latest values, over at least ``window`` seconds when the readings reach that far
+    back; until two such readings exist there is no rate. A reading identical to the one before
+    is not an interval without traffic: only once the values have stood still for longer than
+    ``refresh`` does the span stretch towards the latest reading (the traffic has stopped), and
+    values that never moved in the readings are a rate of 0 once they have stood that long.
+    A standstill before the window's start is left out when the window is full without it and
+    the values moved at every update since: the rate is the traffic's since it began, not
+    diluted by the idle seconds before. A counter that moves only now and then (standstills
+    within the window too) keeps its spans from one change to another: a span starting just
+    before a rare update would count it more than its share.
 
-    Readings at 0, 1, 2, 3 s, of which the one at 2 s repeats the one at 1 s (the update fell
-    just after it): the rate spans 1 s -> 3 s, not 2 s -> 3 s.
+    Readings at 0, 1, 2, 3, 4 s, of which the one at 3 s repeats the one at 2 s (the update fell
+    just after it): the rate spans 2 s -> 4 s, not 3 s -> 4 s.
 
-    >>> update_span([0.0, 1.0, 2.0, 3.0], [10, 20, 20, 40], window=1.5)
-    Span(base=1, end=3, seconds=2.0)
-    >>> update_span([0.0, 1.0, 2.0, 3.0], [10, 20, 20, 40], window=10.0)  # as far back as there is
-    Span(base=0, end=3, seconds=3.0)
-    >>> update_span([0.0, 1.0, 2.0], [10, 20, 20], window=0.5)  # the latest reading adds nothing
-    Span(base=0, end=2, seconds=1.0)
-    >>> update_span([0.0, 1.0, 5.0], [10, 20, 20], window=0.5)  # no update for 4 s: traffic stopped
-    Span(base=0, end=2, seconds=3.0)
+    >>> update_span([0.0, 1.0, 2.0, 3.0, 4.0], [5, 10, 20, 20, 40], window=1.5)
+    Span(base=2, end=4, seconds=2.0)
+    >>> update_span([0.0, 1.0, 2.0, 3.0, 4.0], [5, 10, 20, 20, 40], window=10.0)  # from the first change
+    Span(base=1, end=4, seconds=3.0)
+    >>> update_span([0.0, 1.0, 2.0, 3.0], [5, 10, 20, 20], window=0.5)  # the latest reading adds nothing
+    Span(base=1, end=3, seconds=1.0)
+    >>> update_span([0.0, 1.0, 2.0, 4.5], [5, 10, 20, 20], window=0.5)  # no update for 2.5 s: traffic stopped
+    Span(base=1, end=3, seconds=1.5)
     >>> update_span([0.0, 1.0, 2.0, 3.0, 4.0, 5.0], [0, 0, 0, 0, 10, 20], window=1.5)  # traffic from 3 s
     Span(base=3, end=5, seconds=2.0)
-    >>> update_span([0.0, 1.0], [10, 10]) is None, update_span([0.0], [10]) is None
+    >>> update_span([0.0, 1.0, 2.0, 3.0], [0, 0, 0, 0])  # no traffic for 3 s
+    Span(base=0, end=3, seconds=1.0)
+    >>> update_span([0.0, 1.0], [10, 20]) is None, update_span([0.0, 1.0, 2.0], [10, 20, 20]) is None
     (True, True)
     """
     latest = len(stamps) - 1
-    if latest < 1:
+    start = after_gap(stamps, refresh)  # no span reaches back across a gap
+    if latest - start < 1:
         return None
     first = latest  # the reading that first showed the latest values
-    while first > 0 and keys[first - 1] == keys[first]:
+    while first > start and keys[first - 1] == keys[first]:
         first -= 1
     end_time = max(stamps[first], stamps[latest] - refresh)
-    if first == 0:  # no update in the readings kept: no traffic, once that has lasted long enough
-        seconds = end_time - stamps[0]
-        return Span(0, latest, seconds) if seconds > 0 else None
+    if first == start:  # no update in the readings kept: no traffic, once that has lasted long enough
+        seconds = end_time - stamps[start]
+        return Span(start, latest, seconds) if seconds > 0 else None
     base = first - 1
     steady_since = True  # no standstill between ``base`` and the latest reading
     while True:  # back to the reading that first showed the values of ``base``
         run_end = base
-        while base > 0 and keys[base - 1] == keys[base]:
+        while base > start and keys[base - 1] == keys[base]:
             base -= 1
         standstill = stamps[run_end] - stamps[base] > refresh
         if standstill and steady_since and end_time - stamps[run_end] >= window:
             base = run_end  # the window is full without the standstill: the traffic began after it
             break
-        if base == 0 or end_time - stamps[base] >= window:
+        if base == start:  # values that may have stood before the first reading: start after them
+            base = run_end + 1
+            break
+        if end_time - stamps[base] >= window:
             break
         steady_since = steady_since and not standstill
         base -= 1
     seconds = end_time - stamps[base]
-    return Span(base, latest, seconds) if seconds > 0 else None
+    return Span(base, latest, seconds) if base < first and seconds > 0 else None
 
 
 class SteadyPair:
@@ -276,8 +314,8 @@ class UpdateTracker:
     >>> tracker = UpdateTracker(window=1.5)
     >>> for stamp, values in enumerate(({"a": 1, "b": 5}, {"a": 2, "b": 5}, {"a": 3, "b": 7}, {"a": 4, "b": 7})):
     ...     tracker.add(float(stamp), values)
-    >>> tracker.span("a"), tracker.span("b")  # (value at the start, seconds)
-    ((2, 2.0), (5, 2.0))
+    >>> tracker.span("a"), tracker.span("b")  # (value at the start, seconds); b has one change only
+    ((2, 2.0), None)
     >>> idle = UpdateTracker(window=1.5)  # no traffic until after 3 s: the rate is the traffic's since
     >>> for stamp, value in enumerate((0, 0, 0, 0, 10, 20)):
     ...     idle.add(float(stamp), {"a": value})
@@ -287,17 +325,24 @@ class UpdateTracker:
 
     def __init__(self, window: float = RATE_WINDOW, refresh: float = COUNTER_REFRESH):
         self.window, self.refresh = window, refresh
-        self.first_stamp: Optional[float] = None
+        self.first_stamp: Optional[float] = None  # of the first reading (after the last gap)
         self.last_stamp: Optional[float] = None
+        self._steps: List[float] = []  # the last steps between readings: what a gap is longer than
         self._latest: dict = {}  # name -> latest value
-        # name -> [(stamp first showing a value, that value, stamp of the reading before)], oldest first
+        # name -> [(stamp first showing a value, that value, stamp of the reading before)], oldest
+        # first; the first entry is the first reading's (after a gap), which is no start of a span
         self._changes: dict = {}
 
     def add(self, stamp: float, values: Mapping[str, Any]) -> None:
         """The next reading (``stamp`` after the previous one's)."""
+        previous, self.last_stamp = self.last_stamp, stamp
+        if previous is not None:
+            step = stamp - previous
+            if is_gap(step, self._steps, self.refresh):  # the screen was hidden: start again
+                self.first_stamp, self._latest, self._changes = None, {}, {}
+            self._steps = self._steps[-(GAP_BASIS - 2):] + [step]
         if self.first_stamp is None:
             self.first_stamp = stamp
-        previous, self.last_stamp = self.last_stamp, stamp
         keep_after = stamp - self.window - 2 * self.refresh - 60.0  # older change points can't be a base
         for name, value in values.items():
             changes = self._changes.get(name)
@@ -319,7 +364,6 @@ class UpdateTracker:
         if len(changes) == 1:  # no update seen: no traffic, once that has lasted long enough
             seconds = end_time - changes[0][0]
             return (changes[0][1], seconds) if seconds > 0 else None
-        base_value, base_stamp = changes[0][1], changes[0][0]
         steady_since = True  # no standstill between the change point and the latest reading
         for at in range(len(changes) - 2, -1, -1):  # the newest change point far enough back
             stamp, value, _ = changes[at]
@@ -327,6 +371,11 @@ class UpdateTracker:
             standstill = run_end - stamp > self.refresh
             if standstill and steady_since and end_time - run_end >= self.window:
                 base_value, base_stamp = value, run_end  # the traffic began after the standstill
+                break
+            if at == 0:  # the first reading's values may have stood before it: start after them
+                if len(changes) == 2:
+                    return None
+                base_value, base_stamp = changes[1][1], changes[1][0]
                 break
             if end_time - stamp >= self.window:
                 base_value, base_stamp = value, stamp
