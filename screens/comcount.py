@@ -289,7 +289,7 @@ class ComCountScreen(SidedScreen, Screen):
         unused = 0 if total_at is None else sum(1 for r in current.data.rows if not to_number(r[total_at]))
         notes = [tuple(line)]
         last_two = view.pair(self.on_side(CommandCounters.name))
-        covers = covers_text(seconds, seconds_between(*last_two))
+        covers = covers_text([seconds], seconds_between(*last_two))
         if covers:
             notes.append(((covers + " (ProxySQL updates this table about once a second)", "dim"),))
         if unused and not self.options.get("unused"):

@@ -102,9 +102,10 @@ def global_rows(previous, current, memory=None, history: Sequence = (),
     if current is not None and current.data:
         seconds = seconds_between(previous, current)
         before: Mapping[str, str] = previous.data if previous is not None and previous.data else {}
-        bases = steady_bases(history, tracker=tracker) if len(history) > 1 and history[-1] is current else {}
-        for name, raw in current.data.items():
-            old, span = bases.get(name, (before.get(name), seconds))
+        steady = len(history) > 1 and history[-1] is current
+        bases = steady_bases(history, tracker=tracker) if steady else {}
+        for name, raw in current.data.items():  # a counter without its span yet has no rate (yet)
+            old, span = bases.get(name, (None, None) if steady else (before.get(name), seconds))
             rows.append(_row("global", name, raw, old, span, classify(name)))
     if memory is not None and memory.data:
         known = {row["name"] for row in rows}
@@ -347,9 +348,10 @@ class GloStatScreen(SidedScreen, Screen):
             return []
         stats = current.data
         lines = []
-        history = view.history(self.on_side(GlobalStatus.name))
-        span = history[-1].taken_at - history[0].taken_at if len(history) > 1 else None
-        covers = covers_text(min(span, RATE_WINDOW) if span else None, seconds_between(previous, current))
+        name = self.on_side(GlobalStatus.name)
+        history = view.history(name)
+        spans = [seconds for _, seconds in steady_bases(history, tracker=self._tracker_of(name, history)).values()]
+        covers = covers_text(spans, seconds_between(previous, current))
         if covers:
             lines.append(((f"Per second: {covers} (some counters move only when ProxySQL's threads "
                            "add their share, about once a second)", "dim"),))

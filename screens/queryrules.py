@@ -434,8 +434,9 @@ class QueryRulesScreen(SidedScreen, Screen):
         if name not in steady:
             steady[name] = SteadyPair(total_hits)
         # hits/s spans whole updates of the hits (proxytop.metrics.rates.update_span), not one interval
-        previous, current, seconds = steady[name](view.history(name))
-        self._covers = covers_text(seconds, seconds_between(*view.pair(name)))
+        history = view.history(name)
+        previous, current, seconds = steady[name](history)
+        self._covers = covers_text([seconds], seconds_between(*view.pair(name))) if history else None
         runtime, config = self._definitions(view)
         fields = self._cached("fields", self._definitions_taken(view), lambda: definition_fields(runtime, config))
         return rule_rows(previous, current, runtime, config, fields, seconds)

@@ -295,15 +295,27 @@ class SteadyPair:
         return history[span.base], history[span.end], span.seconds
 
 
-def covers_text(seconds: Optional[float], interval: Optional[float]) -> Optional[str]:
-    """What a notes line says of a rate's span when it differs from the refresh interval.
+NO_RATE_YET = "no rates yet: they start at the second counter update proxytop sees"
 
-    >>> covers_text(10.02, 1.0), covers_text(1.01, 1.0), covers_text(None, 1.0)
-    ('rates over the last 10.0s of counter updates', None, None)
+
+def covers_text(spans: Iterable[Optional[float]], interval: Optional[float]) -> Optional[str]:
+    """What a notes line says of the spans rates cover (seconds each; None: no rate yet), when
+    they differ from the refresh interval.
+
+    >>> covers_text([10.02], 1.0), covers_text([1.01], 1.0), covers_text([None], 1.0)
+    ('rates over the last 10.0s of counter updates', None, 'no rates yet: they start at the second counter update proxytop sees')
+    >>> covers_text([20.0, 18.2, 28.9, None], 1.0)
+    'rates over 18.2-28.9s of counter updates'
     """
-    if seconds is None or (interval and abs(seconds - interval) <= 0.1 * interval):
+    seconds = [s for s in spans if s]
+    if not seconds:
+        return NO_RATE_YET
+    low, high = min(seconds), max(seconds)
+    if interval and abs(high - interval) <= 0.1 * interval and abs(low - interval) <= 0.1 * interval:
         return None
-    return f"rates over the last {seconds:.1f}s of counter updates"
+    if high - low < 0.05:
+        return f"rates over the last {high:.1f}s of counter updates"
+    return f"rates over {low:.1f}-{high:.1f}s of counter updates"
 
 
 class UpdateTracker:
