@@ -289,3 +289,61 @@ def test_the_rule_sparkline_spreads_an_update_over_the_readings_that_waited_for_
     assert hits_series(stopped, 1)[-2:] == [0.0, 0.0]
     # ... but one unchanged reading right after an update is still waiting for the next one.
     assert hits_series(history + [reading(4.0, 300, 9)], 1)[-1] is None
+
+
+# ----- the first readings and gaps: no span starts at a reading that showed no change -------
+def shown_values(stamps, updates, per_update):
+    """Each reading's value: ``per_update`` for every update at or before it."""
+    return [per_update * sum(1 for u in updates if u <= t) for t in stamps]
+
+
+def test_a_counter_updated_every_second_first_read_0_9_s_after_its_update():
+    # Updates of 100 at 0, 1, 2, ... s (100/s); read every 0.5 s from 0.9 s on. The first
+    # reading's 100 had stood for 0.9 s already: a span from it said 300 in 2.5 s (120/s).
+    stamps = [0.9 + 0.5 * i for i in range(6)]  # 0.9 1.4 1.9 2.4 2.9 3.4
+    keys = shown_values(stamps, range(10), 100)
+    assert keys == [100, 200, 200, 300, 300, 400]
+    assert (keys[-1] - keys[0]) / (stamps[-1] - stamps[0]) == 120.0  # what a span from the first said
+    assert update_span(stamps[:2], keys[:2]) is None  # one change seen: no rate yet
+    assert update_span(stamps[:3], keys[:3]) is None
+    span = update_span(stamps, keys)
+    assert (span.base, span.end, span.seconds) == (1, 5, 2.0)  # from 1.4 s, which first showed 200
+    assert (keys[span.end] - keys[span.base]) / span.seconds == 100.0
+    tracker = UpdateTracker()
+    for stamp, key in zip(stamps, keys):
+        tracker.add(stamp, {"c": key})
+    assert tracker.span("c") == (200, 2.0)
+
+
+def test_a_sporadic_counter_has_no_rate_until_its_second_update_then_its_true_one():
+    # MySQL_Monitor_ping_check_OK-like: 3 more every 2 s (1.5/s), read every second from 1.9 s
+    # after an update. A span from the first reading said 3.0/s, then 2.0/s.
+    stamps = [1.9 + i for i in range(8)]  # 1.9 2.9 ... 8.9
+    keys = shown_values(stamps, [0, 2, 4, 6, 8], 3)
+    assert keys == [3, 6, 6, 9, 9, 12, 12, 15]
+    assert [round((keys[at] - keys[0]) / (stamps[at] - stamps[0]), 6) for at in (1, 3)] == [3.0, 2.0]
+    rates = []
+    for at in range(1, len(stamps)):
+        span = update_span(stamps[:at + 1], keys[:at + 1])
+        rates.append(None if span is None else round(rate(keys[span.base], keys[span.end], span.seconds), 6))
+    assert rates == [None, None, 1.5, 1.5, 1.5, 1.5, 1.5]
+
+
+def test_a_span_does_not_cross_a_gap_in_the_readings():
+    # 100/s read every second for 10 s, then nothing read for 60 s (the screen was hidden),
+    # then read again: 50/s since. The rate is the new traffic's, not averaged over the gap.
+    stamps = [float(i) for i in range(11)] + [70.0 + i for i in range(4)]
+    keys = [100 * i for i in range(11)] + [5000 + 50 * i for i in range(4)]
+    assert update_span(stamps[:12], keys[:12]) is None  # the first reading after the gap starts nothing
+    assert update_span(stamps[:13], keys[:13]) is None
+    span = update_span(stamps, keys)
+    assert (span.base, span.end, span.seconds) == (12, 14, 2.0)
+    assert (keys[span.end] - keys[span.base]) / span.seconds == 50.0
+    tracker = UpdateTracker()
+    for stamp, key in zip(stamps, keys):
+        tracker.add(stamp, {"c": key})
+    assert tracker.span("c") == (keys[12], 2.0)
+    # Values that stood still across the gap and since: no traffic, once that has lasted 2 s.
+    idle = stamps[:11] + [70.0, 71.0, 72.5]
+    span = update_span(idle, [0] * len(idle))
+    assert (span.base, span.seconds) == (11, 0.5)

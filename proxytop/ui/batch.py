@@ -3,8 +3,10 @@
 Each report shows the chosen screens with the live view's column declarations, units, sort
 and filter (the rows come from each screen's ``rows()`` and ``arrange()``): a rich table on a
 terminal, aligned plain text when piped, or JSON lines / CSV with raw values under the column
-keys. Like iostat, the first report waits until rates can be computed (two readings), so
-``--count 1`` already shows rates.
+keys. Like iostat, the first report waits until rates can be computed (two readings; for the
+rates over ProxySQL's counter updates, until they have started: a second update seen, about
+2 s; at most a few intervals, then the notes say "no rates yet"), so ``--count 1`` already
+shows rates.
 
 Over ``--replay`` the reports follow the recording's own time: one per interval of recorded
 time, as fast as they can be printed, ending with the recording.
@@ -29,6 +31,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from proxytop.metrics.rates import NO_RATE_YET
 from proxytop.screens.base import Screen
 from proxytop.screens.sided import header_collector
 from proxytop.screens import filters, table
@@ -347,7 +350,8 @@ class BatchRun:
                 continue  # a MySQL server that is down: its row says so
             if len(self.engine.history(name)) < (1 if collector.own_pace else 2):
                 return False
-        return True
+        return not any(NO_RATE_YET in note for screen in self.screens
+                       for note in build_block(screen, self.states[screen.key], self.controller.view).notes)
 
     def proxysql_down(self) -> bool:
         """Live, a chosen screen reads ProxySQL, and it has not answered (yet, or any more)."""
