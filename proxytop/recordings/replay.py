@@ -50,21 +50,16 @@ class Segment:
 
 
 class Series:
-    """Time-ordered entries of one collector (or source), with their times for bisecting."""
+    """The entries of one collector (or source), (time, run, envelope, data text), in time
+    order once finished (the engine's threads wrote them as they came)."""
 
     def __init__(self) -> None:
-        self.times: List[float] = []
         self.entries: List[Tuple[float, int, Dict[str, Any], Optional[str]]] = []
-
-    def add(self, at: float, segment: int, envelope: Dict[str, Any], data: Optional[str]) -> None:
-        self.times.append(at)
-        self.entries.append((at, segment, envelope, data))
+        self.times: List[float] = []  # the entries' times, for bisecting
 
     def finish(self) -> None:
-        if any(b < a for a, b in zip(self.times, self.times[1:])):
-            order = sorted(range(len(self.times)), key=lambda i: self.times[i])
-            self.entries = [self.entries[i] for i in order]
-            self.times = [self.times[i] for i in order]
+        self.entries.sort(key=lambda entry: entry[0])
+        self.times = [entry[0] for entry in self.entries]
 
     def index_at(self, at: float) -> int:
         """Index of the last entry at or before ``at`` (-1 when none)."""
@@ -89,6 +84,8 @@ class RecordingIndex:
         self.sources: Dict[str, Series] = {}
         self.errors: Dict[str, Series] = {}
         self.collectors: Dict[str, Dict[str, Any]] = {}
+        groups = {"s": (self.snapshots, "c"), "st": (self.states, "name"), "src": (self.sources, "name"),
+                  "err": (self.errors, "c")}
         for envelope, data in found.records:
             kind = envelope.get("k")
             if kind == "h":
@@ -106,17 +103,12 @@ class RecordingIndex:
                 at = float(envelope.get("t", 0.0)) + offset
             except (TypeError, ValueError):
                 continue
-            if kind == "s" and "c" in envelope:
-                self.snapshots.setdefault(envelope["c"], Series()).add(at, segment, envelope, data)
-            elif kind == "st" and "name" in envelope:
-                self.states.setdefault(envelope["name"], Series()).add(at, segment, envelope, data)
-            elif kind == "src" and "name" in envelope:
-                self.sources.setdefault(envelope["name"], Series()).add(at, segment, envelope, data)
-            elif kind == "err" and "c" in envelope:
-                self.errors.setdefault(envelope["c"], Series()).add(at, segment, envelope, None)
+            if kind in groups and groups[kind][1] in envelope:
+                group, key = groups[kind]
+                group.setdefault(envelope[key], Series()).entries.append((at, segment, envelope, data))
             elif kind == "col" and "name" in envelope:
                 self.collectors[envelope["name"]] = envelope
-        for group in (self.snapshots, self.states, self.sources, self.errors):
+        for group, _key in groups.values():
             for series in group.values():
                 series.finish()
         timed = list(self.snapshots.values()) + list(self.states.values()) + list(self.errors.values())
@@ -447,15 +439,15 @@ def parse_jump(text: str, position: float, start: float, end: float,
     hour_i, minute_i, second_i = int(hour), int(minute), int(second or 0)
     if hour_i > 23 or minute_i > 59 or second_i > 59:
         raise ValueError(f"'{text}' is not a time of day")
-    offset_seconds = _zone_offset(zone, position)
+    within = hour_i * 3600 + minute_i * 60 + second_i
+    offset_seconds = float(getattr(zone(position), "tm_gmtoff", 0) or 0)
     if year:
         try:
             day_start = datetime.datetime(int(year), int(month), int(day), tzinfo=datetime.timezone.utc).timestamp()
         except ValueError:
             raise ValueError(f"'{text}' is not a date") from None
-        return day_start - offset_seconds + hour_i * 3600 + minute_i * 60 + second_i
+        return day_start - offset_seconds + within
     # A time of day: on the day of the position, or another day the recording covers.
-    within = hour_i * 3600 + minute_i * 60 + second_i
     candidates = []
     for anchor in (position, start, end):
         local = anchor + offset_seconds
@@ -463,11 +455,6 @@ def parse_jump(text: str, position: float, start: float, end: float,
         candidates.append(day_start + within)
     inside = [c for c in candidates if start - 1 <= c <= end + 1]
     return inside[0] if inside else candidates[0]
-
-
-def _zone_offset(zone: Callable[[float], time.struct_time], at: float) -> float:
-    local = zone(at)
-    return float(getattr(local, "tm_gmtoff", 0) or 0)
 
 
 # ----- the keys of a replay -------------------------------------------------------------------
@@ -513,14 +500,11 @@ class ReplayControls:
                 line.append(("  no readings of this screen here", "warning"))
         return line
 
-    def _names(self, controller) -> List[str]:
-        return list(controller.screen.active_collectors())
-
     def _say_position(self, controller, prefix: str = "") -> None:
         controller.say(f"{prefix}{format_time(self.engine.wall_now())}")
 
-    def _step(self, controller, direction: int) -> None:
-        names = self._names(controller)
+    def _step(self, direction: int, controller) -> None:
+        names = list(controller.screen.active_collectors())
         if not self.engine.poll_ends(names):
             controller.say("this screen has no readings in the recording")
         elif self.engine.step(direction, names):
@@ -528,30 +512,23 @@ class ReplayControls:
         else:
             controller.say("start of the recording" if direction < 0 else "end of the recording")
 
+    def _move(self, seconds: float, controller) -> None:
+        self.engine.seek(self.engine.now() + seconds)
+        self._say_position(controller)
+
+    def _change_speed(self, direction: int, controller) -> None:
+        self.engine.set_speed(step_speed(self.engine.speed, direction))
+        controller.say(f"playback {speed_text(self.engine.speed)}")
+
     def action_pause(self, controller) -> None:
         controller.do_pause()  # the replay engine stands in for the polling engine
 
-    def action_step_back(self, controller) -> None:
-        self._step(controller, -1)
-
-    def action_step_forward(self, controller) -> None:
-        self._step(controller, +1)
-
-    def action_back(self, controller) -> None:
-        self.engine.seek(self.engine.now() - JUMP_SECONDS)
-        self._say_position(controller)
-
-    def action_forward(self, controller) -> None:
-        self.engine.seek(self.engine.now() + JUMP_SECONDS)
-        self._say_position(controller)
-
-    def action_slower(self, controller) -> None:
-        self.engine.set_speed(step_speed(self.engine.speed, -1))
-        controller.say(f"playback {speed_text(self.engine.speed)}")
-
-    def action_faster(self, controller) -> None:
-        self.engine.set_speed(step_speed(self.engine.speed, +1))
-        controller.say(f"playback {speed_text(self.engine.speed)}")
+    action_step_back = functools.partialmethod(_step, -1)
+    action_step_forward = functools.partialmethod(_step, +1)
+    action_back = functools.partialmethod(_move, -JUMP_SECONDS)
+    action_forward = functools.partialmethod(_move, JUMP_SECONDS)
+    action_slower = functools.partialmethod(_change_speed, -1)
+    action_faster = functools.partialmethod(_change_speed, +1)
 
     def action_jump(self, controller) -> None:
         engine = self.engine
