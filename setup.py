@@ -25,14 +25,16 @@ setup(
     },
     package_data={"proxytop": ["data/*"]},
     install_requires=[
-        "npyscreen>=5.0.4",
+        "npyscreen>=5.0.4,<5.1",  # the one release tested; its newest
         "PyMySQL>=1.2,<1.3",  # tested at both ends (tests/run); 1.2 refuses a REQUIRED TLS connection to a server without TLS before logging in
         "psutil>=5.8",
         "rich>=12",
         "myloginpath>=0.0.4",  # reads mysql_config_editor's ~/.mylogin.cnf (--login-path)
     ],
     extras_require={
-        "test": ["pytest>=7", "pyte>=0.8", "hypothesis>=6", "cryptography>=3.4"],
+        "test": ["pytest>=7", "pyte>=0.8", "hypothesis>=6", "cryptography>=3.4",
+                 # checks the layers (.importlinter); its releases with acyclic_siblings need 3.11
+                 "import-linter>=2.17,<3; python_version>='3.11'", "pyflakes>=3"],
     },
     entry_points={"console_scripts": ["proxytop = proxytop.cli:main"]},
     classifiers=[

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 import psutil
@@ -79,8 +79,6 @@ def parse_diskstats(text: str) -> Dict[str, DiskCounters]:
 
 def merge_psutil(devices: Mapping[str, DiskCounters], counters: Mapping[str, Any]) -> Dict[str, DiskCounters]:
     """Counts, sectors, merges and times from psutil (sdiskio), the rest from the file."""
-    from dataclasses import replace
-
     merged: Dict[str, DiskCounters] = {}
     for name, base in devices.items():
         io = counters.get(name)

@@ -40,6 +40,7 @@ from typing import Dict, Optional, Sequence, Tuple
 
 from proxytop import errors
 from proxytop.core import Table, unconcatenated
+from proxytop.polling.connection import Folding
 
 POOL_SUFFIX = "_connection_pool"
 GLOBAL_SUFFIX = "_global"
@@ -103,26 +104,6 @@ def split(table: Table, pool_names: Sequence[str]) -> Tuple[Optional[Table], Opt
             variables = unconcatenated(HEADER_COLUMNS, row[3], row[1:3])
             header = dict(variables.rows) if variables is not None else None
     return pool, header
-
-
-class Folding:
-    """What a connection knows for combining the two readings: which collectors are due in the
-    batch being run (told by the engine, :meth:`plan`), the part kept for the second one, the
-    pool's columns, and the collectors seen (each finds its partner here)."""
-
-    def __init__(self):
-        self.due = frozenset()  # names of the collectors due in this batch
-        self.kept: Dict[str, Tuple[object, float, float]] = {}  # name -> (data, started, started wall)
-        self.pool_columns: Dict[str, Tuple[str, ...]] = {}  # pool table -> its columns' names
-        self.collectors: Dict[str, object] = {}  # table -> the collector that reads it this way
-        self.refused = False  # the ProxySQL refused the combined query: two queries from now on
-        self.clock = time.monotonic  # the engine's
-
-    def plan(self, due, clock=time.monotonic) -> None:
-        """A batch starts: ``due`` are the names of the collectors it runs."""
-        self.due = frozenset(due)
-        self.kept.clear()
-        self.clock = clock
 
 
 def read(session, collector, plain):

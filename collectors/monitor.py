@@ -21,20 +21,17 @@ named in the snapshot, so the screen can say so in one line.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from proxytop.core import Collector
 from proxytop.collectors.proxysql import PROXYSQL
+from proxytop.metrics.health import Entry, MonitorReadings, ServerMonitor
 
 SCHEMA = "monitor"
 FIRST_WINDOW_US = 60 * 1000000  # the first reading covers the minute before each log's newest row
 ROWS_PER_READING = 20000  # a reading never brings more (the next one continues where it stopped)
 KEEP = {"ping": 20, "connect": 10, "read_only": 20, "lag": 61}  # entries kept per server and kind
-
-# time_start_us, success time in µs (0 or NULL on error), error text, value (read_only, repl_lag)
-Entry = Tuple[int, Optional[int], Optional[str], Optional[str]]
-
 
 @dataclass(frozen=True)
 class MonitorLog:
@@ -55,32 +52,6 @@ LOGS: Tuple[MonitorLog, ...] = (
     # ProxySQL's PostgreSQL monitor measures no replication lag (3.0: ping, connect, read_only)
     MonitorLog("lag", "mysql_server_replication_lag_log", "success_time_us", "error", "repl_lag", sides=("mysql",)),
 )
-
-
-@dataclass(frozen=True)
-class ServerMonitor:
-    """The latest monitor entries of one backend (host:port), oldest first, per kind."""
-
-    ping: Tuple[Entry, ...] = ()
-    connect: Tuple[Entry, ...] = ()
-    read_only: Tuple[Entry, ...] = ()
-    lag: Tuple[Entry, ...] = ()
-
-    def entries(self, kind: str) -> Tuple[Entry, ...]:
-        return getattr(self, kind)
-
-
-@dataclass(frozen=True)
-class MonitorReadings:
-    """What the monitor logs say, as of this reading."""
-
-    servers: Mapping[str, ServerMonitor] = field(default_factory=dict)  # "host:port" -> entries
-    unavailable: Tuple[Tuple[str, str], ...] = ()  # (kind, why): logs left out, why in a few words
-    new_rows: int = 0  # rows this reading brought
-    server_now_us: Optional[int] = None  # ProxySQL's clock when it answered
-
-    def server(self, host: str, port) -> Optional[ServerMonitor]:
-        return self.servers.get(f"{host}:{port}")
 
 
 def monitor_query(logs: Sequence[MonitorLog], after: Mapping[str, Optional[int]], limit: int = ROWS_PER_READING) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any, Optional
+from typing import Any, Dict
 
 from proxytop.core import Collector
 from proxytop.errors import NotInThisVersion
@@ -43,19 +43,6 @@ def name_on_side(name: str, side: Side) -> str:
     if table is not None:
         return table
     return side.variable(name) if name.startswith("mysql-") else column(side, name)
-
-
-def count_pgsql_servers(session, run_query) -> Optional[int]:
-    """Rows of runtime_pgsql_servers on a 3.x admin connection (None when not readable): asked
-    once when the connection opens, so that ``m`` knows without a query of its own."""
-    tables = getattr(session, "tables", ())
-    if not has_pgsql_tables(getattr(session, "version", None), tables) or "runtime_pgsql_servers" not in tables:
-        return None
-    result = run_query(session.conn, "select count(*) from runtime_pgsql_servers")
-    try:
-        return int(result.rows[0][0])
-    except (IndexError, TypeError, ValueError):
-        return None
 
 
 def tables_on_side(tables: Any, side: Side) -> Any:

@@ -7,6 +7,18 @@ import signal
 import sys
 from typing import Optional, Sequence
 
+from proxytop import options
+from proxytop.collectors.nodes import attach_nodes
+from proxytop.collectors.proxysql import GlobalStatus, HeaderStatus
+from proxytop.config.settings_report import report
+from proxytop.core import HostSource
+from proxytop.polling import nodes
+from proxytop.polling.connection import ProxySQLSource
+from proxytop.polling.engine import Engine
+from proxytop.recordings.recording import Recorder, RecordingError, RecordingWriter, recorded_options
+from proxytop.recordings.replay import DEMO_FILE, RecordingIndex, ReplayControls, ReplayEngine, replay_config
+from proxytop.screens import all_screens
+from proxytop.ui.controller import Controller
 from proxytop.ui.wakeup import Terminated, stop_exception
 
 log = logging.getLogger("proxytop")
@@ -32,21 +44,12 @@ def setup_logging(path: Optional[str]) -> None:
 def build(config, engine=None):
     """Engine, screens and controller for a configuration (no I/O happens here). ``engine``
     may be given instead of a live one (a replay)."""
-    from proxytop.core import HostSource
-    from proxytop.collectors.proxysql import GlobalStatus, HeaderStatus
-    from proxytop.polling.connection import ProxySQLSource
-    from proxytop.polling.engine import Engine
-    from proxytop.screens import all_screens
-    from proxytop.ui.controller import Controller
-
     live = engine is None
     engine = engine if engine is not None else Engine()
     if live:  # the watched node of one or several ProxySQL nodes
-        from proxytop.polling import nodes
-
         source, node_set = nodes.make_source(config)
         engine.add_source(source)
-        nodes.attach_nodes(engine, node_set, source)
+        attach_nodes(engine, node_set, source)
     else:
         engine.add_source(ProxySQLSource(config.endpoint))
     engine.add_source(HostSource())
@@ -62,17 +65,12 @@ def build(config, engine=None):
         screen.attach(engine)
     controller = Controller(engine, screens, config)
     if engine.replaying:
-        from proxytop.recordings.replay import ReplayControls
-
         controller.overlay = ReplayControls(engine)  # its keys, and the header's line of where it is
     return engine, controller
 
 
 def open_replay(config):
     """(replay engine, configuration for the screens) for --replay FILE or --demo."""
-    from proxytop.config import options
-    from proxytop.recordings.replay import DEMO_FILE, RecordingIndex, ReplayEngine, replay_config
-
     args = config.args
     path = DEMO_FILE if getattr(args, "demo", False) else args.replay
     index = RecordingIndex(path)
@@ -85,15 +83,12 @@ def start_recording(config, engine):
     path = getattr(config.args, "record", None)
     if not path:
         return None
-    from proxytop.recordings.recording import Recorder, RecordingWriter, recorded_options
 
     writer = RecordingWriter(path, options=recorded_options(config.args), target=config.endpoint.label)
     return Recorder(engine, writer).attach()
 
 
 def usage_error(message: str) -> int:
-    from proxytop.config import options
-
     parser = options.build_parser()
     parser.print_usage(sys.stderr)
     print(f"proxytop: error: {message}", file=sys.stderr)
@@ -101,16 +96,11 @@ def usage_error(message: str) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from proxytop.config import options
-    from proxytop.recordings.recording import RecordingError
-
     try:
         config = options.parse(argv, os.environ)
     except KeyboardInterrupt:
         return 130
     if getattr(config.args, "print_defaults", False):
-        from proxytop.config.settings_report import report
-
         try:
             print(report(config, os.environ))
         except BrokenPipeError:  # `proxytop --print-defaults | head`
@@ -152,7 +142,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def run_batch(config, engine, controller) -> int:
-    from proxytop.ui import batch
+    from proxytop.ui import batch  # lazy: rich, which the live view does without
 
     try:
         return batch.main(config, engine, controller)
@@ -172,7 +162,7 @@ def run_batch(config, engine, controller) -> int:
 
 
 def run_interactive(config, engine, controller) -> int:
-    from proxytop.ui.app import MonitorApp, terminal_problem
+    from proxytop.ui.app import MonitorApp, terminal_problem  # lazy: npyscreen and curses, which --batch does without
 
     problem = terminal_problem()
     if problem:

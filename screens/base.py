@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from proxytop.core import Collector, Snapshot, Source
 from proxytop.screens.keys import Binding
-from proxytop.screens.table import Column, Row, TableState
+from proxytop.screens.table import Column, Row, TableState, arrange
 
 
 class DataView:
@@ -152,8 +152,6 @@ class Screen:
         return (self.columns[0].key, f"{group} total")
 
     def arrange(self, rows: Sequence[Row], state: TableState) -> List[Row]:
-        from proxytop.screens.table import arrange
-
         return arrange(rows, self.columns, state, self.group_key,
                        self.subtotal_label if self.group_key else None, self.tiebreak)
 

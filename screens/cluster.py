@@ -17,6 +17,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from proxytop.collectors.cluster import ClusterChecksums, ClusterClients, ClusterMetrics, ClusterServers
 from proxytop.metrics import cluster, units
 from proxytop.metrics.rates import to_number
+from proxytop.collectors.nodes import reach_name
 from proxytop.polling import nodes
 from proxytop.screens.base import DataView, Screen
 from proxytop.screens.keys import Binding
@@ -216,7 +217,7 @@ class ClusterScreen(Screen):
         if node_set is None:
             return names
         self._learn(node_set)
-        return names + [nodes.reach_name(n.label) for n in node_set.nodes]
+        return names + [reach_name(n.label) for n in node_set.nodes]
 
     def _learn(self, node_set) -> None:
         """Comments (and with --cluster, nodes added later) from the cluster tables. No I/O:
@@ -241,7 +242,7 @@ class ClusterScreen(Screen):
         now = view.now()
         reach = {}
         for node in node_set.nodes:
-            snapshot = view.latest(nodes.reach_name(node.label))
+            snapshot = view.latest(reach_name(node.label))
             reach[node.label] = reach_text(view.state(nodes.node_source_name(node.label)),
                                            snapshot.data if snapshot is not None else None, now)
         return reach

@@ -19,7 +19,7 @@ from proxytop.metrics import histogram, units
 from proxytop.metrics.rates import SteadyPair, counter_total, covers_text, rate, to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
-from proxytop.ui import allnodes
+from proxytop.screens import allnodes
 from proxytop.screens.keys import Binding
 from proxytop.screens.table import Column, Row
 
@@ -255,7 +255,9 @@ class ComCountScreen(SidedScreen, Screen):
 
     def rows(self, view: DataView) -> List[Row]:
         if allnodes.on(self):  # every node's commands added up (key a)
-            return allnodes.command_rows(self, view, bool(self.options.get("unused")))
+            rows = allnodes.command_rows(self, view, command_rows, bool(self.options.get("unused")))
+            add_shares(rows)
+            return rows
         previous, current, seconds = self._span(view)
         every = self._every_row(previous, current, seconds)
         return every if self.options.get("unused") else [r for r in every if r.get("total")]

@@ -23,7 +23,8 @@ from proxytop.metrics.rates import rate, to_number, to_numbers
 from proxytop.metrics.sides import MYSQL, PGSQL, Side, pgsql_problem
 from proxytop.screens.base import DataView, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
-from proxytop.ui import allnodes
+from proxytop.screens import allnodes
+from proxytop.screens.health import health_view
 from proxytop.screens.table import Column, Row
 
 STATUS_STYLE = {
@@ -460,7 +461,7 @@ class ConnPoolScreen(SidedScreen, Screen):
 
     def rows(self, view: DataView) -> List[Row]:
         if allnodes.on(self):  # every node's pool added up (key a)
-            return allnodes.pool_rows(self, view)
+            return allnodes.pool_rows(self, view, pool_rows)
         previous, current = view.pair(self.on_side(ConnectionPool.name))
         servers = view.latest(self.on_side(RuntimeServers.name))
         rows = pool_rows(previous, current, servers)
@@ -508,10 +509,10 @@ class ConnPoolScreen(SidedScreen, Screen):
         return None
 
     def detail(self, row: Row, view: DataView):
-        from proxytop.screens.health import health_view
-
         self.health_open = True
-        return health_view(row, view, self.status_log, self.on_side, self.side)
+        settings = settings_by_key(view.latest(self.on_side(RuntimeServers.name))).get(row["_id"])
+        now_us = proxysql_now_us(view.latest(self.on_side(MonitorLogs.name)), view.now())
+        return health_view(row, view, self.status_log, settings, now_us, self.on_side, self.side)
 
     def detail_closed(self) -> None:
         self.health_open = False

@@ -9,17 +9,18 @@ with SQLSTATEs); its monitor measures no replication lag, so that part is left o
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.metrics import health, units
 from proxytop.screens import sparkline
 from proxytop.collectors.errors import (MYSQL_ERRORS, MYSQL_FREE, PGSQL_ERRORS, BackendErrors, FreeConnections,
                                         ReplicationHostgroups)
 from proxytop.collectors.monitor import LOGS, Entry, MonitorLogs, MonitorReadings, ServerMonitor
-from proxytop.collectors.proxysql import ConnectionPool, RuntimeServers
+from proxytop.collectors.proxysql import ConnectionPool
 from proxytop.metrics.rates import rate, to_number
 from proxytop.metrics.sides import MYSQL, PGSQL, Side
 from proxytop.screens.base import DataView, Detail, seconds_between
+from proxytop.screens.errors import error_code
 
 Segment = Tuple[str, Optional[str]]
 Line = Tuple[Segment, ...]
@@ -116,8 +117,6 @@ def monitor_lines(server: Optional[ServerMonitor], readings: Optional[MonitorRea
 def error_lines(previous, current, host: str, port: str, e=MYSQL_ERRORS) -> List[Line]:
     """This backend's rows of stats_mysql_errors (any hostgroup), with errors/s; ``e`` names
     the table and columns (PGSQL_ERRORS: a SQLSTATE, named by its class, for the errno)."""
-    from proxytop.screens.errors import error_code
-
     if current is None or current.data is None:
         return [_line(("no reading of stats_mysql_errors yet", "dim"))]
     seconds = seconds_between(previous, current)
@@ -185,10 +184,10 @@ def _same(name: str) -> str:
     return name
 
 
-def health_view(row: Mapping, view: DataView, log: health.StatusLog, name=_same, side: Side = MYSQL) -> Detail:
-    """``name(collector name)``: the shown side's collector (ConnPoolScreen.on_side)."""
-    from proxytop.screens.connpool import proxysql_now_us, settings_by_key
-
+def health_view(row: Mapping, view: DataView, log: health.StatusLog, settings: Optional[Mapping],
+                now_us: Optional[float], name=_same, side: Side = MYSQL) -> Detail:
+    """``settings``: the backend's runtime_mysql_servers row; ``now_us``: ProxySQL's clock now;
+    ``name(collector name)``: the shown side's collector (ConnPoolScreen.on_side)."""
     hostgroup, host, port = row["_id"]
     status = str(row.get("status") or "")
     current = view.latest(name(ConnectionPool.name))
@@ -196,13 +195,11 @@ def health_view(row: Mapping, view: DataView, log: health.StatusLog, name=_same,
         for r in current.data.dicts():
             if (str(r.get("hostgroup")), str(r.get("srv_host")), str(r.get("srv_port"))) == row["_id"]:
                 status = str(r.get("status") or "")
-    settings = settings_by_key(view.latest(name(RuntimeServers.name))).get(row["_id"])
     pairs_snapshot = view.latest(name(ReplicationHostgroups.name))
     pairs = pairs_snapshot.data.dicts() if pairs_snapshot is not None and pairs_snapshot.data is not None else []
     monitor = view.latest(name(MonitorLogs.name))
     readings = monitor.data if monitor is not None and isinstance(monitor.data, MonitorReadings) else None
     server = readings.server(host, port) if readings is not None else None
-    now_us = proxysql_now_us(monitor, view.now())
     seen = log.since.get(row["_id"])
     held = ""
     if seen is not None and seen[0] == status and current is not None:

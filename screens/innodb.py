@@ -25,7 +25,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from proxytop.collectors.innodb import DISCOVERY, Discovery
 from proxytop.collectors.innodb_fleet import Fleet, Server
 from proxytop.metrics import units
-from proxytop.polling.connection import DEFAULT_TIMEOUT
+from proxytop.config.endpoints import DEFAULT_TIMEOUT
 from proxytop.metrics.innodb import (ASYNC, ENABLE_HINT, FLUSH_TYPE_METRICS, NEEDS_PROCESS, OK, SYNC, Assessment, EngineReading,
                              assess, assess_state, bar)
 from proxytop.errors import OptionError

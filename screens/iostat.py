@@ -210,7 +210,7 @@ def local_role_paths(engine) -> Tuple[Dict[str, List[str]], Tuple[str, ...]]:
     module docstring for the contract). Runs on the host thread; reads only memory."""
     paths: Dict[str, List[str]] = {}
     servers: List[str] = []
-    names = engine.collector_names(ROLE_COLLECTOR_PREFIX) if hasattr(engine, "collector_names") else []
+    names = engine.collector_names(ROLE_COLLECTOR_PREFIX)
     addresses = own_addresses() if names else frozenset()
     for name in sorted(names):
         snapshot = engine.latest(name)
@@ -340,7 +340,7 @@ class IOstatScreen(Screen):
         the roles stay known while this screen is the one polling. No I/O here."""
         names = [DISKSTATS]
         engine = self._engine
-        if engine is not None and hasattr(engine, "collector_names"):
+        if engine is not None:
             for name in engine.collector_names(ROLE_COLLECTOR_PREFIX):
                 latest = getattr(engine.latest(name), "data", None)
                 variables = latest if isinstance(latest, Mapping) else {}

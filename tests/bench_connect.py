@@ -23,7 +23,7 @@ import time
 
 import psutil
 
-from proxytop.polling import tls
+from proxytop.config import tls
 from proxytop.polling.connection import Endpoint, open_admin, open_mysql
 from tests.benchmark import ms
 from tests.certificates import make_certificates

@@ -100,7 +100,7 @@ def pool_and_frames(fleet: MySQLFleet, servers: int, seconds: float):
     """(pool CPU ms per server reading, assess us, state alone us, frame ms) with the program's
     engine and controller."""
     from proxytop.cli import build
-    from proxytop.config import options
+    from proxytop import options
     from proxytop.metrics.innodb import assess, assess_state
     from proxytop.ui import view
     from tests.mariadb import free_port

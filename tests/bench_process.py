@@ -189,7 +189,7 @@ def header_reading_ms(port: int, repeat: int = 300) -> Dict[str, float]:
     reading of stats_mysql_global and of the whole table, as every screen but GloStat read it
     before: {collector name: ms}, each the mean of ``repeat`` readings after one warm-up."""
     from proxytop.collectors.proxysql import GlobalStatus, HeaderStatus
-    from proxytop.config import options
+    from proxytop import options
     from proxytop.polling.connection import open_admin
 
     session = open_admin(options.parse(["-P", str(port), "--no-discover"], {}).endpoint)

@@ -356,7 +356,7 @@ class Stepper:
 
     def __init__(self, argv: Sequence[str], disks: Optional[FakeDisks] = None):
         from proxytop import cli
-        from proxytop.config import options
+        from proxytop import options
         from proxytop.polling.engine import Engine
 
         self.clock = FakeClock()

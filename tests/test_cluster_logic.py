@@ -2,29 +2,20 @@
 -H parsing, the all-nodes sums; worked numbers from the three-node cluster recording."""
 from __future__ import annotations
 
-import doctest
-import importlib
 
 import pytest
 
 from proxytop.core import Table
-from proxytop.config import options
+from proxytop import options
 from proxytop.metrics import cluster
 from proxytop.polling.connection import Endpoint
 from proxytop.polling.nodes import NodeSet
 from proxytop.screens.cluster import node_rows
-from proxytop.ui import allnodes
+from proxytop.screens import allnodes
 from tests.cluster_doubles import node_recording
 from tests.proxysql_double import CLUSTER_NODES
 
 NODE1, NODE2, NODE3 = CLUSTER_NODES
-
-
-@pytest.mark.parametrize("name", ["proxytop.metrics.cluster", "proxytop.ui.allnodes", "proxytop.config.endpoints",
-                                  "proxytop.polling.nodes", "proxytop.screens.cluster"])
-def test_doctests(name):
-    result = doctest.testmod(importlib.import_module(name))
-    assert result.attempted > 0 and result.failed == 0
 
 
 def frames(node: str, table: str):

@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from proxytop.config import config_file, options
+from proxytop import options
+from proxytop.config import config_file
 from proxytop.config.mysql_options import resolve_credentials
 from proxytop.errors import OptionError
 from tests.login_paths import write_login_file

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 import subprocess
 
-from proxytop.config import mysql_options, options
+from proxytop import options
+from proxytop.config import mysql_options
 from tests.terminal import proxytop_command
 
 CONFIG = "[node:prod-1]\nhost = 10.0.0.5\nport = 7032\nuser = radmin\n[node:prod-2]\nhost = 10.0.0.6\n"

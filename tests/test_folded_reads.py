@@ -14,8 +14,8 @@ import time
 import pymysql
 import pytest
 
-from proxytop.collectors import folded
 from proxytop.core import Table
+from proxytop.polling.connection import Folding
 from proxytop.collectors.proxysql import ConnectionPool, HeaderStatus
 from proxytop.ui import view
 from tests.benchmark import Stepper
@@ -171,7 +171,7 @@ class RefusingSession:
     """A connection to a ProxySQL whose admin interface refuses the combined query."""
 
     def __init__(self):
-        self.folding = folded.Folding()
+        self.folding = Folding()
         self.sent = []
 
     def query(self, sql):

@@ -12,7 +12,7 @@ from proxytop.cli import build
 from proxytop.core import Snapshot
 from proxytop.collectors.proxysql import HEADER_VARIABLES, GlobalStatus, HeaderStatus
 from proxytop.collectors.sides import for_side
-from proxytop.config import options
+from proxytop import options
 from proxytop.metrics.sides import PGSQL
 from proxytop.recordings.recording import RecordingWriter
 from proxytop.recordings.replay import ReplayEngine, replay_config

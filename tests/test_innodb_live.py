@@ -21,7 +21,7 @@ import pytest
 
 from proxytop.cli import build
 from proxytop.collectors.innodb import InnoDBEngine, InnoDBStatus, MySQLSource
-from proxytop.config import options
+from proxytop import options
 from proxytop.metrics.innodb import ASYNC, SYNC, parse_status_text
 from proxytop.polling.connection import Endpoint
 from proxytop.ui import view

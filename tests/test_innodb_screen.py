@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from proxytop.config import options
+from proxytop import options
 from proxytop.config.mysql_options import PROMPT, resolve_credentials, server_address
 from proxytop.screens.innodb import InnoDBScreen
 from tests.test_innodb_live import point_double_at

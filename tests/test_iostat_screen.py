@@ -29,7 +29,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from proxytop.config import options
+from proxytop import options
 from proxytop.metrics.rates import to_number
 from proxytop.polling.devices import DeviceMapper
 from proxytop.screens.iostat import ALL_COLUMNS, WITHOUT_ROLE, IOstatScreen

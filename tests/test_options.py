@@ -1,6 +1,7 @@
 import pytest
 
-from proxytop.config import options
+from proxytop import options
+from proxytop.ui.controller import step_interval
 
 
 def write(tmp_path, text):
@@ -72,6 +73,6 @@ def test_screen_names_accept_prefixes_and_fractions_of_seconds():
 
 
 def test_interval_ladder():
-    assert options.step_interval(0.5, -1) == 0.5
-    assert options.step_interval(60, +1) == 60
-    assert options.step_interval(1, -1, minimum=2.0) == 2.0
+    assert step_interval(0.5, -1) == 0.5
+    assert step_interval(60, +1) == 60
+    assert step_interval(1, -1, minimum=2.0) == 2.0

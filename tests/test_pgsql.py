@@ -24,7 +24,7 @@ from proxytop.collectors.sides import for_side
 from proxytop.errors import NotInThisVersion, describe
 from proxytop.metrics.sides import MYSQL, NO_PGSQL, NO_PGSQL_SERVERS, PGSQL, digest_memory, pgsql_problem
 from proxytop.screens.glostat import TEXT, global_rows
-from proxytop.screens.glostat_pgsql import classify_pgsql
+from proxytop.screens.glostat import classify_pgsql
 from proxytop.screens.proclist import NO_PGSQL_KILL, ProcListScreen
 from proxytop.screens.sided import _text_of_side
 from tests.proxysql_double import RECORDINGS, ProxySQLDouble, Recording
@@ -35,7 +35,7 @@ PROXYSQL_SCREENS = ("connpool", "queryrules", "glostat", "proclist", "comcount")
 
 # ----- pure parts ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["proxytop.metrics.sides", "proxytop.collectors.sides", "proxytop.screens.glostat_pgsql"])
+@pytest.mark.parametrize("name", ["proxytop.metrics.sides", "proxytop.collectors.sides", "proxytop.screens.glostat"])
 def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name))
     assert result.attempted > 0 and result.failed == 0
@@ -299,7 +299,7 @@ def test_recording_and_replay_carry_the_side(double3, tmp_path):
     assert json_reports(mysql.stdout)["connpool"]["side"] == "mysql"
     # m in a replay: the recorded session says this ProxySQL has a PostgreSQL side
     from proxytop.cli import build
-    from proxytop.config import options
+    from proxytop import options
     from proxytop.recordings.replay import ReplayEngine, replay_config
 
     engine = ReplayEngine.open(path)

@@ -23,7 +23,7 @@ from proxytop.cli import build
 from proxytop.core import Snapshot, Table
 from proxytop.collectors.diskstats import DiskSnapshot
 from proxytop.collectors.innodb import DiscoveredServer, Discovery
-from proxytop.config import options
+from proxytop import options
 from proxytop.metrics.innodb import EngineReading, Metric, StatusText, detect_flavour
 from proxytop.metrics.iostat import Baseline, DiskCounters
 from proxytop.polling.connection import Endpoint

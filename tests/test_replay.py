@@ -11,7 +11,7 @@ import pytest
 
 from proxytop.cli import build
 from proxytop.core import Snapshot, Table
-from proxytop.config import options
+from proxytop import options
 from proxytop.polling.engine import SourceState
 from proxytop.recordings.recording import RecordingWriter, is_secret_name
 from proxytop.recordings.replay import RecordingIndex, ReplayEngine, parse_jump, replay_config

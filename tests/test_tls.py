@@ -12,8 +12,8 @@ import pytest
 
 from proxytop import errors
 from proxytop.collectors.innodb import MySQLSource
-from proxytop.config import options
-from proxytop.polling import tls
+from proxytop import options
+from proxytop.config import tls
 from proxytop.polling.connection import Endpoint, ProxySQLSource, open_admin
 from tests.certificates import make_certificates
 from tests.mariadb import running_server

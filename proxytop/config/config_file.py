@@ -36,7 +36,7 @@ import pymysql.optionfile
 from proxytop.config import login_path
 from proxytop.config.mysql_options import tls_settings
 from proxytop.errors import OptionError
-from proxytop.polling.connection import DEFAULT_TIMEOUT, Endpoint
+from proxytop.config.endpoints import DEFAULT_TIMEOUT, Endpoint
 
 MAIN_GROUP = "proxytop"
 NODE_PREFIX = "node:"

@@ -6,10 +6,29 @@ configuration file's node sections) can be turned into the same list.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import List, Optional, Sequence, Tuple
 
-from proxytop.polling.connection import Endpoint
+from proxytop.config.tls import DEFAULT as TLS_DEFAULT, TLSSettings
+
+DEFAULT_TIMEOUT = 3.0  # seconds to connect, read or write, unless --connect-timeout says otherwise
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where and as whom to connect. The password is never shown (repr hides it)."""
+
+    host: str = "127.0.0.1"
+    port: int = 6032
+    user: str = "admin"
+    password: str = field(default="admin", repr=False)
+    socket: Optional[str] = None
+    timeout: float = DEFAULT_TIMEOUT
+    tls: TLSSettings = TLS_DEFAULT
+
+    @property
+    def label(self) -> str:
+        return self.socket if self.socket else f"{self.host}:{self.port}"
 
 
 class HostError(ValueError):

@@ -40,7 +40,7 @@ def read(name: str, environ: Mapping[str, str]) -> Dict[str, str]:
         raise LoginPathError(f"login path '{name}': {path} not found (mysql_config_editor set "
                              f"--login-path={name} ... creates it)")
     try:
-        import myloginpath
+        import myloginpath  # lazy: only --login-path needs it (and its cryptography), and a missing one gets its own message
     except ImportError:
         raise LoginPathError("login paths need the myloginpath package (pip install myloginpath)") from None
     try:

@@ -18,8 +18,8 @@ import pymysql.optionfile
 
 from proxytop.config import login_path
 from proxytop.errors import OptionError
-from proxytop.polling import tls
-from proxytop.polling.tls import DEFAULT as TLS_DEFAULT, TLSSettings
+from proxytop.config import tls
+from proxytop.config.tls import DEFAULT as TLS_DEFAULT, TLSSettings
 
 PROMPT = object()  # --mysql-password given without a value
 DEFAULT_PORT = 3306

@@ -7,7 +7,6 @@ from typing import List, Mapping, Tuple
 
 from proxytop.config import config_file
 from proxytop.config.mysql_options import PROMPT, resolve_credentials
-from proxytop.config.options import PROMPT as ADMIN_PROMPT
 
 # Shown in their own sections, or not settings at all.
 _NOT_LISTED = {"help", "version", "print_defaults", "config", "target", "connect_timeout", "host", "port", "user", "password", "socket",
@@ -25,9 +24,9 @@ def rows(config, environ: Mapping[str, str]) -> List[Tuple[str, List[Row]]]:
         ("host", endpoint.host, origins.get("host", "default")),
         ("port", str(endpoint.port), origins.get("port", "default")),
         ("user", endpoint.user, origins.get("user", "default")),
-        ("password", "(asked at start)" if args.password is ADMIN_PROMPT
+        ("password", "(asked at start)" if args.password is PROMPT
          else config_file.masked("password", endpoint.password),
-         "command line (-p)" if args.password is ADMIN_PROMPT else origins.get("password", "default")),
+         "command line (-p)" if args.password is PROMPT else origins.get("password", "default")),
         ("socket", endpoint.socket or "", origins.get("socket", "default")),
     ]
     admin += tls_rows("", endpoint.tls, origins)

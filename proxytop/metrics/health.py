@@ -10,11 +10,40 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from proxytop.collectors.monitor import Entry, ServerMonitor
 from proxytop.metrics import units
 from proxytop.metrics.rates import to_number
+
+# time_start_us, success time in µs (0 or NULL on error), error text, value (read_only, repl_lag)
+Entry = Tuple[int, Optional[int], Optional[str], Optional[str]]
+
+
+@dataclass(frozen=True)
+class ServerMonitor:
+    """The latest monitor entries of one backend (host:port), oldest first, per kind."""
+
+    ping: Tuple[Entry, ...] = ()
+    connect: Tuple[Entry, ...] = ()
+    read_only: Tuple[Entry, ...] = ()
+    lag: Tuple[Entry, ...] = ()
+
+    def entries(self, kind: str) -> Tuple[Entry, ...]:
+        return getattr(self, kind)
+
+
+@dataclass(frozen=True)
+class MonitorReadings:
+    """What the monitor logs say, as of this reading."""
+
+    servers: Mapping[str, ServerMonitor] = field(default_factory=dict)  # "host:port" -> entries
+    unavailable: Tuple[Tuple[str, str], ...] = ()  # (kind, why): logs left out, why in a few words
+    new_rows: int = 0  # rows this reading brought
+    server_now_us: Optional[int] = None  # ProxySQL's clock when it answered
+
+    def server(self, host: str, port) -> Optional[ServerMonitor]:
+        return self.servers.get(f"{host}:{port}")
+
 
 NULL_LAG = "NULL"  # a replication-lag check that ran but got no number (Seconds_Behind_Master NULL)
 

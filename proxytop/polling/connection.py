@@ -11,20 +11,19 @@ import re
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import FrozenSet, Optional, Tuple
+from typing import Dict, FrozenSet, Optional, Tuple
 
 import pymysql
 from pymysql.constants import FIELD_TYPE
 
 from proxytop import errors
 from proxytop.core import Source, Table
-from proxytop.collectors.folded import Folding
-from proxytop.collectors.sides import count_pgsql_servers
-from proxytop.polling.tls import DEFAULT as TLS_DEFAULT, TLSSettings, connect as tls_connect
+from proxytop.config import tls
+from proxytop.config.endpoints import Endpoint
+from proxytop.config.tls import DISABLED, TLSSettings
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT = 3.0
 _RESET_TABLE = re.compile(r"\w+_reset\b", re.IGNORECASE)
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
 
@@ -36,23 +35,6 @@ def close_quietly(conn) -> None:
         conn.close()
     except Exception:
         pass
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where and as whom to connect. The password is never shown (repr hides it)."""
-
-    host: str = "127.0.0.1"
-    port: int = 6032
-    user: str = "admin"
-    password: str = field(default="admin", repr=False)
-    socket: Optional[str] = None
-    timeout: float = DEFAULT_TIMEOUT
-    tls: TLSSettings = TLS_DEFAULT
-
-    @property
-    def label(self) -> str:
-        return self.socket if self.socket else f"{self.host}:{self.port}"
 
 
 def parse_version(text: Optional[str]) -> Optional[Tuple[int, int, int]]:
@@ -109,6 +91,32 @@ def connect(endpoint: Endpoint) -> Tuple[pymysql.connections.Connection, Optiona
     return tls_connect(pymysql.connections.Connection, endpoint.tls, kwargs)
 
 
+def tls_connect(connection_class, settings: TLSSettings, kwargs: dict):
+    """(``connection_class(**kwargs)``, a PyMySQL connection with these TLS settings, the TLS
+    protocol it uses: 'TLSv1.3', None when it is plain text).
+
+    PREFERRED has no PyMySQL argument of its own (given a context, PyMySQL refuses a server
+    that offers no TLS, before logging in): such a server is connected to again in plain text."""
+    if settings.mode == DISABLED:
+        return connection_class(ssl_disabled=True, **kwargs), None
+    tls.handshakes.protocol = None
+    try:
+        conn = connection_class(ssl=tls.context(settings), **kwargs)
+    except pymysql.err.OperationalError as exc:
+        if settings.required or not _offers_no_tls(exc):
+            raise
+        return connection_class(ssl_disabled=True, **kwargs), None
+    protocol = tls.handshakes.protocol
+    if settings.required and protocol is None:
+        conn.close()  # not expected of PyMySQL 1.2 (it refuses first), but never plain text when required
+        raise pymysql.err.OperationalError(2026, "SSL is required but the server doesn't support it")
+    return conn, protocol
+
+
+def _offers_no_tls(exc: pymysql.err.OperationalError) -> bool:
+    return bool(exc.args) and exc.args[0] == 2026 and "support" in str(exc.args[-1])
+
+
 def open_mysql(endpoint: Endpoint) -> pymysql.connections.Connection:
     """:func:`connect`'s connection alone."""
     return connect(endpoint)[0]
@@ -121,6 +129,27 @@ def run_query(conn, sql: str) -> Table:
         columns = tuple(d[0] for d in (cursor.description or ()))
         rows = tuple(cursor.fetchall())
     return Table(columns, rows)
+
+
+class Folding:
+    """What a connection knows for combining the header's and the pool's readings into one query
+    (proxytop.collectors.folded): which collectors are due in the
+    batch being run (told by the engine, :meth:`plan`), the part kept for the second one, the
+    pool's columns, and the collectors seen (each finds its partner here)."""
+
+    def __init__(self):
+        self.due = frozenset()  # names of the collectors due in this batch
+        self.kept: Dict[str, Tuple[object, float, float]] = {}  # name -> (data, started, started wall)
+        self.pool_columns: Dict[str, Tuple[str, ...]] = {}  # pool table -> its columns' names
+        self.collectors: Dict[str, object] = {}  # table -> the collector that reads it this way
+        self.refused = False  # the ProxySQL refused the combined query: two queries from now on
+        self.clock = time.monotonic  # the engine's
+
+    def plan(self, due, clock=time.monotonic) -> None:
+        """A batch starts: ``due`` are the names of the collectors it runs."""
+        self.due = frozenset(due)
+        self.kept.clear()
+        self.clock = clock
 
 
 @dataclass
@@ -231,7 +260,7 @@ def identify(session: AdminSession) -> None:
         raise errors.NotProxySQLAdmin(TRAFFIC_PORT)
     session.version_text = version.rows[0][0] if version.rows else ""
     session.version = parse_version(session.version_text)
-    session.pgsql_servers = count_pgsql_servers(session, run_query)
+    session.pgsql_servers = count_pgsql_servers(session)
 
 
 class PyMySQLSource(Source):
@@ -266,3 +295,15 @@ class ProxySQLSource(PyMySQLSource):
     def describe_error(self, exc: BaseException) -> str:
         return errors.describe(exc, password=self.endpoint.password, timeout=self.endpoint.timeout,
                                server=self.endpoint.socket or self.endpoint.host)
+
+
+def count_pgsql_servers(session: AdminSession) -> Optional[int]:
+    """Rows of runtime_pgsql_servers on a 3.x admin connection (None when not readable): asked
+    once when the connection opens, so that ``m`` knows without a query of its own."""
+    if not session.version or session.version < (3,) or "runtime_pgsql_servers" not in session.tables:
+        return None
+    result = run_query(session.conn, "select count(*) from runtime_pgsql_servers")
+    try:
+        return int(result.rows[0][0])
+    except (IndexError, TypeError, ValueError):
+        return None

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from dataclasses import dataclass, replace
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from proxytop.core import Collector, Table
+from proxytop.core import Table
 from proxytop.polling.connection import AdminSession, Endpoint, ProxySQLSource, close_quietly, open_admin
 
 log = logging.getLogger(__name__)
@@ -260,51 +259,6 @@ class NodeSource(ProxySQLSource):
         super().__init__(node.endpoint)
         self.name = node_source_name(node.label)
         self.label = node.label
-
-
-class NodeReach(Collector):
-    """Can proxytop reach this node? A COM_PING on its idle connection, timed (ms). The
-    connection itself failing is what the Cluster screen shows as "refused" or "down"."""
-
-    history = 1
-    default_interval = 2.0
-    min_interval = 1.0
-    own_pace = True
-
-    def __init__(self, label: str):
-        self.label = label
-        self.name = node_source_name(label) + ".reach"
-        self.source = node_source_name(label)
-
-    def collect(self, session) -> float:
-        started = time.monotonic()
-        session.conn.ping(reconnect=False)
-        return (time.monotonic() - started) * 1000.0
-
-
-def reach_name(label: str) -> str:
-    return node_source_name(label) + ".reach"
-
-
-def node_collectors(node: Node) -> List[Collector]:
-    """Everything proxytop may read from a node over its own connection (polled only while a
-    view needs it)."""
-    from proxytop.ui import allnodes
-
-    return [NodeReach(node.label)] + allnodes.node_collectors(node.label)
-
-
-def attach_nodes(engine, nodes: NodeSet, source: WatchedProxySQLSource) -> None:
-    """Register every node's own source and collectors now and as nodes are discovered.
-    Adding a source only starts its thread, which stays idle until a view activates it."""
-
-    def register(node: Node) -> None:
-        engine.add_source(NodeSource(node))
-        for collector in node_collectors(node):
-            engine.add_collector(collector)
-
-    source.forget = lambda: engine.forget(engine.collector_names_of(PROXYSQL))
-    nodes.on_added(register)
 
 
 def switch(controller, index: int) -> Optional[str]:

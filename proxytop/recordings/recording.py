@@ -49,7 +49,7 @@ from proxytop.metrics.innodb import EngineReading, Flavour, Metric, StatusText
 from proxytop.metrics.iostat import Baseline, DiskCounters
 from proxytop.polling.connection import AdminSession, Endpoint
 from proxytop.polling.engine import SourceState
-from proxytop.polling.tls import TLSSettings
+from proxytop.config.tls import TLSSettings
 
 log = logging.getLogger(__name__)
 

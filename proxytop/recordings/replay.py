@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from proxytop.config.endpoints import Endpoint
 from proxytop.core import Collector, Snapshot, Source
 from proxytop.polling.connection import Endpoint
 from proxytop.polling.engine import SourceState

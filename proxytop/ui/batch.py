@@ -24,6 +24,11 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, IO, List, Optional, Sequence, Tuple
 
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
 from proxytop.screens.base import Screen
 from proxytop.screens.sided import header_collector
 from proxytop.screens import filters, table
@@ -212,10 +217,6 @@ def plain_lines(block: Block) -> List[str]:
 
 def rich_table(block: Block, width: int):
     """The columns that fit, styled as in the live view."""
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
     # Which columns fit is decided on what the cells hold (rich sizes columns to their
     # content), with the live view's priorities; 3 = padding and rule between columns.
     sized = [replace(c, width=max([len(title(c, block.state))] + [len(c.text(r)) for r in block.rows]))
@@ -264,9 +265,6 @@ def make_output(fmt: str, out: IO[str], color: bool = True) -> Callable[[float, 
                     writer.writerow([iso_time(when), block.screen.key] + node + [csv_value(row.get(k)) for k in block.columns])
             out.flush()
     elif getattr(out, "isatty", lambda: False)():
-        from rich.console import Console
-        from rich.text import Text
-
         console = Console(file=out, no_color=not color, highlight=False, soft_wrap=False)
 
         def report(when: float, header: str, blocks: Sequence[Block]) -> None:

@@ -12,13 +12,32 @@ from dataclasses import dataclass, field, replace
 from functools import partialmethod
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from proxytop.config.options import step_interval
 from proxytop.polling import nodes
 from proxytop.screens.base import Confirm, DataView, Detail, Screen
 from proxytop.screens.connpool import alarm_collectors
 from proxytop.screens.sided import header_collector, switch_side
-from proxytop.screens import filters, keys, table
-from proxytop.ui import allnodes
+from proxytop.screens import allnodes, filters, keys, table
+
+INTERVAL_LADDER = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)  # the intervals + and - step through
+
+
+def step_interval(current: float, direction: int, minimum: float = 0.0) -> float:
+    """Next interval along the ladder (direction -1 faster, +1 slower), never below minimum.
+
+    >>> step_interval(1.0, -1), step_interval(1.0, +1), step_interval(60, +1), step_interval(0.5, -1, 2.0)
+    (0.5, 2.0, 60.0, 2.0)
+    >>> step_interval(3.0, +1), step_interval(3.0, -1)
+    (5.0, 2.0)
+    """
+    ladder = list(INTERVAL_LADDER)
+    if direction > 0:
+        candidates = [v for v in ladder if v > current + 1e-9]
+        value = candidates[0] if candidates else ladder[-1]
+    else:
+        candidates = [v for v in ladder if v < current - 1e-9]
+        value = candidates[-1] if candidates else ladder[0]
+    return max(value, minimum)
+
 
 MESSAGE_SECONDS = 6.0
 

@@ -15,42 +15,15 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence
 
-from proxytop.collectors.proxysql import ConnectionPool
-from proxytop.collectors.proxysql_stats import CommandCounters
+from proxytop.collectors.nodes import commands_name, pool_name
+from proxytop.collectors.proxysql import RuntimeServers
 from proxytop.metrics import histogram
 from proxytop.metrics.rates import to_number
+from proxytop.polling.nodes import node_source_name, nodes_of
 from proxytop.screens.table import Column, Row
 
 OPTION = "all_nodes"
 SCREENS = ("connpool", "comcount")
-
-
-def pool_name(label: str) -> str:
-    return f"node:{label}.connection_pool"
-
-
-def commands_name(label: str) -> str:
-    return f"node:{label}.commands_counters"
-
-
-class NodeConnectionPool(ConnectionPool):
-    """stats_mysql_connection_pool of one node, over that node's own connection."""
-
-    def __init__(self, label: str):
-        self.name = pool_name(label)
-        self.source = f"node:{label}"
-
-
-class NodeCommandCounters(CommandCounters):
-    """stats_mysql_commands_counters of one node, over that node's own connection."""
-
-    def __init__(self, label: str):
-        self.name = commands_name(label)
-        self.source = f"node:{label}"
-
-
-def node_collectors(label: str):
-    return [NodeConnectionPool(label), NodeCommandCounters(label)]
 
 
 _NAMES = {"connpool": pool_name, "comcount": commands_name}
@@ -68,8 +41,6 @@ def _mysql_side(screen) -> bool:
 
 def toggle(controller) -> str:
     """The ``a`` key: the all-nodes view on or off for the current screen."""
-    from proxytop.polling.nodes import nodes_of
-
     screen = controller.screen
     if screen.key not in SCREENS:
         return "the all-nodes view is on the ConnPool and ComCount screens"
@@ -138,11 +109,9 @@ def _combine(column: Optional[Column], old, new):
     return old
 
 
-def pool_rows(screen, view) -> List[Row]:
-    """ConnPool's rows for the whole cluster (configuration columns from the watched node)."""
-    from proxytop.collectors.proxysql import RuntimeServers
-    from proxytop.screens.connpool import pool_rows as node_pool_rows
-
+def pool_rows(screen, view, node_pool_rows) -> List[Row]:
+    """ConnPool's rows for the whole cluster (configuration columns from the watched node),
+    each node's made by ``node_pool_rows`` (ConnPool's own function)."""
     servers = view.latest(RuntimeServers.name)
     per_node = []
     for node in screen.options[OPTION].nodes:
@@ -151,19 +120,15 @@ def pool_rows(screen, view) -> List[Row]:
     return merge(per_node, screen.columns)
 
 
-def command_rows(screen, view, show_unused: bool = False) -> List[Row]:
-    """ComCount's rows for the whole cluster: counts and rates added; the interval's
-    latency buckets added too, so the percentiles are the cluster's; averages weighted by
-    each node's executions."""
-    from proxytop.screens.comcount import add_shares, command_rows as node_command_rows
-
+def command_rows(screen, view, node_command_rows, show_unused: bool = False) -> List[Row]:
+    """ComCount's rows for the whole cluster, each node's made by ``node_command_rows``
+    (ComCount's own function): counts and rates added; the interval's latency buckets added
+    too, so the percentiles are the cluster's; averages weighted by each node's executions."""
     per_node = []
     for node in screen.options[OPTION].nodes:
         previous, current = view.pair(commands_name(node.label))
         per_node.append(node_command_rows(previous, current, show_unused))
-    rows = merge_commands(per_node)
-    add_shares(rows)
-    return rows
+    return merge_commands(per_node)
 
 
 def merge_commands(per_node: Sequence[Sequence[Row]]) -> List[Row]:
@@ -222,8 +187,6 @@ def notes(screen, view, table: str) -> list:
     nodes are missing from the sum."""
     if not on(screen):
         return []
-    from proxytop.polling.nodes import node_source_name
-
     nodes = screen.options[OPTION]
     missing = []
     for node in nodes.nodes:

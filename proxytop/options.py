@@ -21,15 +21,14 @@ import pymysql.optionfile
 from proxytop import __version__, errors
 from proxytop.config import config_file, login_path
 from proxytop.config.endpoints import HostError, endpoint_list, split_hosts
-from proxytop.polling import tls
-from proxytop.polling.connection import DEFAULT_TIMEOUT, Endpoint
-from proxytop.screens import SCREENS
+from proxytop.config import tls
+from proxytop.config.endpoints import DEFAULT_TIMEOUT, Endpoint
+from proxytop.config.mysql_options import PROMPT, resolve_credentials  # PROMPT: -p given without a value
+from proxytop.screens import SCREENS, add_all_arguments
 
-PROMPT = object()  # -p given without a value
 PASSWORD_OPTIONS = ("-p", "--password", "--mysql-password")  # a value of their own is optional
 DEFAULTS_GROUPS = ("proxysqladmin", "proxytop")
 SCREEN_NAMES = tuple(key for key, _title in SCREENS)
-INTERVAL_LADDER = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 
 
 OptionError = errors.OptionError  # a bad setting found after parsing: usage error, exit 2
@@ -200,8 +199,6 @@ def build_parser() -> OptionParser:
     recordings.add_argument("--speed", type=playback_speed, metavar="X",
                             help="replay speed, 0.25 to 64 (default 1)")
     parser.add_argument("--version", action="version", version=f"proxytop {__version__}")
-    from proxytop.screens import add_all_arguments
-
     add_all_arguments(parser)  # screens with options of their own (e.g. --mysql, --disk-baseline)
     return real
 
@@ -238,8 +235,6 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str],
     endpoints = endpoint_list(hosts, endpoint)  # -P is the port of the hosts given without one
     endpoint = endpoints[0]
     if not replaying:
-        from proxytop.config.mysql_options import resolve_credentials
-
         # MySQL-side settings are checked now (a bad file is a usage error before the screen
         # starts); the screen resolves them again, asking for a password then, when it is built.
         resolve_credentials(args, environ, prompt=lambda text: "")
@@ -382,21 +377,3 @@ def given_options(argv: Optional[Sequence[str]]) -> frozenset:
     for action in parser.actions:
         action.default = argparse.SUPPRESS
     return frozenset(vars(parser.parse_args(argv)))
-
-
-def step_interval(current: float, direction: int, minimum: float = 0.0) -> float:
-    """Next interval along the ladder (direction -1 faster, +1 slower), never below minimum.
-
-    >>> step_interval(1.0, -1), step_interval(1.0, +1), step_interval(60, +1), step_interval(0.5, -1, 2.0)
-    (0.5, 2.0, 60.0, 2.0)
-    >>> step_interval(3.0, +1), step_interval(3.0, -1)
-    (5.0, 2.0)
-    """
-    ladder = list(INTERVAL_LADDER)
-    if direction > 0:
-        candidates = [v for v in ladder if v > current + 1e-9]
-        value = candidates[0] if candidates else ladder[-1]
-    else:
-        candidates = [v for v in ladder if v < current - 1e-9]
-        value = candidates[-1] if candidates else ladder[0]
-    return max(value, minimum)

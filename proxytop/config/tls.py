@@ -1,5 +1,6 @@
 """TLS for the connections to ProxySQL's admin interface and the MySQL servers, with the
-mysql client's modes and option names (--ssl-mode, --ssl-ca, --ssl-cert, --ssl-key).
+mysql client's modes and option names (--ssl-mode, --ssl-ca, --ssl-cert, --ssl-key): the
+settings, and the SSL context they make (proxytop.polling.connection connects with it).
 
 - DISABLED: never TLS.
 - PREFERRED (the default): TLS when the server offers it, the certificate not checked.
@@ -21,8 +22,6 @@ import ssl
 import threading
 from dataclasses import dataclass
 from typing import Dict, Optional
-
-import pymysql
 
 DISABLED, PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY = (
     "DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
@@ -167,33 +166,7 @@ class _NotingSocket(ssl.SSLSocket):
 
     def do_handshake(self, *args, **kwargs):
         super().do_handshake(*args, **kwargs)
-        _handshakes.protocol = self.version() or "TLS"
+        handshakes.protocol = self.version() or "TLS"
 
 
-_handshakes = threading.local()
-
-
-def connect(connection_class, tls: TLSSettings, kwargs: dict):
-    """(``connection_class(**kwargs)``, a PyMySQL connection with these TLS settings, the TLS
-    protocol it uses: 'TLSv1.3', None when it is plain text).
-
-    PREFERRED has no PyMySQL argument of its own (given a context, PyMySQL refuses a server
-    that offers no TLS, before logging in): such a server is connected to again in plain text."""
-    if tls.mode == DISABLED:
-        return connection_class(ssl_disabled=True, **kwargs), None
-    _handshakes.protocol = None
-    try:
-        conn = connection_class(ssl=context(tls), **kwargs)
-    except pymysql.err.OperationalError as exc:
-        if tls.required or not _offers_no_tls(exc):
-            raise
-        return connection_class(ssl_disabled=True, **kwargs), None
-    protocol = _handshakes.protocol
-    if tls.required and protocol is None:
-        conn.close()  # not expected of PyMySQL 1.2 (it refuses first), but never plain text when required
-        raise pymysql.err.OperationalError(2026, "SSL is required but the server doesn't support it")
-    return conn, protocol
-
-
-def _offers_no_tls(exc: pymysql.err.OperationalError) -> bool:
-    return bool(exc.args) and exc.args[0] == 2026 and "support" in str(exc.args[-1])
+handshakes = threading.local()
