@@ -23,7 +23,6 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 
 from proxytop.config.endpoints import Endpoint
 from proxytop.core import Collector, Snapshot, Source
-from proxytop.polling.connection import Endpoint
 from proxytop.polling.engine import SourceState
 from proxytop.recordings.playback import PlaybackClock
 from proxytop.recordings.recording import RecordingError, loads, scan
