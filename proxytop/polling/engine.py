@@ -439,9 +439,7 @@ class _Worker:
         try:
             self.handle = self.source.connect()
         except Exception as exc:  # any failure is reported in one line and retried
-            message = self.source.describe_error(exc)
-            log.info("%s: %s", name, message)
-            self._back_off(message)
+            self._back_off(self.source.describe_error(exc))
             return False
         self.connected, self.failures, self.retry_at = True, 0, None
         engine._set_state(name, connected=True, connecting=False, error=None,
@@ -454,6 +452,7 @@ class _Worker:
         self.failures += 1
         delay = engine._schedule.retry_delay(backoff_delay(self.failures), engine._active_of(self.source.name))
         self.retry_at = engine._clock() + delay
+        log.info("%s: %s (retry in %.0fs)", self.source.name, message, delay)
         engine._set_state(self.source.name, connected=False, connecting=False, error=message,
                           failures=self.failures, retry_at=self.retry_at)
 
