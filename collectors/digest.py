@@ -51,9 +51,10 @@ MYSQL_TABLES = DigestTables(
 
 
 class QueryDigest(Collector):
-    """``select * from stats_mysql_query_digest`` as a Table. A longer history feeds the
-    Time/s sparkline of the drill-down; older readings are kept only as per-digest totals
-    (:class:`proxytop.metrics.digests.DigestTotals`)."""
+    """``select * from stats_mysql_query_digest``, parsed as it is read (a
+    :class:`proxytop.metrics.digests.Reading`: the screens that show it share that one parse).
+    A longer history feeds the Time/s sparkline of the drill-down; older readings are kept only
+    as per-digest totals (:class:`proxytop.metrics.digests.DigestTotals`)."""
 
     name = "proxysql.query_digest"
     source = PROXYSQL
@@ -72,19 +73,19 @@ class QueryDigest(Collector):
         """The interval in force can't be shorter than this: the floor, or 20 times the last read."""
         return max(self.floor, float(math.ceil(READ_COST_FACTOR * self.last_duration)))  # whole seconds
 
-    def collect(self, session) -> Optional[Table]:
+    def collect(self, session) -> Optional[digests.Reading]:
         known = getattr(session, "tables", None)
         if known and self.tables.digest not in known:
             return None  # a ProxySQL without this table: the screen says so, no failing query
-        started = time.monotonic()
+        started, wall = time.monotonic(), time.time()
         table = session.query(f"select * from {self.tables.digest}")
         self.last_duration = time.monotonic() - started
-        return table
+        return digests.parse(table.columns, table.rows, wall, self.tables.schema_column)
 
     def shrink(self, data: Any) -> Any:
-        if not isinstance(data, Table):
+        if not isinstance(data, digests.Reading):
             return data
-        kept = digests.totals(data.columns, data.rows)
+        kept = digests.totals(data)
         if self._kept is not None and kept.digests == self._kept.digests:
             # one tuple of digest names for the readings of the same digests: 1.5 MB a reading at 20,000
             kept = dataclasses.replace(kept, digests=self._kept.digests)

@@ -1,21 +1,12 @@
 """Collectors for the MySQL / MariaDB servers behind ProxySQL: InnoDB flushing.
 
-One :class:`MySQLSource` per server (served by the engine's pool of threads, one thread at a
-time, so a slow server delays only itself) and three collectors on it:
-
-- ``innodb.status.<server>``: the InnoDB status variables the screen reads, from SHOW GLOBAL
-  STATUS (no privilege needed);
-- ``innodb.vars.<server>``: a subset of SHOW GLOBAL VARIABLES, slowly (own pace). The data is a
-  plain mapping that also carries the paths other screens need (datadir,
-  innodb_log_group_home_dir, log_bin_basename, tmpdir, ...) and how proxytop reaches the
-  server ("host", "port", "socket");
-- ``innodb.engine.<server>``: SHOW ENGINE INNODB STATUS (pending writes, the modified age; LSNs
-  on MySQL before 8.0.30) and INNODB_METRICS (flushing by type, limits) — both need PROCESS;
-  without it the reading says so instead of failing. On MariaDB, INNODB_METRICS and the pending
-  writes of INNODB_BUFFER_POOL_STATS, read with the status variables in one statement.
-
-And on the ProxySQL admin connection, ``innodb.discovery`` reads runtime_mysql_servers and the
-monitor credentials (admin users only). Nothing here writes to any server.
+One :class:`MySQLSource` per server (the engine's pool of threads serves them, so a slow server
+delays only itself) and three collectors on it: ``innodb.status.<server>`` (status variables, no
+privilege needed), ``innodb.vars.<server>`` (variables, slowly; with the paths the IOstat
+screen maps onto devices and how proxytop reaches the server) and ``innodb.engine.<server>``
+(SHOW ENGINE INNODB STATUS and INNODB_METRICS, which need PROCESS: without it the reading says
+so instead of failing). On the ProxySQL admin connection, ``innodb.discovery`` reads
+runtime_mysql_servers and the monitor credentials. Nothing here writes to any server.
 """
 from __future__ import annotations
 
@@ -54,20 +45,7 @@ VARIABLES = (
     "innodb_doublewrite", "sync_binlog",
 )
 
-
-# Of those, what a running server cannot change (its identity, paths and structure): read once
-# per connection. The rest are settings SET GLOBAL changes (MariaDB 10.11 even resizes the redo
-# log), read at every reading of the variables.
-STATIC_VARIABLES = frozenset((
-    "version", "version_comment", "hostname", "port", "socket", "datadir", "innodb_data_home_dir",
-    "innodb_log_group_home_dir", "innodb_undo_directory", "innodb_temp_tablespaces_dir", "log_bin",
-    "log_bin_basename", "relay_log_basename", "tmpdir", "innodb_doublewrite_dir", "innodb_log_files_in_group",
-    "innodb_buffer_pool_instances", "innodb_page_size",
-))
-ALL_VARIABLES_SQL = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ({})".format(
-    ", ".join(f"'{name}'" for name in VARIABLES))
-DYNAMIC_VARIABLES_SQL = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ({})".format(
-    ", ".join(f"'{name}'" for name in VARIABLES if name not in STATIC_VARIABLES))
+VARIABLES_SQL = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ({})".format(", ".join(f"'{n}'" for n in VARIABLES))
 
 
 def server_label(endpoint: Endpoint) -> str:
@@ -82,7 +60,7 @@ def source_name(endpoint: Endpoint) -> str:
 def describe_mysql_error(exc: BaseException, password: Optional[str] = None, server: str = "") -> str:
     """One plain line for a MySQL-side failure (never the password; ``server`` names the host
     in TLS problems)."""
-    code = exc.args[0] if getattr(exc, "args", None) and isinstance(exc.args[0], int) else None
+    code = _code(exc)
     text = str(exc.args[1]) if code is not None and len(exc.args) > 1 else str(exc)
     lowered = text.lower()
     if code in (2002, 2003) or isinstance(exc, ConnectionRefusedError):
@@ -122,29 +100,16 @@ class MySQLSession:
     denied_until: Dict[str, float] = field(default_factory=dict)
     reopens: int = 0
     encryption: Optional[str] = None  # 'TLSv1.3' when the connection is encrypted
-    metrics_columns: Optional[str] = None  # INNODB_METRICS' select list, once the first reading showed it
     # MariaDB: whether this user can read INNODB_METRICS (None: not known yet). Once it can, the
     # status collector's one statement brings the engine collector's rows too (see InnoDBStatus).
     engine_readable: Optional[bool] = None
     prefetched: Optional[Tuple[float, EngineReading]] = None  # (monotonic time read, the engine's part)
-    static_variables: Optional[Dict[str, object]] = None  # STATIC_VARIABLES, once read on this connection
-    # whether a reading may come packed in one row (PACKED_READING_SQL_MARIADB): the server's
-    # group_concat_max_len holds the longest list, and no reading came otherwise than whole
-    packed_reading: bool = False
 
     @property
     def reads_together(self) -> bool:
         """One statement per reading: MariaDB (its status variables are a table to join) and
         a user that may read the InnoDB tables."""
         return self.engine_readable is True and self.flavour is not None and self.flavour.is_mariadb
-
-    def take_prefetched(self, now: float, fresh: float) -> Optional[EngineReading]:
-        """The engine's part of a reading taken less than ``fresh`` seconds ago (in the same
-        batch), once; None when there is none."""
-        prefetched, self.prefetched = self.prefetched, None
-        if prefetched is None or now - prefetched[0] > fresh:
-            return None
-        return prefetched[1]
 
     def query(self, sql: str) -> Table:
         self.queries += 1
@@ -154,11 +119,8 @@ class MySQLSession:
         """A fresh connection in place: global privileges granted since apply only to new
         connections."""
         conn, self.encryption = connect(self.endpoint)
-        old, self.conn = self.conn, conn
-        try:
-            old.close()
-        except Exception:
-            pass
+        close_quietly(self.conn)
+        self.conn = conn
         self.reopens += 1
 
 
@@ -182,11 +144,10 @@ class MySQLSource(PyMySQLSource):
         conn, protocol = connect(endpoint)
         try:
             session = MySQLSession(conn=conn, endpoint=endpoint, encryption=protocol)
-            table = session.query("SELECT @@version, @@version_comment, @@group_concat_max_len")
+            table = session.query("SELECT @@version, @@version_comment")
             if table.rows:
                 session.version_text = table.rows[0][0] or ""
                 session.version_comment = table.rows[0][1] or ""
-                session.packed_reading = packed_lists_fit(table.rows[0][2])
             session.flavour = detect_flavour(session.version_text, session.version_comment)
         except BaseException:
             close_quietly(conn)
@@ -204,11 +165,6 @@ class MySQLSource(PyMySQLSource):
         return describe_mysql_error(exc, self.endpoint.password, server=self.endpoint.socket or self.endpoint.host)
 
 
-def name_value(table: Table) -> Dict[str, str]:
-    """A two-column result (Variable_name, Value) as a dict."""
-    return {str(row[0]): row[1] for row in table.rows if row and row[0] is not None}
-
-
 class ServerCollector(Collector):
     kind = ""
 
@@ -218,8 +174,7 @@ class ServerCollector(Collector):
         self.source = source_name(endpoint)
 
 
-# The status variables the InnoDB screen reads (proxytop.metrics.innodb), of the hundred or so that
-# LIKE 'Innodb%' lists: each row costs decoding, on every reading of every server.
+# The status variables the InnoDB screen reads (proxytop.metrics.innodb).
 STATUS_VARIABLES = (
     "Innodb_buffer_pool_pages_dirty", "Innodb_buffer_pool_pages_flushed", "Innodb_buffer_pool_pages_lru_flushed",
     "Innodb_buffer_pool_pages_total", "Innodb_buffer_pool_wait_free", "Innodb_checkpoint_age",
@@ -248,21 +203,6 @@ READING_SQL_MARIADB = (
     "SELECT VARIABLE_NAME, VARIABLE_VALUE, 'status' FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ({}) "
     "UNION ALL {}".format(", ".join(f"'{n.upper()}'" for n in STATUS_VARIABLES), ENGINE_SQL_MARIADB))
 _STATUS_NAMES = {name.upper(): name for name in STATUS_VARIABLES}
-# The same reading packed into one row of three strings, which the server builds and Python
-# splits: "<count> NAME VALUE NAME VALUE ..." for the status variables and the metrics that are
-# on, "<LRU> <flush list>" for the pending writes. Each row of READING_SQL_MARIADB cost a
-# packet, a tuple and three values decoded (a server's 20 rows were a third of its reading);
-# GROUP_CONCAT cuts a list at group_concat_max_len (1 KiB by default before MariaDB 10.2.4): a
-# connection whose limit is below the longest list reads row by row (packed_lists_fit), and so
-# does one whose packed reading did not hold its count of pairs (a value with a space).
-PACKED_READING_SQL_MARIADB = (
-    "SELECT (SELECT CONCAT(COUNT(*), ' ', IFNULL(GROUP_CONCAT(VARIABLE_NAME, ' ', VARIABLE_VALUE SEPARATOR ' '), '')) "
-    "FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ({})), "
-    "(SELECT CONCAT(COUNT(*), ' ', IFNULL(GROUP_CONCAT(NAME, ' ', COUNT SEPARATOR ' '), '')) "
-    "FROM information_schema.INNODB_METRICS WHERE ENABLED AND NAME IN ({})), "
-    "(SELECT CONCAT(SUM(PENDING_FLUSH_LRU), ' ', SUM(PENDING_FLUSH_LIST)) "
-    "FROM information_schema.INNODB_BUFFER_POOL_STATS)".format(
-        ", ".join(f"'{n.upper()}'" for n in STATUS_VARIABLES), _METRIC_NAMES))
 
 
 def counter(value):
@@ -310,84 +250,13 @@ def split_reading(rows: Sequence[Sequence]) -> Tuple[Dict[str, object], Dict[str
     return status, metrics, pending
 
 
-# The longest list a packed reading may hold: every name asked for, a 20-digit value (the
-# largest BIGINT UNSIGNED) and two separators each.
-PACKED_LIST_LIMIT = max(sum(len(name) + 22 for name in STATUS_VARIABLES) + 21,
-                        sum(len(name) + 22 for name in ALL_METRICS if name not in LSN_METRICS) + 21)
-
-
-def packed_lists_fit(group_concat_max_len) -> bool:
-    """Whether GROUP_CONCAT keeps a packed reading's lists whole on this connection (a server
-    set to cut them shorter than PACKED_LIST_LIMIT, under 1 KiB, is read row by row).
-
-    >>> packed_lists_fit(512), packed_lists_fit(1024), packed_lists_fit(None)
-    (False, True, False)
-    """
-    try:
-        return int(group_concat_max_len) >= PACKED_LIST_LIMIT
-    except (TypeError, ValueError):
-        return False
-
-
-def _pairs(packed) -> Optional[List[str]]:
-    """"<count> name value ..." as [name, value, ...]; None when it holds other than ``count``
-    pairs (cut short, or a value with a space).
-
-    >>> _pairs("2 A 1 B 22"), _pairs("0 "), _pairs("3 A 1 B 22"), _pairs(None)
-    (['A', '1', 'B', '22'], [], None, None)
-    """
-    if not packed:
-        return None
-    parts = packed.split(" ")
-    count = parts[0]
-    if not count.isdigit():
-        return None
-    del parts[0]
-    if parts == [""]:
-        parts = []
-    return parts if len(parts) == 2 * int(count) else None
-
-
-def split_packed_reading(row: Sequence) -> Optional[Tuple[Dict[str, object], Dict[str, Metric],
-                                                          Optional[Tuple[int, int]]]]:
-    """:func:`split_reading` for the one row of PACKED_READING_SQL_MARIADB; None when a list
-    did not come whole (then the rows of READING_SQL_MARIADB are read instead).
-
-    >>> status, metrics, pending = split_packed_reading(("2 INNODB_LOG_WAITS 3 INNODB_CHECKPOINT_AGE 40",
-    ...                                                  "1 trx_rseg_history_len 12", "0 5"))
-    >>> status, metrics, pending
-    ({'Innodb_log_waits': 3, 'Innodb_checkpoint_age': 40}, {'trx_rseg_history_len': Metric(count=12, enabled=True)}, (0, 5))
-    >>> split_packed_reading(("0 ", "0 ", None))  # no metric on, no buffer pool to sum
-    ({}, {}, None)
-    >>> split_packed_reading(("3 INNODB_LOG_WAITS 3 INNODB_CHECKPOINT_AGE 40", "0 ", "0 0")) is None  # cut short
-    True
-    """
-    status_pairs, metric_pairs = _pairs(row[0]), _pairs(row[1])
-    if status_pairs is None or metric_pairs is None:
-        return None
-    names = _STATUS_NAMES
-    status = {names.get(name, name): counter(value)
-              for name, value in zip(status_pairs[::2], status_pairs[1::2])}
-    metrics: Dict[str, Metric] = {}
-    for name, value in zip(metric_pairs[::2], metric_pairs[1::2]):
-        number = to_number(value)
-        metrics[name] = Metric(int(number) if number is not None else None, True)
-    pending = None
-    if row[2]:
-        counts = [to_number(part) for part in row[2].split()]
-        if len(counts) == 2 and None not in counts:
-            pending = (int(counts[0]), int(counts[1]))
-    return status, metrics, pending
-
-
 class InnoDBStatus(ServerCollector):
     """The InnoDB status variables the screen reads (STATUS_VARIABLES, those the server has) as
     {name: value}, the numbers as int. Needs no privilege.
 
-    On MariaDB, once the user is known to read the InnoDB tables, the one statement of a
-    reading also brings the engine collector's rows (READING_SQL_MARIADB), which that collector,
-    next in the same batch, takes instead of asking again: per server reading one round trip
-    and one result to decode instead of three."""
+    On MariaDB, once the user is known to read the InnoDB tables, the same statement brings the
+    engine collector's rows (READING_SQL_MARIADB), which that collector, next in the same batch,
+    takes instead of asking again: one round trip per server reading instead of two."""
 
     kind = "status"
     default_interval = 1.0
@@ -402,16 +271,7 @@ class InnoDBStatus(ServerCollector):
         if session.reads_together:
             started = self.clock()
             try:
-                reading = None
-                if session.packed_reading:
-                    rows = session.query(PACKED_READING_SQL_MARIADB).rows
-                    reading = split_packed_reading(rows[0]) if rows else None
-                    if reading is None:
-                        log.info("%s: a packed reading did not hold its count of pairs: read row by row",
-                                 self.server)
-                        session.packed_reading = False
-                if reading is None:
-                    reading = split_reading(session.query(READING_SQL_MARIADB).rows)
+                reading = split_reading(session.query(READING_SQL_MARIADB).rows)
             except pymysql.err.MySQLError as exc:
                 if _code(exc) not in ACCESS_DENIED:
                     raise
@@ -433,15 +293,7 @@ class InnoDBVariables(ServerCollector):
     own_pace = True
 
     def collect(self, session: MySQLSession) -> Dict[str, object]:
-        # What only a restart changes is read once per connection (a restart means a new one);
-        # the settings a SET GLOBAL changes, at every reading.
-        static = session.static_variables
-        data: Dict[str, object] = dict(name_value(session.query(ALL_VARIABLES_SQL if static is None
-                                                                else DYNAMIC_VARIABLES_SQL)))
-        if static is None:
-            session.static_variables = {name: data[name] for name in STATIC_VARIABLES if name in data}
-        else:
-            data.update(static)
+        data: Dict[str, object] = {str(name): value for name, value in session.query(VARIABLES_SQL).rows}
         endpoint = session.endpoint
         server_port, server_socket = data.get("port"), data.get("socket")
         data["server_port"] = server_port
@@ -458,17 +310,19 @@ class InnoDBVariables(ServerCollector):
         return data
 
 
+# SELECT *: MySQL says STATUS, MariaDB ENABLED (metrics_from_rows reads either)
+METRICS_SQL = "SELECT * FROM information_schema.INNODB_METRICS WHERE NAME IN ({})".format(
+    ", ".join(f"'{name}'" for name in ALL_METRICS))
 PREFETCH_FRESH = 0.5  # seconds: the engine's part of a status reading older than this is read again
 
 
 class InnoDBEngine(ServerCollector):
     """SHOW ENGINE INNODB STATUS (pending writes and the modified age; the LSNs where no status
     variable has them) and INNODB_METRICS (flushing by type, the server's own limits); on MariaDB
-    INNODB_METRICS and INNODB_BUFFER_POOL_STATS (see _collect_mariadb), usually brought by the
-    status collector's statement a moment before. Both
-    need PROCESS: a user without it gets a reading that says so (the screen shows "needs
-    PROCESS"), never an error, and the refused statement is retried once a minute only, on a
-    fresh connection (so that a GRANT made meanwhile is seen)."""
+    INNODB_METRICS and INNODB_BUFFER_POOL_STATS, usually brought by the status collector's
+    statement a moment before. Both need PROCESS: without it the reading says so (never an
+    error), and the refused statement is retried once a minute, on a fresh connection (so that
+    a GRANT made meanwhile is seen)."""
 
     kind = "engine"
     default_interval = 1.0
@@ -495,9 +349,9 @@ class InnoDBEngine(ServerCollector):
             return None, False, describe_mysql_error(exc, session.endpoint.password)
 
     def collect(self, session: MySQLSession) -> EngineReading:
-        prefetched = session.take_prefetched(self.clock(), PREFETCH_FRESH)
-        if prefetched is not None:
-            return prefetched  # read with the status variables, a moment ago
+        prefetched, session.prefetched = session.prefetched, None  # taken once
+        if prefetched is not None and self.clock() - prefetched[0] <= PREFETCH_FRESH:
+            return prefetched[1]  # read with the status variables, a moment ago
         expired = [key for key, until in session.denied_until.items() if until <= self.clock()]
         if expired:
             # Time to try again, on a new connection: a GRANT PROCESS made meanwhile applies
@@ -513,15 +367,8 @@ class InnoDBEngine(ServerCollector):
             column = table.columns.index("Status") if table.has("Status") else len(table.columns) - 1
             raw = table.rows[0][column] if table.rows else ""
             text = parse_status_text(raw or "")
-        names = ", ".join(f"'{name}'" for name in ALL_METRICS)
-        # MySQL says STATUS, MariaDB ENABLED: the first reading asks for every column, later
-        # ones only for the three it used (a reading of each of hundreds of servers).
-        columns = session.metrics_columns or "*"
-        table, metrics_denied, metrics_error = self._read(
-            session, "metrics", f"SELECT {columns} FROM information_schema.INNODB_METRICS WHERE NAME IN ({names})")
+        table, metrics_denied, metrics_error = self._read(session, "metrics", METRICS_SQL)
         if table is not None:
-            if session.metrics_columns is None:
-                session.metrics_columns = metrics_columns(table.columns)
             metrics = metrics_from_rows(table.dicts())
         return EngineReading(text=text, metrics=metrics, text_denied=text_denied, metrics_denied=metrics_denied,
                              text_error=text_error, metrics_error=metrics_error)
@@ -537,22 +384,6 @@ class InnoDBEngine(ServerCollector):
         session.engine_readable = True
         _status, metrics, pending = split_reading(table.rows)
         return EngineReading(metrics=metrics, pool_pending=pending)
-
-
-def metrics_columns(columns: Sequence[str]) -> Optional[str]:
-    """The INNODB_METRICS columns metrics_from_rows() needs, as a select list; None when the
-    table lacks one of them (then every column is read, as the first time).
-
-    >>> metrics_columns(["NAME", "SUBSYSTEM", "COUNT", "MAX_COUNT", "ENABLED"])
-    'NAME, COUNT, ENABLED'
-    >>> metrics_columns(["NAME", "COUNT", "STATUS", "TYPE"]), metrics_columns(["NAME", "COUNT"])
-    ('NAME, COUNT, STATUS', None)
-    """
-    upper = {str(c).upper(): str(c) for c in columns}
-    state = "STATUS" if "STATUS" in upper else "ENABLED" if "ENABLED" in upper else None
-    if state is None or "NAME" not in upper or "COUNT" not in upper:
-        return None
-    return ", ".join(upper[c] for c in ("NAME", "COUNT", state))
 
 
 def server_collectors(endpoint: Endpoint) -> List[ServerCollector]:

@@ -25,8 +25,7 @@ class Server:
     listed: bool = True  # still in runtime_mysql_servers (or given on the command line)
 
     def __post_init__(self) -> None:
-        # Asked for each of hundreds of servers on every frame: made once (a new endpoint for the
-        # same key changes only the credentials, never the address these names come from).
+        # a new endpoint for the same key changes only the credentials, never these names
         self.source = source_name(self.endpoint)
         self.status_name = f"innodb.status.{self.key}"
         self.vars_name = f"innodb.vars.{self.key}"
@@ -55,7 +54,6 @@ def fleet_min_interval(servers: int) -> float:
     return max(0.5, servers / 100.0)
 
 
-
 class Fleet:
     """The watched servers by key, and their sources and collectors in the engine. Adding a
     source only starts its thread, which connects on its own: nothing here does I/O."""
@@ -67,7 +65,6 @@ class Fleet:
         self.servers: Dict[str, Server] = {}
         self._engine = None
         self._discovery_seen = None
-        self._active: Optional[List[str]] = None  # active_collectors(), until the listed servers change
 
     @classmethod
     def from_options(cls, args, credentials: Credentials, timeout: float) -> "Fleet":
@@ -88,12 +85,10 @@ class Fleet:
         key = server_label(endpoint)
         if key not in self.servers:
             self.servers[key] = Server(key, endpoint, explicit=True)
-            self._active = None
 
     def listed(self) -> List[Server]:
         return [server for server in self.servers.values() if server.listed]
 
-    # ----- what the app asks once ----------------------------------------------------------------
     def sources(self):
         return [MySQLSource(s.endpoint) for s in self.servers.values()]
 
@@ -105,33 +100,24 @@ class Fleet:
 
     def attach(self, engine) -> None:
         self._engine = engine
+        self._pace()
 
-    # ----- servers found through ProxySQL ------------------------------------------------------
     def active_collectors(self) -> List[str]:
-        """Asked several times per frame: the names (and the fleet's pace) are worked out again
-        only when the listed servers changed."""
         self.sync_discovered()
-        if self._active is not None and self._engine is not None:
-            return list(self._active)  # a copy: callers may add to it
         names = [DISCOVERY] if self.discover else []
+        for server in self.listed():
+            names += server.names
+        return names
+
+    def _pace(self) -> None:
+        """A large fleet is read less often (see fleet_min_interval)."""
         listed = self.listed()
         floor = fleet_min_interval(len(listed))
         for server in listed:
-            names += server.names
-            self._pace(server, floor)
-        if self._engine is not None:
-            self._active = list(names)
-        return names
-
-    def _pace(self, server: Server, floor: float) -> None:
-        """A large fleet is read less often (see fleet_min_interval)."""
-        engine = self._engine
-        if engine is None:
-            return
-        for name in (server.status_name, server.engine_name):
-            collector = engine.collector(name)
-            if collector is not None:
-                collector.min_interval = max(type(collector).min_interval, floor)
+            for name in (server.status_name, server.engine_name):
+                collector = self._engine.collector(name)
+                if collector is not None:
+                    collector.min_interval = max(type(collector).min_interval, floor)
 
     def sync_discovered(self) -> None:
         """Register newly discovered backends with the engine. No I/O: adding a source only
@@ -147,7 +133,6 @@ class Fleet:
         if not isinstance(discovery, Discovery) or not discovery.admin:
             return
         use_monitor = not self.credentials.given and discovery.monitor_user is not None
-        self._active = None  # the listed servers may change: names and pace worked out again
         listed = set()
         for found in discovery.servers:
             key = found.label
@@ -177,3 +162,4 @@ class Fleet:
         for key, server in self.servers.items():
             if not server.explicit and key not in listed:
                 server.listed = False  # gone from runtime_mysql_servers: no longer polled
+        self._pace()

@@ -94,18 +94,6 @@ def pool_rows(previous, current, servers) -> List[Row]:
     return rows
 
 
-_recent: List[Tuple[object, str, Dict]] = []  # (snapshot, kind, its rows by key): each reading is used 2-3 times
-
-
-def _remember(snapshot, kind: str, build) -> Dict:
-    for seen, seen_kind, made in _recent:
-        if seen is snapshot and seen_kind == kind:
-            return made
-    made = build()
-    _recent[:] = _recent[-15:] + [(snapshot, kind, made)]
-    return made
-
-
 # What a pool row is read for, in this order: its key, the screen's fields, its COUNTERS.
 _KEY_FIELDS = ("hostgroup", "srv_host", "srv_port")
 _GAUGES = ("hostgroup", "ConnUsed", "ConnFree", "MaxConnUsed", "Latency_us", "Latency_ms")
@@ -152,35 +140,30 @@ def pool_values(snapshot) -> Dict[Tuple[str, str, str], Tuple]:
         counts = zip(*(to_numbers(column(name)) for name in COUNTERS))
         return dict(zip(keys, zip(hosts, ports, column("status"), hostgroup, used, free, max_used, latency, counts)))
 
-    return _remember(snapshot, "values", build)
+    return build()
 
 
 def counters_by_key(snapshot) -> Dict[Tuple[str, str, str], Tuple]:
-    """The COUNTERS of each backend of a reading as numbers (made once per reading)."""
+    """The COUNTERS of each backend of a reading as numbers."""
     if snapshot is None or snapshot.data is None:
         return {}
-    return _remember(snapshot, "counters", lambda: {key: values[-1] for key, values in pool_values(snapshot).items()})
+    return {key: values[-1] for key, values in pool_values(snapshot).items()}
 
 
 def pool_statuses(snapshot) -> Tuple[Tuple[Tuple[str, str, str], str], ...]:
-    """((hostgroup, host, port), status) of each backend of a reading, in the order read (made
-    once per reading): what the status log and the header alarm take from a pool reading."""
+    """((hostgroup, host, port), status) of each backend of a reading, in the order read:
+    what the status log and the header alarm take from a pool reading."""
     if snapshot is None or snapshot.data is None:
         return ()
-    return _remember(snapshot, "statuses", lambda: tuple(
-        (key, str(values[2] or "")) for key, values in pool_values(snapshot).items()))
+    return tuple((key, str(values[2] or "")) for key, values in pool_values(snapshot).items())
 
 
 def settings_by_key(servers) -> Dict[Tuple[str, str, str], Mapping]:
     """runtime_mysql_servers rows by (hostgroup, host, port); empty for the stats user."""
     if servers is None or servers.data is None:
         return {}
-
-    def build():
-        return {(str(r.get("hostgroup_id")), str(r.get("hostname")), str(r.get("port"))): r
-                for r in servers.data.dicts()}
-
-    return _remember(servers, "servers", build)
+    return {(str(r.get("hostgroup_id")), str(r.get("hostname")), str(r.get("port"))): r
+            for r in servers.data.dicts()}
 
 
 def proxysql_now_us(monitor_snapshot, now: float) -> Optional[float]:
@@ -229,8 +212,7 @@ def in_state_style(row: Mapping) -> Optional[str]:
 
 
 def monitor_summary(snapshot) -> Dict[Tuple[str, str], Tuple]:
-    """{(host, port): (lag, read_only, newest ping/connect check)} of a monitor reading, made
-    once per reading (every 2 s) rather than for every pool reading."""
+    """{(host, port): (lag, read_only, newest ping/connect check)} of a monitor reading."""
     if snapshot is None or not isinstance(snapshot.data, MonitorReadings):
         return {}
 
@@ -242,7 +224,7 @@ def monitor_summary(snapshot) -> Dict[Tuple[str, str], Tuple]:
                                      health.latest_check(server), server)
         return summary
 
-    return _remember(snapshot, "monitor", build)
+    return build()
 
 
 def server_health(found: Optional[Tuple], now_us: Optional[float]) -> Tuple:

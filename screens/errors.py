@@ -60,39 +60,25 @@ def _getter(table, names: Sequence[str]):
     return lambda row: tuple(row[p] if p is not None else None for p in positions)
 
 
-_parsed_readings: List[Tuple[Any, Dict, Dict]] = []  # (reading, parsed rows, raw values): current, then previous
-
-
 def parsed(snapshot, e=MYSQL_ERRORS) -> Dict[Tuple, Tuple]:
     """{key: (count, hostgroup, server, errno, errno name, first_seen, last_seen, last_error)} of
-    one stats_mysql_errors reading, numbers converted; made once per reading, and a row whose
-    values are those of the reading before (most rows, most of the time) reuses its parse."""
-    for seen, rows, _raw in _parsed_readings:
-        if seen is snapshot:
-            return rows
+    one stats_mysql_errors reading, numbers converted."""
     table = snapshot.data
     key_of = _getter(table, key_columns(e))
     values_of = _getter(table, (e.count, e.first_seen, e.last_seen, e.last_error))
-    last_rows, last_raw = (_parsed_readings[-1][1], _parsed_readings[-1][2]) if _parsed_readings else ({}, {})
     names: Dict[Any, Tuple[Any, Optional[str]]] = {}
     places: Dict[Tuple, Tuple[Any, str]] = {}  # few hostgroups and servers, many rows
     rows: Dict[Tuple, Tuple] = {}
-    raw: Dict[Tuple, Tuple] = {}
     for row in table.rows:
         key = key_of(row)
-        values = raw[key] = values_of(row)
-        if last_raw.get(key) == values:
-            rows[key] = last_rows[key]
-            continue
         hostgroup, host, port, _user, _client, _schema, errno = key
-        count, first_seen, last_seen, last_error = values
+        count, first_seen, last_seen, last_error = values_of(row)
         if errno not in names:
             names[errno] = error_code(errno, e)
         place = places.get(key[:3])
         if place is None:
             place = places[key[:3]] = (to_number(hostgroup), f"{host}:{port}")
         rows[key] = (to_number(count), *place, *names[errno], first_seen, to_number(last_seen), last_error)
-    _parsed_readings[:] = _parsed_readings[-2:] + [(snapshot, rows, raw)]
     return rows
 
 

@@ -11,7 +11,6 @@ are read every 10 s at the most.
 """
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -78,7 +77,6 @@ UNKNOWN = Rule(re.compile(""), "Other", TEXT, COUNT)
 MEMORY_METRIC = Rule(re.compile(""), "Memory", GAUGE, BYTES)  # every stats_memory_metrics row is bytes
 
 
-@functools.lru_cache(maxsize=4096)  # the same ~110 names every reading; a regex scan each
 def classify(name: str) -> Rule:
     """Section, kind (counter / gauge / text) and unit of a stats_mysql_global variable.
 

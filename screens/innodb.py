@@ -2,42 +2,34 @@
 
 One row per server (the fleet), Enter for the detail panel of the selected one. Servers come
 from ``--mysql HOST[:PORT]`` / ``--mysql-socket PATH`` and, by default, from ProxySQL's
-runtime_mysql_servers (admin user; one row per distinct backend, labelled with its
-hostgroups and ProxySQL status). Each server has its own connection and thread: a slow or
-dead server only ever delays its own row, which says "down, retrying in N s".
-
-Credentials and TLS for the MySQL servers are resolved as the mysql client does
-(proxytop.config.mysql_options); ``--mysql-password`` without a value prompts while the screens are
-built, before the terminal switches to full screen. With no credentials given, the servers
-discovered through ProxySQL are read with ProxySQL's own monitor credentials
-(mysql-monitor_username / _password), and what that user's privileges hide is shown as
-"needs PROCESS".
-
-Nothing here writes to a server: the INNODB_METRICS flushing counters, when off, are
-explained (how to enable them), never enabled.
+runtime_mysql_servers (admin user), read with the credentials the mysql client would use or,
+when none are given, with ProxySQL's monitor credentials. A slow or dead server only delays its
+own row. Nothing here writes to a server: INNODB_METRICS counters that are off are explained,
+never enabled.
 """
 from __future__ import annotations
 
 import getpass
 import os
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple
 
 from proxytop.collectors.innodb import DISCOVERY, Discovery
 from proxytop.collectors.innodb_fleet import Fleet, Server
 from proxytop.metrics import units
 from proxytop.config.endpoints import DEFAULT_TIMEOUT
 from proxytop.metrics.innodb import (ASYNC, ENABLE_HINT, FLUSH_TYPE_METRICS, NEEDS_PROCESS, OK, SYNC, Assessment, EngineReading,
-                             assess, assess_state, bar)
+                             assess, bar)
 from proxytop.errors import OptionError
-from proxytop.config.mysql_options import PROMPT, Credentials, add_arguments, login_name, resolve_credentials  # noqa: F401 (add_arguments: this screen's options)
+from proxytop.config import mysql_options
+from proxytop.config.mysql_options import Credentials, login_name, resolve_credentials
 from proxytop.metrics.rates import to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.table import Column, Row
 
+add_arguments = mysql_options.add_arguments  # this screen's options (--mysql ...), offered by proxytop.screens
+
 
 STATE_STYLE = {OK: "good", ASYNC: "warning_bold", SYNC: "danger", "DOWN": "danger"}
-# the columns a row made with its state alone has as they will stay (see InnoDBScreen.server_row)
-STATE_ONLY_KEYS = frozenset(("server", "proxysql", "state"))
 NEEDS_WORDS = {  # what a user without PROCESS misses, in the table's terms
     "age": "CkptAge",
     "pending_writes": "PendW",
@@ -53,7 +45,7 @@ def state_style(row: Mapping) -> Optional[str]:
 
 
 def age_style(row: Mapping) -> Optional[str]:
-    return {ASYNC: "warning_bold", SYNC: "danger"}.get(str(row.get("state") or ""))
+    return state_style(row) if row.get("state") in (ASYNC, SYNC) else None
 
 
 def positive_style(key: str):
@@ -108,27 +100,6 @@ def needs_text(assessment: Assessment) -> str:
     words = [NEEDS_WORDS[n] for n in assessment.needs_process if n in NEEDS_WORDS]
     return f"{NEEDS_PROCESS}: {', '.join(words)}" if words else ""
 
-
-def assessment_cells(a: Assessment) -> Row:
-    """The table's cells of one server's assessment (``_`` keys: what the colour rules compare with)."""
-    return dict(
-        state=a.state,
-        age=a.age,
-        age_pct=a.age_pct,
-        redo_rate=a.redo_rate,
-        full_in=a.full_in,
-        dirty_pct=a.dirty_pct,
-        dirty=a.dirty_pages,
-        flushed_s=a.flushed_rate,
-        io_capacity=io_capacity_text(a.io_capacity, a.io_capacity_max),
-        pending=a.pending_flush_list,
-        wait_free_s=a.wait_free_rate,
-        log_waits_s=a.log_waits_rate,
-        hll=a.history_list_length,
-        adaptive=None if a.adaptive_flushing is None else ("on" if a.adaptive_flushing else "off"),
-        _max_dirty=a.max_dirty_pct,
-        _io_max=a.io_capacity_max,
-    )
 
 # ----- the detail panel, a section at a time --------------------------------------------------
 
@@ -195,14 +166,11 @@ def flush_limit_lines(a: Assessment) -> List[DetailLine]:
     if limits is None:
         return [field("limits", (units.MISSING, None), ("  waiting for the server's variables", "dim"))]
     sync_label = "sync flush above" if a.flavour is not None and a.flavour.is_mariadb else "sync flush at"
-    return [field("async flush at", (units.human_bytes(limits.async_age), None),
-                  (f"  {units.percent(a.async_pct)}" if a.async_pct is not None else "", None),
-                  (f"  {limits.async_origin}", "dim" if limits.async_origin == "server" else "warning"),
-                  (f" ({limits.formula})" if limits.async_origin == "computed" and limits.formula else "", "dim")),
-            field(sync_label, (units.human_bytes(limits.sync_age), None),
-                  (f"  {units.percent(a.sync_pct)}" if a.sync_pct is not None else "", None),
-                  (f"  {limits.sync_origin}", "dim" if limits.sync_origin == "server" else "warning"),
-                  (f" ({limits.formula})" if limits.sync_origin == "computed" and limits.formula else "", "dim"))]
+    return [field(label, (units.human_bytes(age), None), (f"  {units.percent(pct)}" if pct is not None else "", None),
+                  (f"  {origin}", "dim" if origin == "server" else "warning"),
+                  (f" ({limits.formula})" if origin == "computed" and limits.formula else "", "dim"))
+            for label, age, pct, origin in (("async flush at", limits.async_age, a.async_pct, limits.async_origin),
+                                            (sync_label, limits.sync_age, a.sync_pct, limits.sync_origin))]
 
 
 def redo_rate_lines(a: Assessment) -> List[DetailLine]:
@@ -214,7 +182,7 @@ def redo_rate_lines(a: Assessment) -> List[DetailLine]:
                            ("  flushed to disk ", "label"), (units.number(a.flushed_lsn), None)))
     lines.append(field("redo written", (units.bytes_rate(a.redo_rate), None),
                        (f"  ({a.redo_rate_source})" if a.redo_rate_source else "", "dim")))
-    lines.append(field("sync flush in", (units.duration(a.sync_in) if a.sync_in is not None else units.MISSING, None),
+    lines.append(field("sync flush in", (units.duration(a.full_in) if a.full_in is not None else units.MISSING, None),
                        ("  at this rate (writes stall); the whole log in ", "dim"),
                        (units.duration(a.log_full_in) if a.log_full_in is not None else units.MISSING, None)))
     return lines + [()]
@@ -313,21 +281,6 @@ def source_lines(a: Assessment) -> List[DetailLine]:
 # ----- the screen -------------------------------------------------------------------------------
 
 
-def _same(kept: tuple, now: tuple) -> bool:
-    """Whether two tokens hold the same objects: snapshots, states and sessions by identity
-    (equal data read twice is still a new reading for the rates), texts and numbers by value.
-
-    >>> reading = object()
-    >>> _same((reading, 3, "down"), (reading, 3, "".join(["do", "wn"]))), _same((reading,), (object(),))
-    (True, False)
-    """
-    for a, b in zip(kept, now):
-        if a is not b and not (a.__class__ in (int, str) and a == b):
-            return False
-    return True
-
-
-
 class InnoDBScreen(Screen):
     key = "innodb"
     title = "InnoDB"
@@ -374,32 +327,21 @@ class InnoDBScreen(Screen):
         super().__init__(config)
         args = getattr(config, "args", None) if config is not None else None
         endpoint = getattr(config, "endpoint", None)
-        self._assessed: Dict[str, tuple] = {}  # server -> (its newest snapshots and session, Assessment)
-        self._rows: Dict[str, tuple] = {}  # server -> (what its row was made from, the row)
-        self._summary = None  # what the notes and the status line say, gathered by rows()
-        self._arranged = None  # (what the order depends on, the order as positions in rows)
-        # What rows() looks at: the listed servers (made again when the servers or ProxySQL's
-        # list of them changed), each server by its collectors' names and its source's state,
-        # the engine's generation last seen, and each server's (row, ASYNC/SYNC, down).
-        self._listing = None
-        self._view: Optional[DataView] = None
-        self._listed: List[Server] = []
-        self._server_of: Dict[object, Server] = {}
-        self._seen = 0
-        self._cells: Dict[str, tuple] = {}
-        self._down: List[Server] = []  # down servers: their countdown changes their rows
-        if args is not None and getattr(args, "mysql_password", None) is PROMPT:
-            try:
-                credentials = resolve_credentials(args, os.environ, prompt)
-            except (KeyboardInterrupt, EOFError):
-                raise SystemExit(130) from None
-        else:
-            try:
-                credentials = resolve_credentials(args, os.environ, prompt)
-            except OptionError:
-                # Only a replay gets here (live options were checked when parsed): it connects
-                # to no MySQL server, so the login path or certificate it names doesn't matter.
-                credentials = Credentials(user=login_name())
+        # server -> (the readings, state and errors its row was made of, the row): at 500
+        # servers read every 5 s, a frame makes the rows of the fifty read since the last one,
+        # not all 500 (about 50 us each).
+        self._rows: Dict[str, tuple] = {}
+        self._alarms: Dict[str, List[str]] = {ASYNC: [], SYNC: []}  # servers by state, as of the last rows
+        self._down = 0
+        self._listed = 0
+        try:
+            credentials = resolve_credentials(args, os.environ, prompt)
+        except (KeyboardInterrupt, EOFError):
+            raise SystemExit(130) from None
+        except OptionError:
+            # Only a replay gets here (live options were checked when parsed): it connects
+            # to no MySQL server, so the login path or certificate it names doesn't matter.
+            credentials = Credentials(user=login_name())
         self.fleet = Fleet.from_options(args, credentials, getattr(endpoint, "timeout", DEFAULT_TIMEOUT))
 
     @property
@@ -407,14 +349,9 @@ class InnoDBScreen(Screen):
         return self.fleet.servers
 
     @property
-    def credentials(self):
+    def credentials(self) -> Credentials:
         return self.fleet.credentials
 
-    @property
-    def discover(self) -> bool:
-        return self.fleet.discover
-
-    # ----- what the app asks once ----------------------------------------------------------------
     def sources(self):
         return self.fleet.sources()
 
@@ -427,28 +364,14 @@ class InnoDBScreen(Screen):
     def active_collectors(self) -> List[str]:
         return self.fleet.active_collectors()
 
-    def _sync_discovered(self) -> None:
-        self.fleet.sync_discovered()
-
-    def _discovery(self, view: DataView) -> Optional[Discovery]:
-        snapshot = view.latest(DISCOVERY) if self.discover else None
-        data = snapshot.data if snapshot is not None else None
-        return data if isinstance(data, Discovery) else None
-
     # ----- readings ------------------------------------------------------------------------------
     def assessment(self, server: Server, view: DataView) -> Assessment:
-        """The server's values from its latest readings; recomputed only when one changed (a
-        history only grows at its end: the newest snapshots tell whether the pairs changed)."""
-        session = getattr(view.source(server.source), "session", None)
-        token = (view.latest(server.status_name), view.latest(server.engine_name), view.latest(server.vars_name),
-                 session)
-        cached = self._assessed.get(server.key)
-        if cached is not None and _same(cached[0], token):
-            return cached[1]
+        """The server's values from its latest readings (and the ones before, for rates)."""
         previous, current = view.pair(server.status_name)
         engine_previous, engine_current = view.pair(server.engine_name)
-        variables = token[2]
-        result = assess(
+        variables = view.latest(server.vars_name)
+        session = getattr(view.source(server.source), "session", None)
+        return assess(
             status=current.data if current is not None else None,
             previous_status=previous.data if previous is not None else None,
             status_seconds=seconds_between(previous, current),
@@ -459,8 +382,6 @@ class InnoDBScreen(Screen):
             engine_seconds=seconds_between(engine_previous, engine_current),
             flavour=getattr(session, "flavour", None),
         )
-        self._assessed[server.key] = (token, result)
-        return result
 
     def _connection_note(self, server: Server, view: DataView) -> Tuple[Optional[str], Optional[str], bool]:
         """(state override, note, down) from the server's source state."""
@@ -472,103 +393,38 @@ class InnoDBScreen(Screen):
         return None, "connecting\u2026", True
 
     def rows_token(self, view: DataView):
-        """Connection states change rows without new snapshots; a down server's retry
-        countdown changes every second. An engine that numbers its changes tells the
-        controller of the states' (proxytop.ui.screen_news): only the countdowns are left."""
+        """A server that is down or connecting changes its row without a new reading (its
+        state, its retry countdown)."""
         now = view.now()
-        if view.numbers_changes:
-            states = tuple(view.state(server.source) for server in self._down)
-        else:
-            states = tuple(view.state(s.source) for s in self.servers.values() if s.listed)
-        return states, tuple(state.retry_seconds(now) for state in states
-                             if state is not None and not state.connected)
+        states = (view.state(server.source) for server in self.fleet.listed())
+        return tuple((state, state.retry_seconds(now)) for state in states if state is not None and not state.connected)
 
     def rows(self, view: DataView) -> List[Row]:
-        """Every listed server's row; a row is made again only when its server's readings,
-        state or errors changed (at 500 servers read every 5 s, a tenth of them per frame).
-        Only those servers are looked at (the engine says which changed since the last rows),
-        and the ones down (their countdown). What the notes and the status line summarise is
-        gathered on the way."""
-        self._sync_discovered()
-        changes = view.changed_since(self._seen)
-        listing = (len(self.servers), view.latest(DISCOVERY) if self.discover else None)
-        if self._listing is None or self._listing[0] != listing[0] or self._listing[1] is not listing[1]:
-            self._listing = listing
-            self._listed = [server for server in self.servers.values() if server.listed]
-            self._server_of = {}
-            for server in self._listed:
-                for key in server.names + (("state", server.source),):
-                    self._server_of[key] = server
-            self._cells.clear()
-            look_at = self._listed
-        elif changes is None or self._seen == 0:
-            look_at = self._listed
-        else:
-            changed = {self._server_of[key].key for key in changes[1] if key in self._server_of}
-            changed.update(server.key for server in self._down)
-            look_at = [server for server in self._listed if server.key in changed] if changed else []
-        if changes is not None:
-            self._seen = changes[0]
-        self._view = view  # what arrange() completes rows with
+        """Every listed server's row, made again only when its readings, state or errors
+        changed; the servers in ASYNC / SYNC flush and down are counted on the way."""
+        self.fleet.sync_discovered()
         now = view.now()
-        for server in look_at:
+        rows: List[Row] = []
+        alarms: Dict[str, List[str]] = {ASYNC: [], SYNC: []}
+        down = 0
+        for server in self.fleet.listed():
             state = view.state(server.source)
-            countdown = state.retry_seconds(now) if state is not None and not state.connected else None
-            token = (view.latest(server.status_name), view.latest(server.engine_name), view.latest(server.vars_name),
-                     state, countdown, server.discovered, view.error(server.status_name),
-                     view.error(server.vars_name), view.error(server.engine_name))
-            cached = self._rows.get(server.key)
-            if cached is not None and _same(cached[0], token):
-                row = cached[1]
-            else:
-                row = self.server_row(server, view, whole=False)
-                self._rows[server.key] = (token, row)
             connected = state is not None and state.connected
-            self._cells[server.key] = (row, row.get("state") if connected else None,
-                                       state is not None and bool(state.error) and not connected)
-        rows, alarms, down = [], {ASYNC: [], SYNC: []}, []
-        cells = self._cells
-        for server in self._listed:
-            row, alarm, is_down = cells[server.key]
+            made_of = (tuple(map(view.latest, server.names)), state, None if connected or state is None
+                       else state.retry_seconds(now), server.discovered, tuple(map(view.error, server.names)))
+            kept = self._rows.get(server.key)
+            if kept is None or kept[0] != made_of:
+                kept = self._rows[server.key] = (made_of, self.server_row(server, view))
+            row = kept[1]
             rows.append(row)
-            if alarm in alarms:
-                alarms[alarm].append(server.key)
-            if is_down:
-                down.append(server)
-        self._down = down
-        self._summary = (alarms, len(down), len(rows))
+            if connected and row.get("state") in alarms:
+                alarms[row["state"]].append(server.key)
+            down += state is not None and bool(state.error) and not connected
+        self._alarms, self._down, self._listed = alarms, down, len(rows)
         return rows
 
-    def arrange(self, rows: List[Row], state) -> List[Row]:
-        """Screen.arrange, with the order kept while the sort column's values and the servers
-        stay the same (sorting 500 rows by a text column again on every frame took 2 ms): the
-        rows made since are put in the order found for the rows they replace. A filter, or a
-        sort on a column the assessment gives, needs every row whole."""
-        if (not state.filter.empty or state.sort_key not in STATE_ONLY_KEYS) and self._view is not None:
-            self.complete_rows(rows, self._view)
-        if not state.filter.empty:
-            return super().arrange(rows, state)
-        key = state.sort_key
-        # the tie-break column ("server") is the row's _id: the servers in their order cover it
-        signature = (state, tuple(row["_id"] for row in rows), tuple(row.get(key) for row in rows))
-        kept = self._arranged
-        if kept is not None and kept[0] == signature:
-            return [rows[i] for i in kept[1]]
-        arranged = super().arrange(rows, state)
-        position = {row["_id"]: i for i, row in enumerate(rows)}  # a server's row
-        self._arranged = (signature, [position[row["_id"]] for row in arranged])
-        return arranged
-
-    def _summarised(self, view: DataView):
-        """(servers in ASYNC / SYNC flush, servers down, servers listed) as of the last rows."""
-        if self._summary is None:
-            self.rows(view)
-        return self._summary
-
-    def server_row(self, server: Server, view: DataView, whole: bool = True) -> Row:
-        """One server's row: its assessment, or why it can't be read (over the numbers). Not
-        ``whole``: only its state (what the summary counts), the other figures worked out
-        when the row is shown, sorted or filtered on (:meth:`complete_rows`)."""
+    def server_row(self, server: Server, view: DataView) -> Row:
+        """One server's row: its assessment, or why it can't be read (over the numbers)."""
         state_override, connection_note, down = self._connection_note(server, view)
         session = getattr(view.source(server.source), "session", None)
         flavour = getattr(session, "flavour", None)
@@ -583,51 +439,29 @@ class InnoDBScreen(Screen):
             row.update(state=state_override, note=connection_note, _spill="note",
                        _note_style="danger" if state_override else "dim")
             return row
-        if not whole:
-            row["state"] = self.state_of(server, view)
-            row["_pending"] = True
-            return row
-        self._fill(row, server, view)
-        return row
-
-    def state_of(self, server: Server, view: DataView) -> Optional[str]:
-        """The server's checkpoint state alone, from its latest readings (metrics.innodb.assess_state)."""
-        status, variables = view.latest(server.status_name), view.latest(server.vars_name)
-        engine = view.latest(server.engine_name)
-        session = getattr(view.source(server.source), "session", None)
-        return assess_state(status.data if status is not None else None,
-                            variables.data if variables is not None else None,
-                            engine.data if engine is not None and isinstance(engine.data, EngineReading) else None,
-                            getattr(session, "flavour", None))
-
-    def complete_rows(self, rows: Sequence[Row], view: DataView) -> None:
-        """The figures of rows made with their state alone, for the rows about to be shown or
-        written out: at 500 servers a tenth is read between two frames, and assessing each
-        (about 60 us) was most of the UI's cost, though a screen shows some forty rows."""
-        for row in rows:
-            if row.get("_pending"):
-                server = self.servers.get(row["_id"])
-                del row["_pending"]
-                if server is not None:
-                    self._fill(row, server, view)
-
-    def _fill(self, row: Row, server: Server, view: DataView) -> None:
-        """A server's assessed figures and notes into its row."""
         a = self.assessment(server, view)
         if a.flavour is not None:
             row["flavour"] = a.flavour.short
-        row.update(assessment_cells(a))
+        row.update(
+            state=a.state, age=a.age, age_pct=a.age_pct, redo_rate=a.redo_rate, full_in=a.full_in,
+            dirty_pct=a.dirty_pct, dirty=a.dirty_pages, flushed_s=a.flushed_rate,
+            io_capacity=io_capacity_text(a.io_capacity, a.io_capacity_max), pending=a.pending_flush_list,
+            wait_free_s=a.wait_free_rate, log_waits_s=a.log_waits_rate, hll=a.history_list_length,
+            adaptive=None if a.adaptive_flushing is None else ("on" if a.adaptive_flushing else "off"),
+            _max_dirty=a.max_dirty_pct, _io_max=a.io_capacity_max)  # _ keys: what the colour rules compare with
         errors = [view.error(name) for name in server.names]
         needs = needs_text(a)
         notes = [e for e in errors if e] + ([needs] if needs else [])
         row["note"] = "; ".join(notes) if notes else None
         row["_note_style"] = "warning" if (needs or any(errors)) else "dim"
+        return row
 
     def notes(self, view: DataView):
         lines = []
-        discovery = self._discovery(view)
-        listed = [s for s in self.servers.values() if s.listed]
-        if self.discover:
+        snapshot = view.latest(DISCOVERY) if self.fleet.discover else None
+        discovery = snapshot.data if snapshot is not None and isinstance(snapshot.data, Discovery) else None
+        listed = self.fleet.listed()
+        if self.fleet.discover:
             if discovery is None:
                 error = view.error(DISCOVERY)
                 if error:
@@ -640,27 +474,22 @@ class InnoDBScreen(Screen):
                                "add servers with --mysql HOST[:PORT].", "dim"),))
             elif discovery.servers:
                 who = (f"as ProxySQL's monitor user '{discovery.monitor_user}' (no MySQL credentials given)"
-                       if not self.credentials.given and discovery.monitor_user else
-                       f"as '{self.credentials.user}'")
+                       if not self.credentials.given and discovery.monitor_user else f"as '{self.credentials.user}'")
                 lines.append(((f"{len(discovery.servers)} backend(s) from ProxySQL's runtime_mysql_servers, read {who}.",
                                "dim"),))
-        if not listed and (discovery is not None or not self.discover):
+        if not listed and (discovery is not None or not self.fleet.discover):
             lines.append((("No MySQL server to watch: add one with --mysql HOST[:PORT] or --mysql-socket PATH"
-                           + (", or connect to ProxySQL as an admin user to discover its backends." if self.discover
-                              else "."), "warning"),))
-        rows_by_state = self._summarised(view)[0]
-        if rows_by_state.get(SYNC):
-            lines.append(((f"SYNC FLUSH (writes stall on redo space): {', '.join(rows_by_state[SYNC])}", "danger"),))
-        if rows_by_state.get(ASYNC):
-            lines.append(((f"ASYNC FLUSH (checkpoint age past the async limit): {', '.join(rows_by_state[ASYNC])}",
+                           + (", or connect to ProxySQL as an admin user to discover its backends."
+                              if self.fleet.discover else "."), "warning"),))
+        if self._alarms[SYNC]:
+            lines.append(((f"SYNC FLUSH (writes stall on redo space): {', '.join(self._alarms[SYNC])}", "danger"),))
+        if self._alarms[ASYNC]:
+            lines.append(((f"ASYNC FLUSH (checkpoint age past the async limit): {', '.join(self._alarms[ASYNC])}",
                            "warning_bold"),))
         return lines
 
     def status(self, view: DataView) -> Optional[str]:
-        _alarms, down, listed = self._summarised(view)
-        if down:
-            return f"{down} of {listed} server(s) down"
-        return None
+        return f"{self._down} of {self._listed} server(s) down" if self._down else None
 
     # ----- the detail panel ----------------------------------------------------------------------
     def detail(self, row: Row, view: DataView) -> Optional[Detail]:

@@ -28,7 +28,7 @@ from proxytop.collectors.proxysql_stats import RuntimeQueryRules
 from proxytop.collectors.sides import twin_name
 from proxytop.metrics.rates import to_number
 from proxytop.metrics.route import Query, Route, compile_rules, evaluate, parse_digest
-from proxytop.metrics.sides import MYSQL, Side, column
+from proxytop.metrics.sides import MYSQL, Side
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
 from proxytop.screens.keys import Binding
@@ -111,17 +111,15 @@ def digest_collector(config) -> QueryDigest:
 
 # ----- what the screen computes from snapshots (pure, given the snapshots) ---------------------
 
-def reading_of(snapshot, schema_column: str = MYSQL_TABLES.schema_column) -> Optional[digests.Reading]:
-    if snapshot is None or not isinstance(snapshot.data, Table):
-        return None
-    return digests.parse(snapshot.data.columns, snapshot.data.rows, snapshot.wall_time, schema_column)
+def reading_of(snapshot) -> Optional[digests.Reading]:
+    data = snapshot.data if snapshot is not None else None
+    return data if isinstance(data, digests.Reading) else None
 
 
 @dataclass(frozen=True)
 class Frame:
     """What the Queries screen shows of the last two digest readings, worked out once per
-    reading and grouping: at 20,000 digests that takes about 0.2 s, and notes and an open
-    drill-down are drawn ten times a second."""
+    reading and grouping (notes and an open drill-down are drawn ten times a second)."""
 
     key: tuple  # (digest collector, grouping, when the two readings were taken)
     previous: Any  # the snapshots
@@ -133,19 +131,15 @@ class Frame:
     mass_reset: bool
 
 
-def frame_of(view: DataView, name: str, schema_column: str, fields: Sequence[str], kept: Optional[Frame]) -> Frame:
+def frame_of(view: DataView, name: str, fields: Sequence[str], kept: Optional[Frame]) -> Frame:
     """The Frame of collector ``name``'s last two readings: ``kept`` when it is theirs."""
     previous, current = view.pair(name)
-    key = (name, tuple(fields), previous and previous.taken_at, current and current.taken_at)
+    key = (name, tuple(fields), taken_at(previous), taken_at(current))
     if kept is not None and kept.key == key:
         return kept
-    if kept is not None and previous is not None and kept.key[3] == previous.taken_at and kept.key[:2] == key[:2]:
-        before = kept.now  # the reading before was the current one of the frame kept: parsed already
-    else:
-        before = reading_of(previous, schema_column)
-    now = reading_of(current, schema_column)
+    before, now = reading_of(previous), reading_of(current)
     seconds = seconds_between(previous, current)
-    rows = digests.digest_rows(before, now, seconds, fields) if now is not None else []
+    rows = digests.digest_rows(before, now, seconds, fields)
     reset = before is not None and now is not None and digests.mass_reset(before, now)
     return Frame(key, previous, current, before, now, seconds, rows, reset)
 
@@ -220,18 +214,25 @@ class KeptRoutes:
         return found
 
 
-def caught_by(rule_id: Any, rows: Sequence[Row], found: Mapping[Tuple[str, str, str, str], Route]) -> List[Row]:
-    """The digest rows whose route passes ``rule_id`` (matched, not merely undecided), by Time/s."""
-    digests_passing = passing(rule_id, found)[0]
-    chosen = [r for r in rows if r.get("digest") in digests_passing]
-    return sorted(chosen, key=lambda r: (r.get("time_s") is None, -(r.get("time_s") or 0.0)))
+def caught(rule_id: Any, previous: Optional[digests.Reading], current: digests.Reading, seconds: Optional[float],
+           found: Mapping[Tuple[str, str, str, str], Route]) -> Tuple[List[Row], set]:
+    """(The rows of the digests whose route passes ``rule_id`` (matched, not merely undecided),
+    by Time/s; the digests that reach it undecided)."""
+    matched, undecided = passing(rule_id, found)
+    rows = digests.digest_rows(previous, current, seconds, digests=matched)
+    return sorted(rows, key=lambda r: (r["time_s"] is None, -(r["time_s"] or 0.0))), undecided
 
 
 def passing(rule_id: Any, found: Mapping[Tuple[str, str, str, str], Route]) -> Tuple[set, set]:
     """(digests whose route passes the rule, digests that reach it undecided)."""
     wanted = to_number(rule_id)
-    return ({who[0] for who, route in found.items() if route.passes(wanted)},
-            {who[0] for who, route in found.items() if any(s.rule.rule_id == wanted for s in route.undecided)})
+    matched: set = set()
+    undecided: set = set()
+    for who, route in found.items():
+        for step in route.steps:
+            if step.rule.rule_id == wanted:
+                (matched if step.matched else undecided).add(who[0])
+    return matched, undecided
 
 
 def explain(route: Route, served: Sequence[str], user: Optional[Mapping[str, Any]], username: str) -> List[List[Segment]]:
@@ -391,11 +392,9 @@ def route_section(row: Row, current: Optional[digests.Reading], rules, rules_pro
 
 def _totals(snapshot) -> Optional[digests.DigestTotals]:
     data = snapshot.data if snapshot is not None else None
-    if isinstance(data, digests.DigestTotals):
-        return data
-    if isinstance(data, Table):
-        return digests.totals(data.columns, data.rows)
-    return None
+    if isinstance(data, digests.Reading):  # the two newest readings are kept whole
+        return digests.totals(data)
+    return data if isinstance(data, digests.DigestTotals) else None
 
 
 def _clock(epoch: Any) -> str:
@@ -444,8 +443,7 @@ class QueriesScreen(SidedScreen, Screen):
         return digests.GROUPINGS[self.options.get("by", 0) % len(digests.GROUPINGS)]
 
     def frame(self, view: DataView) -> Frame:
-        self._frame = frame_of(view, self.on_side(QueryDigest.name), column(self.side, MYSQL_TABLES.schema_column),
-                               self.grouping[1], self._frame)
+        self._frame = frame_of(view, self.on_side(QueryDigest.name), self.grouping[1], self._frame)
         return self._frame
 
     def rows(self, view: DataView) -> List[Row]:
@@ -539,28 +537,26 @@ CAUGHT_SHOWN = 15
 
 
 class CaughtQueries:
-    """What QueryRules' drill-down needs of a side's digest: its rows (by digest) and every
-    (digest, user, schema, client)'s route (see KeptRoutes), once per digest reading."""
+    """What QueryRules' drill-down shows of a side's digest for a rule, worked out once per
+    digest reading; each (digest, user, schema, client)'s route is kept (see KeptRoutes)."""
 
     def __init__(self):
         self.kept_routes = KeptRoutes()
-        self._frame: Optional[Frame] = None
-        self._found: Tuple[Any, Any] = (None, None)
+        self._kept: Tuple[Any, Any] = (None, None)
 
-    def of(self, view: DataView, side: Side = MYSQL):
-        """(rows, routes), or (None, None) while the digest or the rules are not read."""
-        self._frame = frame = frame_of(view, twin_name(QueryDigest.name, side),
-                                       column(side, MYSQL_TABLES.schema_column), (), self._frame)
+    def of(self, rule_id: Any, view: DataView, side: Side = MYSQL) -> Optional[Tuple[List[Row], set]]:
+        """:func:`caught`, or None while the digest or the rules are not read."""
+        previous, current = view.pair(twin_name(QueryDigest.name, side))
         rules_snapshot = view.latest(twin_name(RuntimeQueryRules.name, side))
         variables = variables_of(view, twin_name(DigestVariables.name, side)) or {}
         iterations = int(to_number(variables.get(side.variable(MYSQL_TABLES.iterations_variable))) or 0)
-        key = (frame.key, taken_at(rules_snapshot), iterations)
-        if self._found[0] != key:
-            rules = rules_of(rules_snapshot)
-            found = None if frame.now is None or rules is None else self.kept_routes.routes(frame.now, rules, iterations)
-            self._found = (key, found)
-        found = self._found[1]
-        return (frame.rows, found) if found is not None else (None, None)
+        key = (rule_id, taken_at(previous), taken_at(current), taken_at(rules_snapshot), iterations)
+        if self._kept[0] != key:
+            now, rules = reading_of(current), rules_of(rules_snapshot)
+            found = None if now is None or rules is None else self.kept_routes.routes(now, rules, iterations)
+            self._kept = (key, None if found is None else
+                          caught(rule_id, reading_of(previous), now, seconds_between(previous, current), found))
+        return self._kept[1]
 
 
 def caught_section(rule_id: Any, view: DataView, caught: CaughtQueries, side: Side = MYSQL) \
@@ -569,12 +565,11 @@ def caught_section(rule_id: Any, view: DataView, caught: CaughtQueries, side: Si
     lines: List[Tuple[Segment, ...]] = [(), (("Queries this rule catches", "header"),
                                              ("  (from the query digest, read while this view is open; "
                                               "routes computed by proxytop)", "dim"))]
-    rows, found = caught.of(view, side)
-    if rows is None:
+    found = caught.of(rule_id, view, side)
+    if found is None:
         lines.append((("  reading the query digest\u2026", "dim"),))
         return tuple(lines)
-    shown = caught_by(rule_id, rows, found)
-    undecided = passing(rule_id, found)[1]
+    shown, undecided = found
     if not shown:
         lines.append((("  no digest in the digest table meets this rule", "dim"),))
     for row in shown[:CAUGHT_SHOWN]:

@@ -18,7 +18,7 @@ from proxytop.collectors.proxysql_stats import ConfigQueryRules, QueryRuleHits, 
 from proxytop.metrics import units
 from proxytop.metrics.rates import COUNTER_REFRESH, SteadyPair, counter_total, covers_text, rate, to_number, whole_numbers
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
-from proxytop.screens.queries import CaughtQueries, caught_section, digest_collector
+from proxytop.screens.queries import CaughtQueries, caught_section, digest_collector, taken_at
 from proxytop.screens.sided import SidedScreen
 from proxytop.screens import sparkline
 from proxytop.screens.table import Column, Row
@@ -50,20 +50,8 @@ def _yes(value: Any) -> Optional[str]:
     return "yes" if number else "no"
 
 
-_recent_hits: List[Tuple[Any, Dict[Any, Any]]] = []  # (snapshot, its hits): each is used twice
-
-
 def hits_by_rule(snapshot) -> Dict[Any, Any]:
-    """{rule_id: hits} of one reading (a reading is current, then previous: made once)."""
-    for seen, hits in _recent_hits:
-        if seen is snapshot:
-            return hits
-    hits = _hits_by_rule(snapshot)
-    _recent_hits[:] = _recent_hits[-2:] + [(snapshot, hits)]
-    return hits
-
-
-def _hits_by_rule(snapshot) -> Dict[Any, Any]:
+    """{rule_id: hits} of one reading."""
     if snapshot is None or snapshot.data is None:
         return {}
     if isinstance(snapshot.data, RuleHits):  # an older reading, kept small for the sparkline
@@ -398,11 +386,11 @@ class QueryRulesScreen(SidedScreen, Screen):
         self._memo: Dict[str, Tuple[Any, Any]] = {}
 
     def _cached(self, name: str, key: Tuple, compute):
-        """``compute()`` once per key (a tuple of objects, compared by identity and held, so a
-        freed snapshot's id can't be mistaken for a new one): notes are drawn ten times a
-        second, the data changes once per interval, and a proxy may have thousands of rules."""
+        """``compute()`` once per key (when the snapshots were taken, and the rule shown): notes
+        are drawn ten times a second, the data changes once per interval, and a proxy may have
+        thousands of rules."""
         entry = self._memo.get(name)
-        if entry is None or len(entry[0]) != len(key) or any(a is not b for a, b in zip(entry[0], key)):
+        if entry is None or entry[0] != key:
             entry = (key, compute())
             self._memo[name] = entry
         return entry[1]
@@ -429,11 +417,15 @@ class QueryRulesScreen(SidedScreen, Screen):
         if session is not None:
             self.admin = session.is_admin
 
+    def _definitions_taken(self, view: DataView) -> Tuple[Optional[float], Optional[float]]:
+        return (taken_at(view.latest(self.on_side(RuntimeQueryRules.name))),
+                taken_at(view.latest(self.on_side(ConfigQueryRules.name))))
+
     def _definitions(self, view: DataView):
         runtime = view.latest(self.on_side(RuntimeQueryRules.name))
         config = view.latest(self.on_side(ConfigQueryRules.name))
-        return (self._cached("runtime", (runtime,), lambda: definitions(runtime)),
-                self._cached("config", (config,), lambda: definitions(config)))
+        return (self._cached("runtime", (taken_at(runtime),), lambda: definitions(runtime)),
+                self._cached("config", (taken_at(config),), lambda: definitions(config)))
 
     def rows(self, view: DataView) -> List[Row]:
         self._learn_user(view)
@@ -445,7 +437,7 @@ class QueryRulesScreen(SidedScreen, Screen):
         previous, current, seconds = steady[name](view.history(name))
         self._covers = covers_text(seconds, seconds_between(*view.pair(name)))
         runtime, config = self._definitions(view)
-        fields = self._cached("fields", (runtime, config), lambda: definition_fields(runtime, config))
+        fields = self._cached("fields", self._definitions_taken(view), lambda: definition_fields(runtime, config))
         return rule_rows(previous, current, runtime, config, fields, seconds)
 
     def notes(self, view: DataView):
@@ -461,7 +453,7 @@ class QueryRulesScreen(SidedScreen, Screen):
         runtime, config = self._definitions(view)
         if runtime is None:
             return [(("reading the rule definitions\u2026", "dim"),)]
-        return self._cached("notes", (runtime, config), lambda: self._rules_line(runtime, config))
+        return self._cached("notes", self._definitions_taken(view), lambda: self._rules_line(runtime, config))
 
     @staticmethod
     def _rules_line(runtime: Dict[Any, Mapping], config: Optional[Dict[Any, Mapping]]):
@@ -482,7 +474,8 @@ class QueryRulesScreen(SidedScreen, Screen):
         self._learn_user(view)
         runtime, config = self._definitions(view)
         side = self.on_side(QueryRuleHits.name)
-        key = (row, view.latest(side), runtime, config, view.latest(self.on_side(QueryDigest.name)))
+        key = (row.get("_id"), taken_at(view.latest(side)), self._definitions_taken(view),
+               taken_at(view.latest(self.on_side(QueryDigest.name))))
         return self._cached("detail", key, lambda: self._detail(row, view, runtime, config))
 
     def _detail(self, row: Row, view: DataView, runtime, config) -> Detail:

@@ -11,9 +11,8 @@ InnoDB screen watches 500 servers. Figures, each beside its target where it has 
 - CPU of the collectors alone (one thread, one reading of every server after another);
 - CPU of the engine's pool reading all 500 every 5 s (no UI): collectors plus the pool's own
   bookkeeping, per server reading;
-- the UI thread's part: assessing one server's new readings (the rows drawn), its state
-  alone (every row read since the last frame: what the summary counts), and a frame of the
-  screen (view.render) at 500 servers.
+- the UI thread's part: assessing one server's new readings (every row read since the last
+  frame), and a frame of the screen (view.render) at 500 servers.
 
 The whole process in a terminal (what a DBA's ``top`` shows, the 0.3 ms target) is
 ``python3 -m tests.bench_process --only innodb``; this one says where that goes.
@@ -79,9 +78,8 @@ def reading_figures(fleet: MySQLFleet, servers: int):
         kept = (status.collect(session), engine.collect(session))
         sent = bytes_sent(session) - before - show
         statements = session.queries - queries - 1
-        # a packed reading is one row; else a row per variable, counter and the pending writes
-        rows = 1 if session.packed_reading and session.reads_together else \
-            len(kept[0]) + len(kept[1].metrics or ()) + (1 if kept[1].pool_pending is not None else 0)
+        # a row per variable, counter and the pending writes
+        rows = len(kept[0]) + len(kept[1].metrics or ()) + (1 if kept[1].pool_pending is not None else 0)
         objects = objects_in(kept)
         rounds = 3
         started = time.process_time()
@@ -97,11 +95,11 @@ def reading_figures(fleet: MySQLFleet, servers: int):
 
 
 def pool_and_frames(fleet: MySQLFleet, servers: int, seconds: float):
-    """(pool CPU ms per server reading, assess us, state alone us, frame ms) with the program's
+    """(pool CPU ms per server reading, assess us, frame ms) with the program's
     engine and controller."""
     from proxytop.cli import build
     from proxytop import options
-    from proxytop.metrics.innodb import assess, assess_state
+    from proxytop.metrics.innodb import assess
     from proxytop.ui import view
     from tests.mariadb import free_port
 
@@ -127,17 +125,13 @@ def pool_and_frames(fleet: MySQLFleet, servers: int, seconds: float):
                    engine_current.data, engine_previous.data, engine_current.taken_at - engine_previous.taken_at,
                    flavour)
         assess_us = (time.process_time() - began) * 1e6 / rounds
-        began = time.process_time()
-        for _ in range(rounds):  # what a row not drawn costs: its state alone
-            assess_state(current.data, variables.data, engine_current.data, flavour)
-        state_us = (time.process_time() - began) * 1e6 / rounds
         frames, spent = 20, 0.0
         for _ in range(frames):
             began = time.thread_time()
             view.render(controller, 160, 45)
             spent += time.thread_time() - began
             time.sleep(0.5)  # as the UI draws: at most two frames a second, a tenth of the fleet new
-        return pool_ms, assess_us, state_us, spent * 1000.0 / frames
+        return pool_ms, assess_us, spent * 1000.0 / frames
     finally:
         engine.stop()
 
@@ -169,13 +163,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         missed |= not ok
         line("collectors alone, CPU per reading", f"{collect_ms:.3f} ms", f"<= {TARGET_COLLECT_MS:g} ms", ok,
              "" if ok else "(PyMySQL's fixed cost of a statement and its round trip, then the rows)")
-        pool_ms, assess_us, state_us, frame_ms = pool_and_frames(fleet, args.servers, args.seconds)
+        pool_ms, assess_us, frame_ms = pool_and_frames(fleet, args.servers, args.seconds)
         ok = pool_ms <= TARGET_POOL_MS
         missed |= not ok
         line("engine pool (no UI), CPU per reading", f"{pool_ms:.3f} ms", f"<= {TARGET_POOL_MS:g} ms", ok,
              "" if ok else "(the collectors, snapshots, schedule and thread hand-offs of 100 turns a second)")
         line("assessing one server's new readings (UI)", f"{assess_us:.1f} us")
-        line("its state alone (a row not drawn, UI)", f"{state_us:.1f} us")
         ok = frame_ms <= TARGET_FRAME_MS
         missed |= not ok
         line("a frame of the screen at 500 servers (UI)", f"{frame_ms:.2f} ms", f"<= {TARGET_FRAME_MS:g} ms", ok,

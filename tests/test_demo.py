@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 
+from proxytop.metrics import digests
 from proxytop.recordings.recording import loads, scan
 from proxytop.recordings.replay import DEMO_FILE, RecordingIndex
 from proxytop.screens import all_screens, screen_key
@@ -116,9 +117,12 @@ def newest_seen(collector: str):
     found = []
     for envelope, data in scan(DEMO_FILE).records:
         if envelope.get("c") == collector:
-            table = loads(data)
-            at = table.columns.index("last_seen")
-            seen = [int(row[at]) for row in table.rows if row[at] is not None]
+            data = loads(data)
+            if hasattr(data, "entries"):  # the digest, parsed as read (proxytop.metrics.digests.Reading)
+                seen = [entry[digests.LAST] for entry in data.entries.values() if entry[digests.LAST] is not None]
+            else:
+                at = data.columns.index("last_seen")
+                seen = [int(row[at]) for row in data.rows if row[at] is not None]
             if seen:
                 found.append((envelope["w"], max(seen)))
     return found

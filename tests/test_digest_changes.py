@@ -4,6 +4,8 @@ affected going down, a NULL counter, a new digest), and what the collector keeps
 readings gives every digest's figures."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from proxytop.collectors.digest import QueryDigest
@@ -81,8 +83,7 @@ def readings_of(served, count: int = 8):
     parsed = []
     for reading in range(1, count + 1):
         readings.reading = reading
-        table = collector.collect(session)
-        parsed.append(digests.parse(table.columns, table.rows, FIRST_SEEN + 5.0 * reading))
+        parsed.append(dataclasses.replace(collector.collect(session), wall_time=FIRST_SEEN + 5.0 * reading))
     return parsed
 
 
@@ -113,11 +114,10 @@ def test_readings_shrunk_for_the_history_keep_every_digests_figures(served):
     collector = QueryDigest()
     for reading in range(1, 9):
         readings.reading = reading
-        table = collector.collect(session)
-        kept = collector.shrink(table)
-        reference = digests.parse(table.columns, table.rows, 0.0)
+        reference = collector.collect(session)
+        kept = collector.shrink(reference)
         for row_key, entry in reference.entries.items():
-            assert kept.get(row_key[4]) == (entry.sum_time or 0, entry.first_seen), (reading, row_key)
+            assert kept.get(row_key[4]) == (entry[digests.SUM_TIME] or 0, entry[digests.FIRST]), (reading, row_key)
         assert len(kept.digests) == len(reference.texts)
 
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from proxytop.metrics.digests import totals, time_series
+from proxytop.metrics.digests import parse, totals, time_series
 
 COLUMNS = ("digest", "sum_time", "first_seen")
 
@@ -46,7 +46,7 @@ def expected_series(steps, digest):
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_kept_totals_give_each_digests_time_per_second(seed):
     steps = steps_of(30, seed)
-    kept = [(5.0 * n, totals(COLUMNS, [(d, str(t), str(f)) for d, (t, f) in figures.items()]))
+    kept = [(5.0 * n, totals(parse(COLUMNS, [(d, str(t), str(f)) for d, (t, f) in figures.items()], 0.0)))
             for n, figures in enumerate(steps)]
     for digest in ("0x1", "0x3", "0x4", "0x5", "0xNEW"):
         assert time_series(kept, digest) == pytest.approx(expected_series(steps, digest)), digest

@@ -51,8 +51,8 @@ def test_caught_rows_are_the_passing_digests_by_time():
         ("10", "shop", "app", "", "0x2", "UPDATE t SET a=?", "9", "90", "99", "9000", "1", "9", "0", "9"),
         ("10", "shop", "app", "", "0x3", "SELECT c FROM t", "2", "90", "99", "5100", "1", "9", "0", "2")], 110.0)
     found = queries.KeptRoutes().routes(now, RULES)
-    caught = queries.caught_by("1", digests.digest_rows(before, now, 10.0), found)
-    assert [r["digest"] for r in caught] == ["0x3", "0x1"]
+    caught, undecided = queries.caught("1", before, now, 10.0, found)
+    assert [r["digest"] for r in caught] == ["0x3", "0x1"] and undecided == set()
     assert queries.passing("2", found) == ({"0x2"}, set())
 
 

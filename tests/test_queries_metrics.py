@@ -5,7 +5,6 @@ import doctest
 
 import pytest
 
-from proxytop.core import Snapshot, Table
 from proxytop.metrics import digests
 from proxytop.metrics.digests import digest_rows, mass_reset, parse, split, time_series, totals
 from proxytop.screens import queries
@@ -135,8 +134,8 @@ def test_split_of_the_last_interval():
 
 
 def test_time_series_from_kept_totals():
-    before = totals(COLUMNS, [row(10, "app", "0xB", "UPDATE t", 200, 1_000_000)])
-    after = totals(COLUMNS, [row(10, "app", "0xB", "UPDATE t", 300, 2_000_000)])
+    before = totals(reading([row(10, "app", "0xB", "UPDATE t", 200, 1_000_000)], 1100.0))
+    after = totals(reading([row(10, "app", "0xB", "UPDATE t", 300, 2_000_000)], 1105.0))
     assert time_series([(0.0, before), (5.0, after)], "0xB") == [pytest.approx(200.0)]
 
 
@@ -212,9 +211,9 @@ def test_a_reading_records_and_replays_as_the_rows_read():
     rows = (row(20, "app", "0xA", "SELECT c FROM t WHERE id=?", 1000, 500_000, sent=1000),
             row(-1, "app", "0xA", "SELECT c FROM t WHERE id=?", 4000, 40_000, sent=4000),
             row(10, "app", "0xB", "UPDATE t SET k=k+? WHERE id=?", 200, 1_000_000, affected=200))
-    table = Table(COLUMNS, rows)
-    assert recording.loads(recording.dumps(table)) == table
-    kept = QueryDigest(5.0).shrink(table)
+    parsed = reading(rows, 1100.0)
+    assert recording.loads(recording.dumps(parsed)) == parsed
+    kept = QueryDigest(5.0).shrink(parsed)
     assert isinstance(kept, digests.DigestTotals) and kept.get("0xA") == (540_000, 1000)
 
 

@@ -12,9 +12,10 @@ interval.
 from __future__ import annotations
 
 from array import array
+from collections import Counter
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Container, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from proxytop.metrics.rates import to_number
 
@@ -48,30 +49,20 @@ def first_seen_kept(before: Optional[int], now: Optional[int]) -> bool:
 KEY_COLUMNS = ("hostgroup", "schemaname", "username", "client_address", "digest")
 COUNTERS = ("count_star", "sum_time", "first_seen", "last_seen", "min_time", "max_time",
             "sum_rows_affected", "sum_rows_sent")
-# Positions in an Entry.
+# Positions in a row's counters.
 COUNT, SUM_TIME, FIRST, LAST, MIN, MAX, AFFECTED, SENT = range(8)
 
 RowKey = Tuple[str, str, str, str, str]  # hostgroup, schema, user, client address, digest
-
-
-class Entry(NamedTuple):
-    """One row's counters (in COUNTERS order), as numbers; None for NULL or not a number."""
-
-    count: Optional[int]
-    sum_time: Optional[int]
-    first_seen: Optional[int]
-    last_seen: Optional[int]
-    min_time: Optional[int]
-    max_time: Optional[int]
-    affected: Optional[int]
-    sent: Optional[int]
+Counters = Tuple[Optional[int], ...]  # one row's COUNTERS as numbers; None for NULL or not a number
+Delta = Tuple[int, int, Optional[int], Optional[int]]  # count, sum_time, rows affected, rows sent in an interval
 
 
 @dataclass(frozen=True)
 class Reading:
-    """One reading of the digest table: each row's counters by row key, each digest's text."""
+    """One reading of the digest table, parsed as it is read: each row's counters by row key,
+    each digest's text. Plain dicts and tuples: a recording holds it as it is."""
 
-    entries: Dict[RowKey, Entry]
+    entries: Dict[RowKey, Counters]
     texts: Dict[str, Optional[str]]  # digest -> full digest text (None: NULL or empty)
     wall_time: float
     null_counters: int = 0  # rows whose count_star or sum_time are NULL or not numbers
@@ -85,7 +76,7 @@ def _int(value: Any) -> Optional[int]:
         return int(number) if number is not None else None
 
 
-def _numbers(values: List[Any]) -> List[Optional[int]]:
+def _numbers(values: Sequence[Any]) -> List[Optional[int]]:
     """A column of counters as ints (None for NULL or not a number).
 
     >>> _numbers(["12", "0"]), _numbers(["7", None, "x", "1.5", "true"])
@@ -99,58 +90,49 @@ def _numbers(values: List[Any]) -> List[Optional[int]]:
 
 def parse(columns: Sequence[str], rows: Iterable[Sequence[Any]], wall_time: float,
           schema_column: str = "schemaname") -> Reading:
-    """A digest table (its columns and rows of text, as a Table holds them) as a Reading;
-    a key read twice keeps its last row, as a dict does.
+    """A digest table (its columns and rows of text) as a Reading; a key read twice keeps its
+    last row, as a dict does.
 
     >>> p = parse(("hostgroup", "schemaname", "username", "client_address", "digest", "digest_text",
     ...            "count_star", "first_seen", "last_seen", "sum_time", "min_time", "max_time",
     ...            "sum_rows_affected", "sum_rows_sent"),
     ...           [("10", "sbtest", "sbtest", "", "0x1", "SELECT ?", "4", "100", "160", "2000", "300", "900", "0", "4")],
     ...           wall_time=170.0)
-    >>> tuple(p.entries[("10", "sbtest", "sbtest", "", "0x1")]), p.texts["0x1"]
+    >>> p.entries[("10", "sbtest", "sbtest", "", "0x1")], p.texts["0x1"]
     ((4, 2000, 100, 160, 300, 900, 0, 4), 'SELECT ?')
     """
     rows = rows if isinstance(rows, (list, tuple)) else list(rows)
-    at = {name: i for i, name in enumerate(columns)}
+    by_name = dict(zip(columns, zip(*rows)))  # each column's values, taken in one pass
+    missing = (None,) * len(rows)
 
-    def column(name: str) -> List[Any]:
-        i = at.get(name)
-        return [None] * len(rows) if i is None else list(map(itemgetter(i), rows))
+    def column(name: str) -> Sequence[Any]:
+        return by_name.get(schema_column if name == "schemaname" else name, missing)
 
-    parts = [column(schema_column if name == "schemaname" else name) for name in KEY_COLUMNS]
+    parts = [column(name) for name in KEY_COLUMNS]
     parts = [["" if v is None else v for v in values] if None in values else values for values in parts]
     counters = [_numbers(column(name)) for name in COUNTERS]
-    entries = dict(zip(zip(*parts), map(Entry, *counters)))
+    entries = dict(zip(zip(*parts), zip(*counters)))
     texts: Dict[str, Optional[str]] = {}
     for digest, text in zip(parts[4], column("digest_text")):
         if digest not in texts:  # the first row of a digest gives its text
             texts[digest] = text or None  # an empty text is no text
-    nulls = sum(1 for entry in entries.values() if entry.count is None or entry.sum_time is None)
+    nulls = sum(1 for entry in entries.values() if entry[COUNT] is None or entry[SUM_TIME] is None)
     return Reading(entries, texts, wall_time, nulls)
 
 
-class Delta(NamedTuple):
-    """What one row did during the interval (None: no honest figure: reset or NULL)."""
-
-    count: int
-    sum_time: int
-    affected: Optional[int]
-    sent: Optional[int]
-
-
-def row_delta(before: Optional[Entry], now: Entry, previous_wall: Optional[float]) -> Optional[Delta]:
+def row_delta(before: Optional[Counters], now: Counters, previous_wall: Optional[float]) -> Optional[Delta]:
     """The increase of one row's counters; None when the row was reset (or can't be rated).
 
     >>> row_delta((4, 2000, 100, 160, 300, 900, 0, 4), (6, 2600, 100, 170, 300, 900, 0, 6), 165.0)
-    Delta(count=2, sum_time=600, affected=0, sent=2)
+    (2, 600, 0, 2)
     >>> row_delta((4, 2000, 100, 160, 300, 900, 0, 4), (1, 50, 168, 168, 50, 50, 0, 1), 165.0) is None  # counters down
     True
     >>> row_delta((4, 2000, 100, 160, 300, 900, 0, 4), (9, 9000, 150, 170, 50, 900, 0, 9), 165.0) is None  # first_seen moved
     True
     >>> row_delta((4, 2000, 100, 160, 300, 900, 0, 4), (6, 2600, 101, 170, 300, 900, 0, 6), 165.0)  # ProxySQL's jitter
-    Delta(count=2, sum_time=600, affected=0, sent=2)
+    (2, 600, 0, 2)
     >>> row_delta(None, (3, 300, 166, 168, 90, 110, 0, 3), 165.0)  # new since the previous reading
-    Delta(count=3, sum_time=300, affected=0, sent=3)
+    (3, 300, 0, 3)
     """
     if now[COUNT] is None or now[SUM_TIME] is None:
         return None
@@ -158,13 +140,13 @@ def row_delta(before: Optional[Entry], now: Entry, previous_wall: Optional[float
         first = now[FIRST]
         if previous_wall is None or first is None or first < previous_wall - NEW_ROW_SLACK:
             return None  # it existed before without being seen: its counts aren't this interval's
-        return Delta(now[COUNT], now[SUM_TIME], now[AFFECTED], now[SENT])
+        return now[COUNT], now[SUM_TIME], now[AFFECTED], now[SENT]
     if before[COUNT] is None or before[SUM_TIME] is None:
         return None
     if not first_seen_kept(before[FIRST], now[FIRST]) or now[COUNT] < before[COUNT] or now[SUM_TIME] < before[SUM_TIME]:
         return None
-    return Delta(now[COUNT] - before[COUNT], now[SUM_TIME] - before[SUM_TIME],
-                 _difference(before[AFFECTED], now[AFFECTED]), _difference(before[SENT], now[SENT]))
+    return (now[COUNT] - before[COUNT], now[SUM_TIME] - before[SUM_TIME],
+            _difference(before[AFFECTED], now[AFFECTED]), _difference(before[SENT], now[SENT]))
 
 
 def _difference(before: Optional[int], now: Optional[int]) -> Optional[int]:
@@ -173,19 +155,20 @@ def _difference(before: Optional[int], now: Optional[int]) -> Optional[int]:
     return now - before
 
 
-def deltas(previous: Reading, current: Reading) -> Dict[RowKey, Delta]:
-    """Every row's :func:`row_delta`: the rows of ``current`` that have a figure for the interval.
+def deltas(previous: Reading, current: Reading, keys: Optional[Iterable[RowKey]] = None) -> Dict[RowKey, Delta]:
+    """Every row's (or the ``keys``' rows') :func:`row_delta`: the rows of ``current`` that have
+    a figure for the interval.
 
     >>> cols = ("digest", "count_star", "sum_time", "first_seen", "sum_rows_sent")
     >>> a = parse(cols, [("0x1", "4", "2000", "100", "4"), ("0x2", "5", "500", "100", "5")], 165.0)
     >>> b = parse(cols, [("0x1", "6", "2600", "100", "6"), ("0x2", "1", "50", "168", "1"), ("0x3", "3", "300", "166", "3")], 170.0)
-    >>> {key[4]: (d.count, d.sum_time, d.sent) for key, d in deltas(a, b).items()}
+    >>> {key[4]: (d[0], d[1], d[3]) for key, d in deltas(a, b).items()}
     {'0x1': (2, 600, 2), '0x3': (3, 300, 3)}
     """
-    before, wall = previous.entries, previous.wall_time
+    before, now, wall = previous.entries, current.entries, previous.wall_time
     moved = {}
-    for key, now in current.entries.items():
-        delta = row_delta(before.get(key), now, wall)
+    for key in now if keys is None else keys:
+        delta = row_delta(before.get(key), now[key], wall)
         if delta is not None:
             moved[key] = delta
     return moved
@@ -205,8 +188,8 @@ def resets(previous: Optional[Reading], current: Reading) -> int:
     count = 0
     for key, before in previous.entries.items():
         now = current.entries.get(key)
-        if now is None or not first_seen_kept(before.first_seen, now.first_seen) or (
-                before.count is not None and now.count is not None and now.count < before.count):
+        if now is None or not first_seen_kept(before[FIRST], now[FIRST]) or (
+                before[COUNT] is not None and now[COUNT] is not None and now[COUNT] < before[COUNT]):
             count += 1
     return count
 
@@ -262,93 +245,92 @@ def one_line(text: Optional[str]) -> Optional[str]:
     return " ".join(text[:TEXT_IN_TABLE].split())
 
 
-ROW_KEYS = ("_id", "digest", "text", "hg", "user", "schema", "count_s", "time_s", "share", "avg_ms", "avg_life_ms",
-            "min_ms", "max_ms", "sent_s", "affected_s", "last_seen", "first_seen", "count", "seen_ago")
+def _max(values: Iterable[Optional[int]]) -> Optional[int]:
+    return max((v for v in values if v is not None), default=None)
 
 
-def _max(values: List[Optional[int]]) -> Optional[int]:
-    present = [v for v in values if v is not None]
-    return max(present) if present else None
+def _min(values: Iterable[Optional[int]]) -> Optional[int]:
+    return min((v for v in values if v is not None), default=None)
 
 
-def _min(values: List[Optional[int]]) -> Optional[int]:
-    present = [v for v in values if v is not None]
-    return min(present) if present else None
-
-
-def _group_row(group: tuple, keys: List[RowKey], current: Reading, moved: Optional[Dict[RowKey, Delta]],
-               seconds: Optional[float]) -> Tuple[Dict[str, Any], int]:
-    """One row of :func:`digest_rows`, a group's counters added up (min of mins, max of maxes...),
-    and its weight (lifetime sum_time)."""
+def _group_row(group: Any, keys: Sequence[RowKey], current: Reading, moved: Dict[RowKey, Delta],
+               seconds: Optional[float], total_time: float) -> Dict[str, Any]:
+    """One row of :func:`digest_rows`: a group's counters added up (min of mins, max of maxes...),
+    its rates from the rows' ``moved`` deltas, its share of ``total_time`` (µs)."""
+    entries = current.entries
     if len(keys) == 1:  # the usual case: a group of one row
         key = keys[0]
-        entry = current.entries[key]
-        count, sum_time = entry.count or 0, entry.sum_time or 0
-        low, high, last, first = entry.min_time if count else None, entry.max_time, entry.last_seen, entry.first_seen
+        entry = entries[key]
+        count, sum_time, first, last, low, high, _affected, _sent = entry
+        count, sum_time = count or 0, sum_time or 0
+        low = low if count else None
         hostgroup, user, schema = hostgroup_label(key[0]), key[2], key[1]
-        delta = moved.get(key) if moved is not None else None
-        changes = [delta] if delta is not None else []
+        change = moved.get(key)
     else:
-        entries = [current.entries[key] for key in keys]
-        count = sum(e.count or 0 for e in entries)
-        sum_time = sum(e.sum_time or 0 for e in entries)
-        low = _min([e.min_time for e in entries if e.count])
-        high, last = _max([e.max_time for e in entries]), _max([e.last_seen for e in entries])
-        first = _min([e.first_seen for e in entries])
+        rows = [entries[key] for key in keys]
+        count = sum(e[COUNT] or 0 for e in rows)
+        sum_time = sum(e[SUM_TIME] or 0 for e in rows)
+        low = _min(e[MIN] for e in rows if e[COUNT])
+        high, last, first = _max(e[MAX] for e in rows), _max(e[LAST] for e in rows), _min(e[FIRST] for e in rows)
         hostgroup = hostgroups_text(k[0] for k in keys)
         user, schema = ",".join(sorted({k[2] for k in keys})), ",".join(sorted({k[1] for k in keys}))
-        changes = [moved[key] for key in keys if key in moved] if moved is not None else []
-    count_s = time_s = avg_ms = sent_s = affected_s = None
-    if changes and seconds:
-        d_count, d_time = sum(d.count for d in changes), sum(d.sum_time for d in changes)
+        changes = [moved[key] for key in keys if key in moved]
+        change = tuple(sum(d[n] or 0 for d in changes) for n in range(4)) if changes else None
+    count_s = time_s = share = avg_ms = sent_s = affected_s = None
+    if change is not None:
+        d_count, d_time, d_affected, d_sent = change
         count_s, time_s = d_count / seconds, d_time / 1000.0 / seconds
+        share = 100.0 * d_time / total_time if total_time > 0 else None
         avg_ms = d_time / d_count / 1000.0 if d_count else None
-        sent_s = sum(d.sent or 0 for d in changes) / seconds
-        affected_s = sum(d.affected or 0 for d in changes) / seconds
-    text = current.texts.get(group[0])
-    row: Dict[str, Any] = {
-        "_id": group, "digest": group[0], "text": one_line(text), "hg": hostgroup, "user": user, "schema": schema,
-        "count_s": count_s, "time_s": time_s, "share": None, "avg_ms": avg_ms,
+        affected_s, sent_s = (d_affected or 0) / seconds, (d_sent or 0) / seconds
+    digest = keys[0][4]
+    text = current.texts.get(digest)
+    row = {
+        "_id": group, "digest": digest, "text": one_line(text), "hg": hostgroup, "user": user, "schema": schema,
+        "count_s": count_s, "time_s": time_s, "share": share, "avg_ms": avg_ms,
         "avg_life_ms": sum_time / count / 1000.0 if count else None,
         "min_ms": low / 1000.0 if low is not None else None,
         "max_ms": high / 1000.0 if high is not None else None,
         "sent_s": sent_s, "affected_s": affected_s, "last_seen": last, "first_seen": first, "count": count,
         "seen_ago": max(0.0, current.wall_time - last) if last is not None else None,
+        "_weight": sum_time,
     }
     if text is None:
         row["_style"] = "dim"
-    return row, sum_time
+    return row
 
 
 def digest_rows(previous: Optional[Reading], current: Optional[Reading], seconds: Optional[float],
-                fields: Sequence[str] = ()) -> List[Dict[str, Any]]:
-    """One row per group (see GROUPINGS) with rates per second and times in milliseconds.
+                fields: Sequence[str] = (), digests: Optional[Container[str]] = None) -> List[Dict[str, Any]]:
+    """One row per group (see GROUPINGS; of the ``digests`` given, or all) with rates per second
+    and times in milliseconds.
 
-    count_s, time_s (ms of query time per second), share (% of all time_s), avg_ms (over the
-    interval), avg_life_ms (since first seen), min_ms / max_ms (lifetime), sent_s, affected_s,
-    last_seen / first_seen (epoch s), seen_ago (s from last_seen to the reading), count
-    (lifetime). A group whose rows were all reset has no rates. Rows come heaviest (lifetime
-    sum_time) first, so that a sort on a column without values yet (the first reading) still
-    shows the heavy digests on top.
+    count_s, time_s (ms of query time per second), share (% of the rows' time_s), avg_ms (over
+    the interval), avg_life_ms (since first seen), min_ms / max_ms (lifetime), sent_s,
+    affected_s, last_seen / first_seen (epoch s), seen_ago (s from last_seen to the reading),
+    count (lifetime). A group whose rows were all reset has no rates. Rows come heaviest
+    (lifetime sum_time, ``_weight``) first, so that a sort on a column without values yet (the
+    first reading) still shows the heavy digests on top. ``_id`` is the digest, or the group
+    (digest, then the grouping's fields).
     """
     if current is None:
         return []
-    moved = deltas(previous, current) if previous is not None and seconds else None
-    members: Dict[tuple, List[RowKey]] = {}
-    for key in current.entries:
-        group = group_of(key, fields) if fields else (key[4],)
-        if group in members:
-            members[group].append(key)
-        else:
-            members[group] = [key]
-    made = [_group_row(group, keys, current, moved, seconds) for group, keys in members.items()]
-    made.sort(key=itemgetter(1), reverse=True)  # heaviest first; equal weights keep their order
-    rows = [row for row, _weight in made]
-    total_time = sum(row["time_s"] for row in rows if row["time_s"] is not None)
-    if total_time > 0:
-        for row in rows:
-            if row["time_s"] is not None:
-                row["share"] = 100.0 * row["time_s"] / total_time
+    keys = list(current.entries) if digests is None else [k for k in current.entries if k[4] in digests]
+    moved = deltas(previous, current, keys) if previous is not None and seconds else {}
+    total_time = sum(delta[1] for delta in moved.values())
+    groups = [group_of(key, fields) for key in keys] if fields else [key[4] for key in keys]
+    sizes = Counter(groups)
+    several: Dict[Any, List[RowKey]] = {}  # the groups of more than one row (others need no list)
+    for group, key in zip(groups, keys):
+        if sizes[group] > 1:
+            several.setdefault(group, []).append(key)
+    rows = []
+    for group, key in zip(groups, keys):
+        if sizes[group] == 1:
+            rows.append(_group_row(group, (key,), current, moved, seconds, total_time))
+        elif several[group][0] == key:  # a group of several rows, at its first
+            rows.append(_group_row(group, several[group], current, moved, seconds, total_time))
+    rows.sort(key=itemgetter("_weight"), reverse=True)  # heaviest first; equal weights keep their order
     return rows
 
 
@@ -369,8 +351,8 @@ def split(previous: Optional[Reading], current: Reading, digest: str, seconds: O
         for name, at in (("hostgroup", 0), ("username", 2), ("schemaname", 1), ("client_address", 3)):
             value = hostgroup_label(key[0]) if name == "hostgroup" else (key[at] or "(not tracked)")
             acc = result[name].setdefault(value, [0.0, 0.0])
-            acc[0] += delta.count / seconds
-            acc[1] += delta.sum_time / 1000.0 / seconds
+            acc[0] += delta[0] / seconds
+            acc[1] += delta[1] / 1000.0 / seconds
     return {name: sorted(((v, a[0], a[1]) for v, a in values.items() if a[0] or a[1]), key=lambda t: -t[2])
             for name, values in result.items()}
 
@@ -394,22 +376,20 @@ class DigestTotals:
         return self.sum_time[at], self.first_seen[at]
 
 
-def totals(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> DigestTotals:
-    """The per-digest totals of a digest table.
+def totals(reading: Reading) -> DigestTotals:
+    """The per-digest totals of a reading.
 
-    >>> kept = totals(("digest", "sum_time", "first_seen"), [("0x1", "10", "5"), ("0x1", "4", "6")])
+    >>> kept = totals(parse(("digest", "hostgroup", "sum_time", "first_seen"), [("0x1", "10", "10", "5"),
+    ...                                                                          ("0x1", "20", "4", "6")], 0.0))
     >>> kept.get("0x1"), kept.get("0x2")
     ((14, 6), (None, None))
     """
-    at = {name: i for i, name in enumerate(columns)}
-    digest_at, time_at, first_at = at.get("digest"), at.get("sum_time"), at.get("first_seen")
     sums: Dict[str, int] = {}
     firsts: Dict[str, int] = {}
-    if digest_at is not None:
-        for row in rows:
-            digest = row[digest_at]
-            sums[digest] = sums.get(digest, 0) + ((_int(row[time_at]) or 0) if time_at is not None else 0)
-            firsts[digest] = max(firsts.get(digest, 0), (_int(row[first_at]) or 0) if first_at is not None else 0)
+    for key, entry in reading.entries.items():
+        digest = key[4]
+        sums[digest] = sums.get(digest, 0) + (entry[SUM_TIME] or 0)
+        firsts[digest] = max(firsts.get(digest, 0), entry[FIRST] or 0)
     largest = 2 ** 63 - 1
     return DigestTotals(tuple(sums), array("q", (min(v, largest) for v in sums.values())),
                         array("q", (min(v, largest) for v in firsts.values())))

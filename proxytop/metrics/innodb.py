@@ -27,36 +27,32 @@ NEEDS_PROCESS = "needs PROCESS"
 
 # ----- SHOW ENGINE INNODB STATUS ----------------------------------------------------------------
 
-_LSN_LINE = re.compile(r"^(Log sequence number|Log flushed up to|Pages flushed up to|Last checkpoint at)"
-                       r"\s+(\d+)(?:\s+(\d+))?\s*$")
-_PERCONA_LINE = re.compile(r"^(Max checkpoint age|Checkpoint age target|Modified age|Checkpoint age)\s+(\d+)\s*$")
-_PENDING_LOG = re.compile(r"^(\d+) pending log (?:flushes|writes), (\d+) pending chkp writes")
-_LOG_IOS = re.compile(r"^(\d+) log i/o's done")
-_POOL_LINE = re.compile(r"^(Buffer pool size|Free buffers|Database pages|Modified db pages|Pending reads)\s+(\d+)\s*$")
-_PENDING_WRITES = re.compile(r"^Pending writes: LRU (\d+), flush list (\d+)(?:, single page (\d+))?")
-_HISTORY = re.compile(r"^History list length (\d+)")
-_FSYNC_MYSQL = re.compile(r"^Pending flushes \(fsync\) log: (\d+); buffer pool: (\d+)")
-_FSYNC_MARIADB = re.compile(r"^Pending flushes \(fsync\):? (\d+)")
-
-_LSN_FIELDS = {
-    "Log sequence number": "lsn",
-    "Log flushed up to": "flushed_lsn",
-    "Pages flushed up to": "pages_flushed_lsn",
-    "Last checkpoint at": "checkpoint_lsn",
-}
-_PERCONA_FIELDS = {
-    "Max checkpoint age": "max_checkpoint_age",
-    "Checkpoint age target": "checkpoint_age_target",
-    "Modified age": "modified_age",
-    "Checkpoint age": "checkpoint_age",
-}
-_POOL_FIELDS = {
-    "Buffer pool size": "pool_pages",
-    "Free buffers": "free_pages",
-    "Database pages": "database_pages",
-    "Modified db pages": "modified_pages",
-    "Pending reads": "pending_reads",
-}
+POOL = "BUFFER POOL AND MEMORY"
+# The lines read, by section: a pattern and the StatusText fields its numbers give, in order.
+_LINES = tuple((section, re.compile(pattern), fields) for section, pattern, fields in (
+    ("LOG", r"^Log sequence number\s+(\d+)(?:\s+(\d+))?\s*$", ("lsn",)),
+    ("LOG", r"^Log flushed up to\s+(\d+)(?:\s+(\d+))?\s*$", ("flushed_lsn",)),
+    ("LOG", r"^Pages flushed up to\s+(\d+)(?:\s+(\d+))?\s*$", ("pages_flushed_lsn",)),
+    ("LOG", r"^Last checkpoint at\s+(\d+)(?:\s+(\d+))?\s*$", ("checkpoint_lsn",)),
+    ("LOG", r"^Max checkpoint age\s+(\d+)\s*$", ("max_checkpoint_age",)),
+    ("LOG", r"^Checkpoint age target\s+(\d+)\s*$", ("checkpoint_age_target",)),
+    ("LOG", r"^Modified age\s+(\d+)\s*$", ("modified_age",)),
+    ("LOG", r"^Checkpoint age\s+(\d+)\s*$", ("checkpoint_age",)),
+    ("LOG", r"^(\d+) pending log (?:flushes|writes), (\d+) pending chkp writes",
+     ("pending_log_flushes", "pending_chkp_writes")),
+    ("LOG", r"^(\d+) log i/o's done", ("log_ios",)),
+    (POOL, r"^Buffer pool size\s+(\d+)\s*$", ("pool_pages",)),
+    (POOL, r"^Free buffers\s+(\d+)\s*$", ("free_pages",)),
+    (POOL, r"^Database pages\s+(\d+)\s*$", ("database_pages",)),
+    (POOL, r"^Modified db pages\s+(\d+)\s*$", ("modified_pages",)),
+    (POOL, r"^Pending reads\s+(\d+)\s*$", ("pending_reads",)),
+    (POOL, r"^Pending writes: LRU (\d+), flush list (\d+)(?:, single page (\d+))?",
+     ("pending_lru", "pending_flush_list", "pending_single_page")),
+    ("TRANSACTIONS", r"^History list length (\d+)", ("history_list_length",)),
+    ("FILE I/O", r"^Pending flushes \(fsync\) log: (\d+); buffer pool: (\d+)",
+     ("pending_fsyncs_log", "pending_fsyncs_pool")),
+    ("FILE I/O", r"^Pending flushes \(fsync\):? (\d+)", ("pending_fsyncs",)),
+))
 
 
 @dataclass(frozen=True)
@@ -134,77 +130,6 @@ def split_sections(text: str) -> Dict[str, List[str]]:
     return sections
 
 
-def _parse_log(lines: Sequence[str], values: Dict[str, int]) -> None:
-    for line in lines:
-        line = line.strip()
-        match = _LSN_LINE.match(line)
-        if match:
-            high, low = int(match.group(2)), match.group(3)
-            # MySQL 5.0 printed the LSN as two 32-bit halves: "Log sequence number 84 3000620880"
-            values[_LSN_FIELDS[match.group(1)]] = (high << 32) + int(low) if low is not None else high
-            continue
-        match = _PERCONA_LINE.match(line)
-        if match:
-            values[_PERCONA_FIELDS[match.group(1)]] = int(match.group(2))
-            continue
-        match = _PENDING_LOG.match(line)
-        if match:
-            values["pending_log_flushes"] = int(match.group(1))
-            values["pending_chkp_writes"] = int(match.group(2))
-            continue
-        match = _LOG_IOS.match(line)
-        if match:
-            values["log_ios"] = int(match.group(1))
-
-
-def _parse_buffer_pool(lines: Sequence[str], values: Dict[str, int]) -> None:
-    for line in lines:
-        line = line.strip()
-        if line.startswith("---BUFFER POOL"):
-            break  # per-instance blocks (older layouts): the totals came first
-        match = _POOL_LINE.match(line)
-        if match:
-            values.setdefault(_POOL_FIELDS[match.group(1)], int(match.group(2)))
-            continue
-        match = _PENDING_WRITES.match(line)
-        if match and "pending_lru" not in values:
-            values["pending_lru"] = int(match.group(1))
-            values["pending_flush_list"] = int(match.group(2))
-            if match.group(3) is not None:
-                values["pending_single_page"] = int(match.group(3))
-
-
-def _parse_transactions(lines: Sequence[str], values: Dict[str, int]) -> None:
-    for line in lines:
-        match = _HISTORY.match(line.strip())
-        if match:
-            values["history_list_length"] = int(match.group(1))
-            break
-
-
-def _parse_file_io(lines: Sequence[str], values: Dict[str, int]) -> None:
-    for line in lines:
-        line = line.strip()
-        match = _FSYNC_MYSQL.match(line)
-        if match:
-            values["pending_fsyncs_log"] = int(match.group(1))
-            values["pending_fsyncs_pool"] = int(match.group(2))
-            values["pending_fsyncs"] = int(match.group(1)) + int(match.group(2))
-            continue
-        match = _FSYNC_MARIADB.match(line)
-        if match:
-            values["pending_fsyncs"] = int(match.group(1))
-
-
-# Each section's parser adds the fields it finds to one dict of StatusText values.
-_SECTION_PARSERS = (
-    ("LOG", _parse_log),
-    ("BUFFER POOL AND MEMORY", _parse_buffer_pool),
-    ("TRANSACTIONS", _parse_transactions),
-    ("FILE I/O", _parse_file_io),
-)
-
-
 def parse_status_text(text: str) -> StatusText:
     """Parse the LOG, BUFFER POOL AND MEMORY, TRANSACTIONS and FILE I/O sections.
 
@@ -217,8 +142,20 @@ def parse_status_text(text: str) -> StatusText:
     """
     sections = split_sections(text or "")
     values: Dict[str, int] = {}
-    for title, parse in _SECTION_PARSERS:
-        parse(sections.get(title, ()), values)
+    for section, pattern, fields in _LINES:
+        for line in sections.get(section, ()):
+            line = line.strip()
+            if line.startswith("---BUFFER POOL"):
+                break  # per-instance blocks (older layouts): the totals came first
+            match = pattern.match(line)
+            if match:
+                numbers = [int(n) for n in match.groups() if n is not None]
+                if len(numbers) > len(fields):  # MySQL 5.0's LSN in two 32-bit halves: "84 3000620880"
+                    numbers = [(numbers[0] << 32) + numbers[1]]
+                values.update(zip(fields, numbers))
+                break
+    if "pending_fsyncs_log" in values:
+        values["pending_fsyncs"] = values["pending_fsyncs_log"] + values["pending_fsyncs_pool"]
     return StatusText(sections=frozenset(sections), **values)
 
 
@@ -608,8 +545,7 @@ class Assessment:
     state: Optional[str] = None
     redo_rate: Optional[float] = None  # bytes/s
     redo_rate_source: str = ""
-    full_in: Optional[float] = None  # seconds until the sync flush limit at this rate ("Full in")
-    sync_in: Optional[float] = None  # the same: seconds until synchronous flushing at this rate
+    full_in: Optional[float] = None  # seconds until the sync flush limit (writes stall) at this rate
     log_full_in: Optional[float] = None  # seconds until the age reaches the whole log capacity
     dirty_pages: Optional[float] = None
     total_pages: Optional[float] = None
@@ -677,8 +613,7 @@ def redo_capacity(flavour: Optional[Flavour], variables: Mapping) -> Optional[in
         return capacity or None
     if flavour is not None and flavour.is_mariadb:
         return size
-    files = _int(variables.get("innodb_log_files_in_group")) or (1 if flavour and flavour.is_mariadb else 2)
-    return size * files
+    return size * (_int(variables.get("innodb_log_files_in_group")) or 2)
 
 
 def computed_limits(flavour: Optional[Flavour], variables: Mapping) -> Optional[RedoLimits]:
@@ -686,43 +621,26 @@ def computed_limits(flavour: Optional[Flavour], variables: Mapping) -> Optional[
     if flavour is None:
         return None
     page = _int(variables.get("innodb_page_size")) or PAGE_SIZE
-    family = flavour.family
-    if family == "mysql8030":
-        capacity = _int(variables.get("innodb_redo_log_capacity"))
-        if not capacity:  # 8.0.30+ still honours the old two variables when capacity is unset
-            size = _int(variables.get("innodb_log_file_size"))
-            files = _int(variables.get("innodb_log_files_in_group")) or 2
-            capacity = size * files if size else None
-        return mysql8030_limits(capacity, page) if capacity else None
     size = _int(variables.get("innodb_log_file_size"))
+    files = _int(variables.get("innodb_log_files_in_group")) or 2
+    if flavour.family == "mysql8030":
+        # 8.0.30+ still honours the old two variables when innodb_redo_log_capacity is unset
+        capacity = _int(variables.get("innodb_redo_log_capacity")) or (size * files if size else None)
+        return mysql8030_limits(capacity, page) if capacity else None
     if not size:
         return None
-    if family == "mariadb":
-        if flavour.version < (10, 5, 0):
-            files = _int(variables.get("innodb_log_files_in_group")) or 2
-            return mysql57_limits(size, files, 0, page)  # 10.4 and older kept the 5.7 arithmetic
-        return mariadb_limits(size, page, flavour.version)
-    files = _int(variables.get("innodb_log_files_in_group")) or 2
-    if family == "mysql80":
+    if flavour.family == "mariadb":
+        if flavour.version >= (10, 5, 0):
+            return mariadb_limits(size, page, flavour.version)
+        return mysql57_limits(size, files, 0, page)  # 10.4 and older kept the 5.7 arithmetic
+    if flavour.family == "mysql80":
         return mysql80_limits(size, files, page)
-    concurrency = _int(variables.get("innodb_thread_concurrency")) or 0
-    return mysql57_limits(size, files, concurrency, page)
-
-
-# What server_limits() reads of a server's variables (its key below names each).
-_LIMIT_VARIABLES = ("innodb_redo_log_capacity", "innodb_log_file_size", "innodb_log_files_in_group",
-                    "innodb_page_size", "innodb_thread_concurrency")
-_LIMITS_KEPT = 1024  # distinct configurations whose limits are kept (a fleet has a few)
-_limits_kept: Dict[tuple, Optional[RedoLimits]] = {}
+    return mysql57_limits(size, files, _int(variables.get("innodb_thread_concurrency")) or 0, page)
 
 
 def server_limits(flavour: Optional[Flavour], status: Mapping, variables: Mapping,
                   metrics: Optional[Mapping[str, Metric]]) -> Optional[RedoLimits]:
     """The server's own limits where it exposes them, else its formula (marked computed).
-
-    They change only when the server's redo log does (a restart, or SET GLOBAL
-    innodb_log_file_size on MariaDB 10.11): worked out once per distinct set of what they
-    are made of, which every reading of a fleet's every server otherwise did again.
 
     >>> mariadb = Flavour("MariaDB", (10, 11, 6))
     >>> server_limits(mariadb, {}, {"innodb_log_file_size": str(96 * MiB)}, None).sync_age
@@ -730,26 +648,6 @@ def server_limits(flavour: Optional[Flavour], status: Mapping, variables: Mappin
     >>> server_limits(mariadb, {}, {"innodb_log_file_size": str(64 * MiB)}, None).sync_age  # resized
     53640439
     """
-    get = variables.get
-    key = (flavour, get("innodb_redo_log_capacity"), get("innodb_log_file_size"), get("innodb_log_files_in_group"),
-           get("innodb_page_size"), get("innodb_thread_concurrency"), status.get("Innodb_checkpoint_max_age"),
-           metrics.get("log_max_modified_age_async") if metrics else None,
-           metrics.get("log_max_modified_age_sync") if metrics else None)
-    try:
-        return _limits_kept[key]
-    except KeyError:
-        pass
-    except TypeError:  # a value that can't be a key (not as read from a server): worked out each time
-        return _server_limits(flavour, status, variables, metrics)
-    limits = _server_limits(flavour, status, variables, metrics)
-    if len(_limits_kept) >= _LIMITS_KEPT:
-        _limits_kept.clear()
-    _limits_kept[key] = limits
-    return limits
-
-
-def _server_limits(flavour: Optional[Flavour], status: Mapping, variables: Mapping,
-                   metrics: Optional[Mapping[str, Metric]]) -> Optional[RedoLimits]:
     capacity = redo_capacity(flavour, variables)
     computed = computed_limits(flavour, variables)
     reported_max = _int(status.get("Innodb_checkpoint_max_age"))
@@ -774,7 +672,7 @@ def _server_limits(flavour: Optional[Flavour], status: Mapping, variables: Mappi
                       async_origin, sync_origin, base.formula if base else "")
 
 
-def _lsn_from(status: Mapping, text: Optional[StatusText], metrics: Optional[Mapping[str, Metric]]):
+def _lsns(status: Mapping, text: Optional[StatusText], metrics: Optional[Mapping[str, Metric]]):
     """(lsn, checkpoint_lsn, flushed_lsn, source): status variables first."""
     for current, checkpoint, flushed in (("Innodb_redo_log_current_lsn", "Innodb_redo_log_checkpoint_lsn",
                                           "Innodb_redo_log_flushed_to_disk_lsn"),
@@ -794,202 +692,6 @@ def _lsn_from(status: Mapping, text: Optional[StatusText], metrics: Optional[Map
     return None, None, None, ""
 
 
-class _Provenance:
-    """Where each value came from, and which ones the user's privileges hide (in the order
-    the screen lists them)."""
-
-    NEEDS_ORDER = ("age", "pending_writes", "by_type", "history_list_length")
-
-    def __init__(self) -> None:
-        self.needs: List[str] = []
-        self.sources: List[Tuple[str, str]] = []
-
-    def source(self, value: str, origin: str) -> None:
-        self.sources.append((value, origin))
-
-    def need(self, value: str) -> None:
-        self.needs.append(value)
-
-    def needs_in_order(self) -> Tuple[str, ...]:
-        order = self.NEEDS_ORDER
-        ordered = sorted(self.needs, key=lambda n: order.index(n) if n in order else len(order))
-        return tuple(dict.fromkeys(ordered))
-
-
-def _checkpoint_age(status: Mapping, text: Optional[StatusText], metrics: Optional[Mapping[str, Metric]],
-                    denied_text: bool, notes: _Provenance):
-    """(lsn, checkpoint_lsn, flushed_lsn, lsn_source, age, age_source): the status variable,
-    else LSN − last checkpoint from wherever the LSNs were found."""
-    lsn, checkpoint_lsn, flushed_lsn, lsn_source = _lsn_from(status, text, metrics)
-    age = _int(status.get("Innodb_checkpoint_age"))
-    age_source = "Innodb_checkpoint_age" if age is not None else ""
-    if age is None and lsn is not None and checkpoint_lsn is not None:
-        age = max(0, lsn - checkpoint_lsn)
-        age_source = f"LSN − last checkpoint ({lsn_source})"
-    if lsn_source:
-        notes.source("LSN", lsn_source)
-    if age is not None:
-        notes.source("checkpoint age", age_source)
-    if age is None and denied_text:
-        notes.need("age")
-    return lsn, checkpoint_lsn, flushed_lsn, lsn_source, age, age_source
-
-
-def _modified_age(text: Optional[StatusText], flavour: Optional[Flavour]) -> Optional[int]:
-    """MySQL and Percona compare the *modified* age (LSN − oldest dirty page, "Pages flushed
-    up to") with their limits; MariaDB compares the checkpoint age (None here)."""
-    if text is None or (flavour is not None and flavour.is_mariadb):
-        return None
-    return text.modified_age if text.modified_age is not None else text.modified_age_computed
-
-
-def _redo_rate(status: Mapping, previous_status: Optional[Mapping], status_seconds: Optional[float],
-               text: Optional[StatusText], lsn_source: str, previous_engine: Optional[EngineReading],
-               engine_seconds: Optional[float]) -> Tuple[Optional[float], str]:
-    """(bytes/s written to the redo log, how it was measured): Δ LSN from the status
-    variables, else from the status text, else Innodb_os_log_written."""
-    redo_rate, redo_source = None, ""
-    if previous_status is not None:
-        for name in ("Innodb_redo_log_current_lsn", "Innodb_lsn_current"):
-            if name in status and name in previous_status:
-                redo_rate, redo_source = rate(previous_status.get(name), status.get(name), status_seconds), "Δ LSN"
-                break
-    if redo_rate is None and lsn_source == "SHOW ENGINE INNODB STATUS" and previous_engine is not None \
-            and previous_engine.text is not None:
-        redo_rate, redo_source = rate(previous_engine.text.lsn, text.lsn, engine_seconds), "Δ LSN"
-    if redo_rate is None and previous_status is not None and "Innodb_os_log_written" in status:
-        redo_rate = rate(previous_status.get("Innodb_os_log_written"), status.get("Innodb_os_log_written"),
-                         status_seconds)
-        redo_source = "Innodb_os_log_written"
-    return redo_rate, redo_source
-
-
-def _flushing_by_type(metrics: Optional[Mapping[str, Metric]], previous_engine: Optional[EngineReading],
-                      engine_seconds: Optional[float], denied_metrics: bool, notes: _Provenance):
-    """(pages/s by flush type or None, the disabled counters, sync waits/s) from INNODB_METRICS."""
-    if metrics is None:
-        if denied_metrics:
-            notes.need("by_type")
-        return None, (), None
-    previous_metrics = previous_engine.metrics if previous_engine is not None else None
-    pairs = []
-    disabled_names = []
-    for label, name in FLUSH_TYPE_METRICS:
-        metric = metrics.get(name)
-        if metric is None or not metric.enabled:
-            disabled_names.append(name)
-            pairs.append((label, None))
-            continue
-        before = previous_metrics.get(name) if previous_metrics else None
-        pairs.append((label, rate(before.count, metric.count, engine_seconds) if before and before.enabled else None))
-    by_type = tuple(pairs) if len(disabled_names) < len(FLUSH_TYPE_METRICS) else None
-    sync_waits = None
-    waits = metrics.get("buffer_flush_sync_waits")
-    if waits is not None and waits.enabled and previous_metrics and previous_metrics.get("buffer_flush_sync_waits"):
-        sync_waits = rate(previous_metrics["buffer_flush_sync_waits"].count, waits.count, engine_seconds)
-    notes.source("flushing by type", "INNODB_METRICS")
-    return by_type, tuple(disabled_names), sync_waits
-
-
-def _pending_writes(text: Optional[StatusText], pool_pending: Optional[Tuple[int, int]], denied_text: bool,
-                    notes: _Provenance) -> Dict[str, Optional[int]]:
-    """The flush writes queued, by list: from the status text, else from INNODB_BUFFER_POOL_STATS
-    (PENDING_FLUSH_LRU and PENDING_FLUSH_LIST, the counts of the text's "Pending writes" line)."""
-    if text is None and pool_pending is not None:
-        notes.source("pending writes", "INNODB_BUFFER_POOL_STATS")
-        return dict(pending_lru=pool_pending[0], pending_flush_list=pool_pending[1], pending_single_page=None)
-    if text is None and denied_text:
-        notes.need("pending_writes")
-    if text is not None:
-        notes.source("pending writes", "SHOW ENGINE INNODB STATUS")
-    return dict(pending_lru=text.pending_lru if text else None,
-                pending_flush_list=text.pending_flush_list if text else None,
-                pending_single_page=text.pending_single_page if text else None)
-
-
-def _history_list_length(status: Mapping, text: Optional[StatusText], metrics: Optional[Mapping[str, Metric]],
-                         denied: bool, notes: _Provenance) -> Optional[float]:
-    """The purge backlog: the status variable, else INNODB_METRICS, else the status text."""
-    history = _num(status, "Innodb_history_list_length")
-    history_source = "Innodb_history_list_length"
-    if history is None and metrics:
-        metric = metrics.get("trx_rseg_history_len")
-        if metric is not None and metric.enabled:
-            history, history_source = metric.count, "INNODB_METRICS"
-    if history is None and text is not None:
-        history, history_source = text.history_list_length, "SHOW ENGINE INNODB STATUS"
-    if history is not None:
-        notes.source("history list", history_source)
-    if history is None and denied:
-        notes.need("history_list_length")
-    return history
-
-
-def _limit_sources(limits: Optional[RedoLimits], notes: _Provenance) -> None:
-    if limits is None:
-        return
-    for name, origin in (("async limit", limits.async_origin), ("sync limit", limits.sync_origin)):
-        notes.source(name, f"computed: {limits.formula}" if origin == "computed" and limits.formula else origin)
-
-
-def assess_state(status: Optional[Mapping], variables: Optional[Mapping], engine: Optional[EngineReading] = None,
-                 flavour: Optional[Flavour] = None) -> Optional[str]:
-    """The ``state`` :func:`assess` gives, alone (a fraction of its cost): what a screen of
-    hundreds of servers counts for every server read, where the other figures are needed only
-    for the rows it draws.
-
-    >>> variables = {"version": "10.11.6-MariaDB", "innodb_log_file_size": 100 * 2**20}
-    >>> ages = [{"Innodb_checkpoint_age": mb * 2**20} for mb in (10, 80, 95)]
-    >>> [assess_state(status, variables) for status in ages]
-    ['OK', 'ASYNC FLUSH', 'SYNC FLUSH']
-    >>> [assess(status, None, None, variables).state for status in ages]
-    ['OK', 'ASYNC FLUSH', 'SYNC FLUSH']
-    """
-    status = status or {}
-    variables = variables or {}
-    if flavour is None:
-        flavour = detect_flavour(variables.get("version"), variables.get("version_comment"))
-    text = engine.text if engine is not None else None
-    metrics = engine.metrics if engine is not None else None
-    age = _checkpoint_age(status, text, metrics, engine is not None and engine.text_denied, _Provenance())[4]
-    modified_age = _modified_age(text, flavour)
-    return checkpoint_state(modified_age if modified_age is not None else age,
-                            server_limits(flavour, status, variables, metrics))
-
-
-def _pool_and_settings(status: Mapping, previous_status: Optional[Mapping], status_seconds: Optional[float],
-                       variables: Mapping) -> Dict[str, object]:
-    """The Assessment's buffer-pool rates and the flushing variables (SHOW GLOBAL STATUS and
-    VARIABLES only)."""
-
-    def per_second(name: str) -> Optional[float]:
-        if previous_status is None:
-            return None
-        return rate(previous_status.get(name), status.get(name), status_seconds)
-
-    dirty = _num(status, "Innodb_buffer_pool_pages_dirty")
-    total = _num(status, "Innodb_buffer_pool_pages_total")
-    return dict(
-        dirty_pages=dirty,
-        total_pages=total,
-        dirty_pct=percent_of(dirty, total),
-        max_dirty_pct=_num(variables, "innodb_max_dirty_pages_pct"),
-        max_dirty_lwm=_num(variables, "innodb_max_dirty_pages_pct_lwm"),
-        flushed_rate=per_second("Innodb_buffer_pool_pages_flushed"),
-        lru_flushed_rate=per_second("Innodb_buffer_pool_pages_lru_flushed")
-        if "Innodb_buffer_pool_pages_lru_flushed" in status else None,
-        io_capacity=_num(variables, "innodb_io_capacity"),
-        io_capacity_max=_num(variables, "innodb_io_capacity_max"),
-        pending_log_fsyncs=_num(status, "Innodb_os_log_pending_fsyncs"),
-        pending_log_writes=_num(status, "Innodb_os_log_pending_writes"),
-        wait_free_rate=per_second("Innodb_buffer_pool_wait_free"),
-        log_waits_rate=per_second("Innodb_log_waits"),
-        adaptive_flushing=_on(variables.get("innodb_adaptive_flushing")),
-        adaptive_flushing_lwm=_num(variables, "innodb_adaptive_flushing_lwm"),
-        flush_log_at_trx_commit=variables.get("innodb_flush_log_at_trx_commit"),
-    )
-
-
 def assess(status: Optional[Mapping], previous_status: Optional[Mapping], status_seconds: Optional[float],
            variables: Optional[Mapping], engine: Optional[EngineReading] = None,
            previous_engine: Optional[EngineReading] = None, engine_seconds: Optional[float] = None,
@@ -999,39 +701,109 @@ def assess(status: Optional[Mapping], previous_status: Optional[Mapping], status
     ``status``: SHOW GLOBAL STATUS (at least the Innodb% rows); ``variables``: the subset of
     SHOW GLOBAL VARIABLES the vars collector reads; ``engine``: the engine collector's
     reading; the ``*_seconds`` are the time between the two snapshots of each collector.
+
+    >>> variables = {"version": "10.11.6-MariaDB", "innodb_log_file_size": 100 * 2**20}
+    >>> [assess({"Innodb_checkpoint_age": mb * 2**20}, None, None, variables).state for mb in (10, 80, 95)]
+    ['OK', 'ASYNC FLUSH', 'SYNC FLUSH']
     """
     status = status or {}
     variables = variables or {}
-    previous_status = previous_status or None
     if flavour is None:
         flavour = detect_flavour(variables.get("version"), variables.get("version_comment"))
-    text = engine.text if engine is not None else None
-    metrics = engine.metrics if engine is not None else None
-    denied_text = engine is not None and engine.text_denied
-    denied_metrics = engine is not None and engine.metrics_denied
-    notes = _Provenance()
+    engine = engine or EngineReading()
+    text, metrics = engine.text, engine.metrics
+    needs: List[str] = []  # what the user's privileges hide, in the order the screen lists them
+    sources: List[Tuple[str, str]] = []  # (value, where it came from), for the detail panel
 
-    lsn, checkpoint_lsn, flushed_lsn, lsn_source, age, age_source = _checkpoint_age(
-        status, text, metrics, denied_text, notes)
+    def per_second(name: str) -> Optional[float]:
+        return rate(previous_status.get(name), status.get(name), status_seconds) if previous_status else None
+
+    def metric_rate(name: str) -> Optional[float]:
+        metric = metrics.get(name)
+        before = previous_engine.metrics.get(name) if previous_engine and previous_engine.metrics else None
+        if metric is None or before is None or not metric.enabled or not before.enabled:
+            return None
+        return rate(before.count, metric.count, engine_seconds)
+
+    # The checkpoint age: the status variable, else LSN − last checkpoint from wherever the LSNs are.
+    lsn, checkpoint_lsn, flushed_lsn, lsn_source = _lsns(status, text, metrics)
+    age = _int(status.get("Innodb_checkpoint_age"))
+    age_source = "Innodb_checkpoint_age" if age is not None else ""
+    if age is None and lsn is not None and checkpoint_lsn is not None:
+        age, age_source = max(0, lsn - checkpoint_lsn), f"LSN − last checkpoint ({lsn_source})"
+    if lsn_source:
+        sources.append(("LSN", lsn_source))
+    if age is not None:
+        sources.append(("checkpoint age", age_source))
+    elif engine.text_denied:
+        needs.append("age")
+    # MySQL and Percona compare the *modified* age (LSN − oldest dirty page, "Pages flushed up
+    # to") with their limits; MariaDB compares the checkpoint age.
+    modified_age = None
+    if text is not None and not (flavour is not None and flavour.is_mariadb):
+        modified_age = text.modified_age if text.modified_age is not None else text.modified_age_computed
+    compared_age = modified_age if modified_age is not None else age
+
     limits = server_limits(flavour, status, variables, metrics)
     capacity = limits.capacity if limits else redo_capacity(flavour, variables)
-    modified_age = _modified_age(text, flavour)
-    compared_age = modified_age if modified_age is not None else age
-    redo_rate, redo_source = _redo_rate(status, previous_status, status_seconds, text, lsn_source,
-                                        previous_engine, engine_seconds)
-    by_type, disabled, sync_waits = _flushing_by_type(metrics, previous_engine, engine_seconds,
-                                                      denied_metrics, notes)
-    pending = _pending_writes(text, engine.pool_pending if engine is not None else None, denied_text, notes)
-    history = _history_list_length(status, text, metrics, denied_text or denied_metrics, notes)
+    if limits is not None:
+        for name, origin in (("async limit", limits.async_origin), ("sync limit", limits.sync_origin)):
+            sources.append((name, f"computed: {limits.formula}" if origin == "computed" and limits.formula else origin))
+
+    # Redo written per second: Δ LSN from the status variables, else from the status text,
+    # else Innodb_os_log_written.
+    redo_rate, redo_source = None, ""
+    for name in ("Innodb_redo_log_current_lsn", "Innodb_lsn_current"):
+        if previous_status and name in status and name in previous_status:
+            redo_rate, redo_source = per_second(name), "Δ LSN"
+            break
+    if redo_rate is None and lsn_source == "SHOW ENGINE INNODB STATUS" and previous_engine is not None \
+            and previous_engine.text is not None:
+        redo_rate, redo_source = rate(previous_engine.text.lsn, lsn, engine_seconds), "Δ LSN"
+    if redo_rate is None and previous_status and "Innodb_os_log_written" in status:
+        redo_rate, redo_source = per_second("Innodb_os_log_written"), "Innodb_os_log_written"
+
+    # The flush writes queued, by list: from the status text, else INNODB_BUFFER_POOL_STATS.
+    pending_lru = pending_flush_list = pending_single_page = None
+    if text is not None:
+        pending_lru, pending_flush_list, pending_single_page = \
+            text.pending_lru, text.pending_flush_list, text.pending_single_page
+        sources.append(("pending writes", "SHOW ENGINE INNODB STATUS"))
+    elif engine.pool_pending is not None:
+        pending_lru, pending_flush_list = engine.pool_pending
+        sources.append(("pending writes", "INNODB_BUFFER_POOL_STATS"))
+    elif engine.text_denied:
+        needs.append("pending_writes")
+
+    # Pages flushed per second by flush type (INNODB_METRICS; its counters may be off).
+    by_type, disabled, sync_waits = None, (), None
+    if metrics is not None:
+        disabled = tuple(name for _, name in FLUSH_TYPE_METRICS if not getattr(metrics.get(name), "enabled", False))
+        if len(disabled) < len(FLUSH_TYPE_METRICS):
+            by_type = tuple((label, metric_rate(name)) for label, name in FLUSH_TYPE_METRICS)
+        sync_waits = metric_rate("buffer_flush_sync_waits")
+        sources.append(("flushing by type", "INNODB_METRICS"))
+    elif engine.metrics_denied:
+        needs.append("by_type")
+
+    # The purge backlog: the status variable, else INNODB_METRICS, else the status text.
+    history, history_source = _num(status, "Innodb_history_list_length"), "Innodb_history_list_length"
+    metric = metrics.get("trx_rseg_history_len") if metrics else None
+    if history is None and metric is not None and metric.enabled:
+        history, history_source = metric.count, "INNODB_METRICS"
+    if history is None and text is not None:
+        history, history_source = text.history_list_length, "SHOW ENGINE INNODB STATUS"
+    if history is not None:
+        sources.append(("history list", history_source))
+    elif engine.needs_process:
+        needs.append("history_list_length")
+
     pending_fsyncs = _num(status, "Innodb_data_pending_fsyncs")
     if pending_fsyncs is None and text is not None:
         pending_fsyncs = text.pending_fsyncs
-    _limit_sources(limits, notes)
     if status:
-        notes.source("pages and waits", "SHOW GLOBAL STATUS")
-    # "Full in" is where writes stall: the sync flush limit (MariaDB's own margin, about 12%
-    # below the log's capacity), against the age that limit is compared with.
-    sync_in = time_to_full(limits.sync_age if limits else None, compared_age, redo_rate)
+        sources.append(("pages and waits", "SHOW GLOBAL STATUS"))
+    dirty, total = _num(status, "Innodb_buffer_pool_pages_dirty"), _num(status, "Innodb_buffer_pool_pages_total")
     return Assessment(
         flavour=flavour, lsn=lsn, checkpoint_lsn=checkpoint_lsn, flushed_lsn=flushed_lsn,
         age=age, age_source=age_source, modified_age=modified_age, limits=limits,
@@ -1040,9 +812,26 @@ def assess(status: Optional[Mapping], previous_status: Optional[Mapping], status
         sync_pct=percent_of(limits.sync_age, capacity) if limits else None,
         state=checkpoint_state(compared_age, limits),
         redo_rate=redo_rate, redo_rate_source=redo_source,
-        full_in=sync_in, sync_in=sync_in, log_full_in=time_to_full(capacity, age, redo_rate),
+        # "Full in" is where writes stall: the sync flush limit (MariaDB's own margin, about 12%
+        # below the log's capacity), against the age that limit is compared with.
+        full_in=time_to_full(limits.sync_age if limits else None, compared_age, redo_rate),
+        log_full_in=time_to_full(capacity, age, redo_rate),
+        dirty_pages=dirty, total_pages=total, dirty_pct=percent_of(dirty, total),
+        max_dirty_pct=_num(variables, "innodb_max_dirty_pages_pct"),
+        max_dirty_lwm=_num(variables, "innodb_max_dirty_pages_pct_lwm"),
+        flushed_rate=per_second("Innodb_buffer_pool_pages_flushed"),
+        lru_flushed_rate=per_second("Innodb_buffer_pool_pages_lru_flushed")
+        if "Innodb_buffer_pool_pages_lru_flushed" in status else None,
+        io_capacity=_num(variables, "innodb_io_capacity"), io_capacity_max=_num(variables, "innodb_io_capacity_max"),
         by_type=by_type, by_type_disabled=disabled, sync_waits_rate=sync_waits,
-        pending_fsyncs=pending_fsyncs, history_list_length=history,
-        needs_process=notes.needs_in_order(), sources=tuple(notes.sources),
-        **pending, **_pool_and_settings(status, previous_status, status_seconds, variables),
+        pending_lru=pending_lru, pending_flush_list=pending_flush_list, pending_single_page=pending_single_page,
+        pending_fsyncs=pending_fsyncs,
+        pending_log_fsyncs=_num(status, "Innodb_os_log_pending_fsyncs"),
+        pending_log_writes=_num(status, "Innodb_os_log_pending_writes"),
+        wait_free_rate=per_second("Innodb_buffer_pool_wait_free"), log_waits_rate=per_second("Innodb_log_waits"),
+        history_list_length=history,
+        adaptive_flushing=_on(variables.get("innodb_adaptive_flushing")),
+        adaptive_flushing_lwm=_num(variables, "innodb_adaptive_flushing_lwm"),
+        flush_log_at_trx_commit=variables.get("innodb_flush_log_at_trx_commit"),
+        needs_process=tuple(needs), sources=tuple(sources),
     )

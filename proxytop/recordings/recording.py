@@ -45,6 +45,7 @@ from proxytop.core import Snapshot, Table
 from proxytop.collectors.diskstats import DiskSnapshot
 from proxytop.collectors.innodb import DiscoveredServer, Discovery, MySQLSession
 from proxytop.collectors.monitor import MonitorReadings, ServerMonitor
+from proxytop.metrics.digests import Reading as DigestReading
 from proxytop.metrics.innodb import EngineReading, Flavour, Metric, StatusText
 from proxytop.metrics.iostat import Baseline, DiskCounters
 from proxytop.polling.connection import AdminSession, Endpoint
@@ -146,6 +147,7 @@ TYPES: Dict[str, type] = {
     "DiskSnapshot": DiskSnapshot,
     "DiskCounters": DiskCounters,
     "DiskBaseline": Baseline,
+    "DigestReading": DigestReading,
 }
 _NAMES = {cls: name for name, cls in TYPES.items()}
 
