@@ -46,13 +46,13 @@ class DataView:
     @property
     def numbers_changes(self) -> bool:
         """Whether :meth:`changed_since` answers (a live engine; not a replay)."""
-        return self._engine.notifies_changes
+        return not self._engine.replaying
 
     def changed_since(self, generation: int) -> Optional[Tuple[int, List[object]]]:
         """(the engine's generation now, the collectors' names and ``("state", source)`` keys
         changed after ``generation``), or None from an engine that doesn't number its changes
         (a replay): a screen of hundreds of servers then looks only at the ones that changed."""
-        return self._engine.changed_since(generation) if self._engine.notifies_changes else None
+        return None if self._engine.replaying else self._engine.changed_since(generation)
 
     def interval_in_force(self, name: str) -> Optional[float]:
         """Seconds between a collector's readings now: its interval, or its minimum when

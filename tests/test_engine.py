@@ -218,13 +218,3 @@ def test_the_active_collectors_of_a_source_follow_activation_and_new_collectors(
     engine.set_active([])
     assert names() == []
 
-
-def test_a_worker_sleeping_is_woken_by_another_thread_at_once():
-    from proxytop.polling.engine import WorkerWake
-
-    wake = WorkerWake()
-    threading.Timer(0.05, wake.set).start()
-    started = time.monotonic()
-    assert wake.wait(30.0) is True
-    assert time.monotonic() - started < 10.0  # woken, not timed out
-    assert wake.wait(0.01) is False  # the wake-up was taken

@@ -88,7 +88,7 @@ def test_a_pool_of_one_thread_reads_every_source_in_turn(monkeypatch):
     engine.start()
     try:
         assert wait(lambda: all(len(engine.history(c.name)) >= 6 for c in collectors), 20)
-        assert engine._pool.threads == 1
+        assert len(engine._pool._threads) == 1
     finally:
         engine.stop()
 
@@ -105,7 +105,7 @@ def test_an_idle_pool_sleeps(monkeypatch):
         engine.set_active([])
         pool = engine._pool
         assert wait(lambda: pool._first_planned() is None, 5)
-        assert wait(lambda: pool._idle == pool.threads, 5)
+        assert wait(lambda: pool._idle == len(pool._threads), 5)
         looks = []
         real_wait = pool._wait
 
@@ -116,6 +116,6 @@ def test_an_idle_pool_sleeps(monkeypatch):
         pool._wait = counted_wait
         time.sleep(1.0)  # a quiet second to observe
         # at most a last look of a thread that then found nothing to time: no timed waits
-        assert len(looks) <= pool.threads and all(t == engine_module.IDLE_WAIT for t in looks), looks
+        assert len(looks) <= len(pool._threads) and all(t == engine_module.IDLE_WAIT for t in looks), looks
     finally:
         engine.stop()

@@ -12,13 +12,12 @@ on I/O.
 from __future__ import annotations
 
 import heapq
-import itertools
 import logging
 import math
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Deque, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from proxytop.core import Collector, Snapshot, Source
@@ -91,34 +90,29 @@ class SourceState:
 
 
 class Engine:
-    """Sources, their collectors and one worker thread per source; what the UI reads and
+    """Sources, their collectors and the workers that read them; what the UI reads and
     changes. When each collector reads is the :class:`Schedule`'s business, what it read the
-    :class:`Readings`', and the polling loop each :class:`_SourceWorker`'s."""
+    :class:`Readings`', and connecting, polling and backing off each :class:`_Worker`'s."""
+
+    replaying = False  # proxytop.engine_view.EngineView
+    refuses_writes: Optional[str] = None
 
     def __init__(self, clock: Callable[[], float] = time.monotonic):
         self._clock = clock
-        self.lock = threading.Lock()  # guards what follows; the source workers below take it too
+        self.lock = threading.Lock()  # guards what follows; the workers take it too
         self._sources: Dict[str, Source] = {}
         self._collectors: Dict[str, Collector] = {}
         self._by_source: Dict[str, List[Collector]] = {}  # each source's collectors
-        self._active_kept: Dict[str, Tuple[frozenset, int, Tuple[Collector, ...]]] = {}  # _active_of's
         self._schedule = Schedule(clock)
         self._readings = Readings()
         self._states: Dict[str, SourceState] = {}
-        # the states that count down to a retry, kept as states change: what the UI's timer
-        # looks at every frame, a few of a fleet's 501 sources at most
-        self._counting_down: Dict[str, SourceState] = {}
-        self._workers: Dict[str, _SourceWorker] = {}
+        self._workers: Dict[str, _Worker] = {}
         self._pool: Optional[_WorkerPool] = None  # made with the first pooled source
         self._paused = False
         self._stopping = False
         self._started = False
         self._observers: List[Callable[[str, object], None]] = []
         self._listeners: List[Callable[[], None]] = []  # told when there is something new to show
-        # A number that changes with every snapshot kept: what the UI computed from the
-        # readings (the newest of a 1,500-collector screen) holds until it changes.
-        self.news = 0
-        self._news_numbers = itertools.count(1)
 
     # ----- set-up ---------------------------------------------------------------------------
     def add_source(self, source: Source) -> None:
@@ -127,14 +121,12 @@ class Engine:
                 return
             self._sources[source.name] = source
             self._states[source.name] = SourceState(source.name, since=self._clock())
-            if getattr(source, "pooled", False):
-                if self._pool is None:
-                    self._pool = _WorkerPool(self, POOL_THREADS)
-                self._workers[source.name] = _PooledWorker(self, source, self._pool)
-            else:
-                self._workers[source.name] = _SourceWorker(self, source)
+            if getattr(source, "pooled", False) and self._pool is None:
+                self._pool = _WorkerPool(self, POOL_THREADS)
+            pool = self._pool if getattr(source, "pooled", False) else None
+            worker = self._workers[source.name] = _Worker(self, source, pool)
         if self._started:
-            self._workers[source.name].start()
+            worker.start()
 
     def add_collector(self, collector: Collector) -> None:
         with self.lock:
@@ -168,7 +160,6 @@ class Engine:
         for name in names:
             if self._readings.forget(name):
                 self._schedule.read_now(name)
-        self.news = next(self._news_numbers)
 
     def add_observer(self, observer: Callable[[str, object], None]) -> None:
         """``observer(kind, value)`` is called on the worker threads with every new
@@ -180,16 +171,10 @@ class Engine:
         if observer in self._observers:
             self._observers.remove(observer)
 
-    # A live engine tells its listeners when something new can be shown (the UI then sleeps
-    # until told, instead of looking for new data several times a second).
-    notifies_changes = True
-    replaying = False  # proxytop.engine_view.EngineView
-    refuses_writes: Optional[str] = None
-
     def add_listener(self, listener: Callable[[], None]) -> None:
         """``listener()`` is called on a worker thread once after each batch of new snapshots
         of a source, and after a source's state, a collector's error or a task's result
-        changed. It must be quick and never raise (the UI's wake-up pipe)."""
+        changed: the UI sleeps until told. It must be quick and never raise."""
         self._listeners.append(listener)
 
     def remove_listener(self, listener: Callable[[], None]) -> None:
@@ -221,7 +206,7 @@ class Engine:
         if self._pool is not None:
             self._pool.stop()  # first: the pooled sources' wake-ups below then plan nothing
         for worker in self._workers.values():
-            worker.wake.set()
+            worker.wake()
         deadline = self._clock() + timeout
         for worker in list(self._workers.values()):
             worker.join(max(0.0, deadline - self._clock()))
@@ -229,9 +214,15 @@ class Engine:
             self._pool.join(max(0.0, deadline - self._clock()))
 
     # ----- what the UI changes --------------------------------------------------------------
-    def set_active(self, names: Iterable[str]) -> None:
-        """Only these collectors poll from now on; newly active ones poll at once."""
+    def set_active(self, names: Iterable[str], together: Iterable[str] = ()) -> None:
+        """Only these collectors poll from now on; newly active ones poll at once. Those of
+        ``together`` read in one batch, at the soonest any of them is due: readings at one
+        interval that were planned apart (a screen shown while the pool kept its alarm's pace)
+        then share their batches, and the UI one frame per interval."""
         newly, plan = self._schedule.activate(frozenset(n for n in names if n in self._collectors))
+        together = [name for name in together if name in self._collectors]
+        self._schedule.align(together)
+        self._wake_sources_of(together)
         if len(plan) <= WAKE_AT_ONCE:
             self._wake_sources_of(newly)
         else:  # hundreds of workers woken at once would hold up the UI's first frame
@@ -245,15 +236,14 @@ class Engine:
                 time.sleep(delay)
             if self._stopping:
                 return
-            worker = self._workers.get(source)
-            if worker is not None:
-                worker.wake.set()
+            if source in self._workers:
+                self._workers[source].wake()
 
     def _wake_sources_of(self, names: Iterable[str]) -> None:
         for name in names:
             collector = self._collectors.get(name)
             if collector is not None and collector.source in self._workers:
-                self._workers[collector.source].wake.set()
+                self._workers[collector.source].wake()
 
     @property
     def active(self) -> frozenset:
@@ -261,8 +251,8 @@ class Engine:
 
     def set_interval(self, name: str, seconds: float) -> float:
         """Set a collector's interval, clamped to its minimum; returns the interval in effect."""
-        effective, old = self._schedule.set_interval(self._collectors[name], seconds,
-                                                     self._readings.last_taken_at(name))
+        latest = self._readings.latest(name)
+        effective, old = self._schedule.set_interval(self._collectors[name], seconds, latest.taken_at if latest else 0.0)
         if effective < old:
             self._wake_sources_of([name])
         return effective
@@ -270,20 +260,13 @@ class Engine:
     def interval(self, name: str) -> float:
         return self._schedule.interval(name)
 
-    def read_together(self, names: Iterable[str]) -> None:
-        """Plan these collectors' next readings at the same moment, the soonest any of them is
-        due: readings at one interval that were planned apart (a screen shown while the pool
-        kept its alarm's pace) then share their batches, and the UI one frame per interval."""
-        self._schedule.align([name for name in names if name in self._collectors])
-        self._wake_sources_of(names)
-
     def pause(self) -> None:
         self._paused = True
 
     def resume(self) -> None:
         self._paused = False
         for worker in self._workers.values():
-            worker.wake.set()
+            worker.wake()
 
     @property
     def paused(self) -> bool:
@@ -315,8 +298,7 @@ class Engine:
 
     def changed_since(self, generation: int) -> Tuple[int, List[object]]:
         """(the generation now, what changed after ``generation``, newest first): collectors'
-        names (a snapshot or an error) and ``("state", source name)`` for a source's state.
-        What the UI looks at each frame, as many steps as there were changes."""
+        names (a snapshot or an error) and ``("state", source name)`` for a source's state."""
         return self._readings.changed_since(generation)
 
     def last_changed(self, keys: Iterable[object]) -> int:
@@ -332,8 +314,7 @@ class Engine:
     def counting_down(self) -> List[SourceState]:
         """The states of the sources that are down with a retry planned (their countdown
         ticks on screen)."""
-        with self.lock:
-            return list(self._counting_down.values())
+        return [s for s in self.states() if not s.connected and s.retry_at is not None]
 
     def now(self) -> float:
         return self._clock()
@@ -352,138 +333,145 @@ class Engine:
     # ----- what the workers share ---------------------------------------------------------------
     def _set_state(self, name: str, **changes) -> None:
         with self.lock:
-            old = self._states[name]
-            values = {**old.__dict__, **changes}
-            state = self._states[name] = SourceState(**values)
-            if not state.connected and state.retry_at is not None:
-                self._counting_down[name] = state
-            else:
-                self._counting_down.pop(name, None)
+            state = self._states[name] = replace(self._states[name], **changes)
         self._readings.touch(("state", name))
         if self._observers:
             self._notify("state", state)
         self._tell_listeners()
 
     def _active_of(self, source_name: str) -> Sequence[Collector]:
-        """The source's collectors that poll now. Asked twice per turn of its worker, and the
-        ProxySQL source has every screen's collectors of both sides (some 30 µs to filter):
-        kept until the active set is replaced or a collector is added."""
+        """The source's collectors that poll now."""
         active = self._schedule.active
-        collectors = self._by_source.get(source_name, ())
-        kept = self._active_kept.get(source_name)
-        if kept is not None and kept[0] is active and kept[1] == len(collectors):
-            return kept[2]
-        found = tuple(c for c in collectors if c.name in active)
-        self._active_kept[source_name] = (active, len(collectors), found)
-        return found
+        return [c for c in self._by_source.get(source_name, ()) if c.name in active]
 
 
-class _SourceWorker:
-    """One source's thread: connects when a reading is due, runs the UI's tasks and the due
-    collectors on that connection, and after a failure says why and retries with backoff."""
+class _ConnectionLost(Exception):
+    """A collector found the connection broken (its one-line description is ``args[0]``)."""
 
-    def __init__(self, engine: Engine, source: Source):
+
+class _Worker:
+    """One source's reader: connects when a reading is due, runs the UI's tasks and the due
+    collectors on that connection, and after a failure says why and retries with backoff.
+
+    Each :meth:`step` does what is due and says when the next is. A source of its own has a
+    thread that sleeps between steps; a pooled source (``pool``) holds no thread between steps:
+    whichever of the pool's threads is free takes its next one."""
+
+    def __init__(self, engine: Engine, source: Source, pool: Optional["_WorkerPool"] = None):
         self.engine = engine
         self.source = source
-        self.wake = WorkerWake()
+        self.pool = pool
         self._tasks: Deque[Tuple[Callable, Callable]] = deque()
         self._thread: Optional[threading.Thread] = None
+        self._woken = threading.Event()
+        self.handle = None
+        self.connected = False
+        self.failures = 0
+        self.retry_at: Optional[float] = None  # no connection attempt before this (backoff)
+        # The pool's bookkeeping (under its lock): when this source is next looked at, whether
+        # a thread is on it now, and whether it was woken meanwhile.
+        self.planned: Optional[float] = None
+        self.running = False
+        self.woken = False
 
     def start(self) -> None:
-        if self._thread is None:
+        if self.pool is not None:
+            self.pool.wake(self)
+        elif self._thread is None:
             self._thread = threading.Thread(target=self._run, name=f"poll-{self.source.name}", daemon=True)
             self._thread.start()
 
+    def wake(self) -> None:
+        """Look at the source again now (activation, resume, a task, stop), from any thread."""
+        if self.pool is not None:
+            self.pool.wake(self)
+        else:
+            self._woken.set()
+
     def join(self, timeout: float) -> None:
-        if self._thread is not None:
+        if self._thread is not None:  # the pool's threads are joined by the engine
             self._thread.join(timeout)
 
     def submit(self, task: Callable, done: Callable[[Optional[str]], None]) -> None:
         with self.engine.lock:
             self._tasks.append((task, done))
-        self.wake.set()
+        self.wake()
 
     def _run(self) -> None:
-        engine, source = self.engine, self.source
-        handle = None
-        connected = False
-        failures = 0
+        engine = self.engine
         while not engine._stopping:
-            collectors = engine._active_of(source.name)
-            if engine._paused or not collectors:
-                # Idle until woken (activation, resume, a task, stop): hundreds of servers'
-                # threads may be waiting here while their screen is hidden.
-                self._wait(IDLE_WAIT)
-                continue
-            if not connected:
-                due = engine._schedule.first_due(collectors) - engine._clock()
-                if due > 0.005 and not self._tasks:
-                    self._wait(min(0.5, due))  # a staggered start: connect when the first reading is due
-                    continue
-                connected, handle, failures = self._connect(failures)
-                if not connected:
-                    continue
-            lost = self._run_tasks(handle) or self.poll_due(handle, collectors)
-            if lost is not None:
-                source.close(handle)
-                handle, connected = None, False
-                failures += 1
-                self._back_off(failures, lost, self._retry_delay(failures))
-                continue
-            next_due = engine._schedule.first_due(engine._active_of(source.name))
-            # Sleep until the next reading is due: whatever changes the plan sooner (a shorter
-            # interval, a screen shown, a task, resume, stop) sets ``wake``.
-            self._wait(IDLE_WAIT if next_due is None else max(0.005, min(IDLE_WAIT, next_due - engine._clock())))
-        if handle is not None:
-            source.close(handle)
+            at = self.step()
+            # whatever changes the plan sooner (a shorter interval, a screen shown, a task,
+            # resume, stop) wakes the thread
+            self._woken.wait(IDLE_WAIT if at is None else max(0.005, min(IDLE_WAIT, at - engine._clock())))
+            self._woken.clear()
+        self._close()
 
-    def _wait(self, timeout: float) -> None:
-        self.wake.wait(timeout)
+    def step(self) -> Optional[float]:
+        """Connect when a reading is due, run the tasks and the due collectors. Returns when
+        the source wants its next step (monotonic), or None to wait until woken."""
+        engine = self.engine
+        if engine._stopping:
+            self._close()
+            return None
+        collectors = engine._active_of(self.source.name)
+        if (engine._paused or not collectors) and not self._tasks:
+            return None  # idle until woken: a hidden screen's servers hold nothing
+        now = engine._clock()
+        if not self.connected:
+            if self.retry_at is not None and now < self.retry_at:
+                return self.retry_at  # backing off after a failure
+            due = engine._schedule.first_due(collectors) if collectors else now
+            if due is not None and due - now > 0.005 and not self._tasks:
+                return due  # connect when the first reading is due (a staggered start)
+            if not self._connect():
+                return self.retry_at
+        lost = self._run_tasks() or self.poll_due(self.handle, collectors)
+        if lost is not None:
+            self._close()
+            self._back_off(lost)
+            return self.retry_at
+        return engine._schedule.first_due(collectors)
 
-    def _connect(self, failures: int):
-        """(True, handle, 0) once connected; (False, None, failures + 1) after a failure and
-        its backoff."""
+    def _connect(self) -> bool:
         engine, name = self.engine, self.source.name
         engine._set_state(name, connecting=True)
         try:
-            handle = self.source.connect()
+            self.handle = self.source.connect()
         except Exception as exc:  # any failure is reported in one line and retried
-            failures += 1
-            delay = self._retry_delay(failures)
-            message = self.source.describe_error(exc)
-            log.info("%s: %s (retry in %.0fs)", name, message, delay)
-            self._back_off(failures, message, delay)
-            return False, None, failures
+            self._back_off(self.source.describe_error(exc))
+            return False
+        self.connected, self.failures, self.retry_at = True, 0, None
         engine._set_state(name, connected=True, connecting=False, error=None,
                           failures=0, retry_at=None, since=engine._clock())
-        return True, handle, 0
+        return True
 
-    def _retry_delay(self, failures: int) -> float:
-        return self.engine._schedule.retry_delay(backoff_delay(failures), self.engine._active_of(self.source.name))
-
-    def _back_off(self, failures: int, message: str, delay: float) -> None:
-        """Say why the source is unreachable and sleep until it is tried again."""
+    def _back_off(self, message: str) -> None:
+        """Say why the source is unreachable and when it is tried again."""
         engine = self.engine
+        self.failures += 1
+        delay = engine._schedule.retry_delay(backoff_delay(self.failures), engine._active_of(self.source.name))
+        self.retry_at = engine._clock() + delay
+        log.info("%s: %s (retry in %.0fs)", self.source.name, message, delay)
         engine._set_state(self.source.name, connected=False, connecting=False, error=message,
-                          failures=failures, retry_at=engine._clock() + delay)
-        self._sleep_until(engine._clock() + delay)
+                          failures=self.failures, retry_at=self.retry_at)
 
-    def _sleep_until(self, deadline: float) -> None:
-        """Wait for a retry deadline; a wake-up (e.g. on quit) only ends it early when stopping."""
-        engine = self.engine
-        while not engine._stopping:
-            remaining = deadline - engine._clock()
-            if remaining <= 0:
-                return
-            self._wait(remaining)
+    def _close(self) -> None:
+        if self.connected:
+            try:
+                self.source.close(self.handle)
+            except Exception:
+                log.exception("%s: close failed", self.source.name)
+        self.handle, self.connected = None, False
 
-    def _run_tasks(self, handle) -> Optional[str]:
+    def _run_tasks(self) -> Optional[str]:
+        """Run the UI's tasks; returns an error line if the connection was lost."""
         engine, source = self.engine, self.source
         while self._tasks:
             with engine.lock:
                 task, done = self._tasks.popleft()
             try:
-                task(handle)
+                task(self.handle)
             except Exception as exc:
                 message = source.describe_error(exc)
                 done(message)
@@ -512,11 +500,12 @@ class _SourceWorker:
                     return None
                 news += self._poll_one(handle, collector, batch_started)
         except _ConnectionLost as lost:
-            return lost.message
+            return lost.args[0]
         finally:
             if news:
                 engine._tell_listeners()  # once per batch: the header's and the screen's readings
         return None
+
 
     def _poll_one(self, handle, collector: Collector, batch_started: float) -> int:
         """Run one collector if it is due: 1 when it brought news (a snapshot or an error).
@@ -548,135 +537,11 @@ class _SourceWorker:
         snapshot = Snapshot(collector=name, data=data, taken_at=started, duration=finished - started,
                             wall_time=started_wall)
         engine._readings.record(collector, snapshot)
-        engine.news = next(engine._news_numbers)
         engine._schedule.read(collector, batch_started)
         if engine._observers:
             engine._notify("snapshot", snapshot)
         return 1
 
-
-class WorkerWake:
-    """What a source's thread sleeps on between readings: ``set()`` from any thread ends the
-    sleep (or the next one, when it comes first), ``wait(timeout)`` sleeps and takes the wake-up.
-    One lock, held while no wake-up is pending: threading.Event builds a Condition's waiter for
-    every wait, and on a virtual machine a timed wait cost about 120 us of CPU through an Event
-    against 70 us on a bare lock, once a second for every source. Unlike Event's wait-then-clear,
-    a wake-up that comes just after a wait timed out is kept for the next wait.
-
-    >>> wake = WorkerWake()
-    >>> wake.wait(0.01), wake.set(), wake.set(), wake.wait(0.01), wake.wait(0.01)
-    (False, None, None, True, False)
-    """
-
-    def __init__(self):
-        self._pending = threading.Lock()
-        self._pending.acquire()  # held: nothing pending
-
-    def set(self) -> None:
-        try:
-            self._pending.release()
-        except RuntimeError:  # released already: a wake-up is pending
-            pass
-
-    def wait(self, timeout: float) -> bool:
-        """True when woken (the wake-up is taken), False when ``timeout`` seconds passed."""
-        return self._pending.acquire(True, max(0.0, timeout))
-
-
-class _ConnectionLost(Exception):
-    """A collector found the connection broken (its one-line description in ``message``)."""
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
-
-
-class _PoolWake:
-    """What a pooled worker has in place of a thread's Event: ``set()`` asks the pool to look
-    at the source again now (activation, resume, a task, stop)."""
-
-    def __init__(self, worker: "_PooledWorker"):
-        self._worker = worker
-
-    def set(self) -> None:
-        self._worker.pool.wake(self._worker)
-
-
-class _PooledWorker(_SourceWorker):
-    """A source served by the engine's pool: the same connect, poll, task and backoff rules
-    as a :class:`_SourceWorker`, taken one step at a time by whichever pool thread is free.
-    Between steps the source holds no thread: a step says when it wants the next one."""
-
-    def __init__(self, engine: Engine, source: Source, pool: "_WorkerPool"):
-        super().__init__(engine, source)
-        self.pool = pool
-        self.wake = _PoolWake(self)
-        self.handle = None
-        self.connected = False
-        self.failures = 0
-        self.retry_at: Optional[float] = None  # no connection attempt before this (backoff)
-        # The pool's bookkeeping (under its lock): when this source is next looked at, whether
-        # a thread is on it now, and whether it was woken meanwhile.
-        self.planned: Optional[float] = None
-        self.running = False
-        self.woken = False
-
-    def start(self) -> None:
-        self.pool.wake(self)
-
-    def join(self, timeout: float) -> None:
-        pass  # the pool's threads are joined by the engine
-
-    def step(self) -> Optional[float]:
-        """One turn: connect when a reading is due, run the tasks and the due collectors.
-        Returns when the source wants its next turn (monotonic), or None to wait until woken."""
-        engine, source = self.engine, self.source
-        if engine._stopping:
-            self._close()
-            return None
-        collectors = engine._active_of(source.name)
-        if (engine._paused or not collectors) and not self._tasks:
-            return None  # idle until woken: a hidden screen's servers hold nothing
-        now = engine._clock()
-        if not self.connected:
-            if self.retry_at is not None and now < self.retry_at:
-                return self.retry_at  # backing off after a failure
-            due = engine._schedule.first_due(collectors) if collectors else now
-            if due is not None and due - now > 0.005 and not self._tasks:
-                return due  # connect when the first reading is due
-            self.connected, self.handle, self.failures = self._connect(self.failures)
-            if not self.connected:
-                return self.retry_at
-        # the active collectors as the turn began (a change meanwhile wakes the source again)
-        lost = self._run_tasks(self.handle) or self.poll_due(self.handle, collectors)
-        if lost is not None:
-            self._close()
-            self.failures += 1
-            self._back_off(self.failures, lost, self._retry_delay(self.failures))
-            return self.retry_at
-        return engine._schedule.first_due(collectors)
-
-    def _back_off(self, failures: int, message: str, delay: float) -> None:
-        """Say why the source is unreachable; the pool looks at it again after ``delay``
-        (no thread sleeps meanwhile)."""
-        engine = self.engine
-        self.retry_at = engine._clock() + delay
-        engine._set_state(self.source.name, connected=False, connecting=False, error=message,
-                          failures=failures, retry_at=self.retry_at)
-
-    def _connect(self, failures: int):
-        made = super()._connect(failures)
-        if made[0]:
-            self.retry_at = None
-        return made
-
-    def _close(self) -> None:
-        if self.handle is not None:
-            try:
-                self.source.close(self.handle)
-            except Exception:
-                log.exception("%s: close failed", self.source.name)
-        self.handle, self.connected = None, False
 
 
 class _WorkerPool:
@@ -697,14 +562,14 @@ class _WorkerPool:
         self._cond = threading.Condition(lock)  # the idle threads that are not the timer
         self._timer_cond = threading.Condition(lock)  # the timer
         self._timer_waiting = False
-        self._heap: List[Tuple[float, int, _PooledWorker]] = []
+        self._heap: List[Tuple[float, int, _Worker]] = []
         self._sequence = 0  # ties in the heap are broken by order of arrival
         self._threads: List[threading.Thread] = []
         self._stopping = False
         self._idle = 0  # threads waiting for a turn
-        self._members: Dict[str, _PooledWorker] = {}
+        self._members: Dict[str, _Worker] = {}
 
-    def wake(self, worker: _PooledWorker) -> None:
+    def wake(self, worker: _Worker) -> None:
         """Look at ``worker``'s source again now (from any thread)."""
         with self._cond:
             self._members[worker.source.name] = worker
@@ -715,7 +580,7 @@ class _WorkerPool:
                 return
             self._plan(worker, self.engine._clock())
 
-    def _plan(self, worker: _PooledWorker, at: Optional[float]) -> None:
+    def _plan(self, worker: _Worker, at: Optional[float]) -> None:
         """(the lock is held) The source's next turn at ``at``; None: none until woken."""
         if at is not None and worker.planned is not None and worker.planned <= at:
             return  # an earlier turn is planned already
@@ -748,7 +613,7 @@ class _WorkerPool:
             with self._cond:
                 worker = self._next_turn()
                 if worker is None:  # stopping: close the idle sources' connections, then leave
-                    idle = [w for w in self._members.values() if not w.running and w.handle is not None]
+                    idle = [w for w in self._members.values() if not w.running and w.connected]
                     for member in idle:
                         member.running = True  # closed here: no other thread takes it now
                 elif self._heap and not self._timer_waiting:
@@ -759,7 +624,7 @@ class _WorkerPool:
                 return
             self._take(worker)
 
-    def _next_turn(self) -> Optional[_PooledWorker]:
+    def _next_turn(self) -> Optional[_Worker]:
         """(the lock held) Wait for the next due turn and take it (its source marked running);
         None when the pool stops."""
         clock = self.engine._clock
@@ -785,7 +650,7 @@ class _WorkerPool:
             return worker
         return None
 
-    def _first_planned(self) -> Optional[Tuple[float, _PooledWorker]]:
+    def _first_planned(self) -> Optional[Tuple[float, _Worker]]:
         """(the lock held) The heap's first turn, (when, whose), left on the heap; None when
         there is none. Stale entries before it are dropped: a source planned again earlier,
         or taken by a thread, keeps its older entry (a source planned again at the time of an
@@ -797,7 +662,7 @@ class _WorkerPool:
             heapq.heappop(self._heap)
         return None
 
-    def _take(self, worker: _PooledWorker) -> None:
+    def _take(self, worker: _Worker) -> None:
         """Take one turn of ``worker`` (marked running), then plan its next."""
         clock = self.engine._clock
         try:
@@ -829,7 +694,3 @@ class _WorkerPool:
         deadline = self.engine._clock() + timeout
         for thread in list(self._threads):
             thread.join(max(0.0, deadline - self.engine._clock()))
-
-    @property
-    def threads(self) -> int:
-        return len(self._threads)

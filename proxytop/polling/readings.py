@@ -43,11 +43,10 @@ class Readings:
             changes = self._changes
             return max((changes.get(key, 0) for key in keys), default=0)
 
-    def touch(self, key: Hashable) -> int:
-        """Note a change the readings don't hold (a source's state); returns its generation."""
+    def touch(self, key: Hashable) -> None:
+        """Note a change the readings don't hold (a source's state)."""
         with self._lock:
             self._changed(key)
-            return self.generation
 
     def changed_since(self, generation: int) -> Tuple[int, List[Hashable]]:
         """(the generation now, the keys changed after ``generation``, newest first): as many
@@ -105,12 +104,6 @@ class Readings:
         with self._lock:
             self._errors[name] = (message, at)
             self._changed(name)
-
-    def last_taken_at(self, name: str) -> float:
-        """When the newest reading was taken (0 when there is none)."""
-        with self._lock:
-            history = self._history[name]
-            return history[-1].taken_at if history else 0.0
 
     def latest(self, name: str) -> Optional[Snapshot]:
         history = self._history.get(name)

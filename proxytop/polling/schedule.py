@@ -3,8 +3,7 @@ next reading is due.
 
 The engine's workers ask the schedule what is due and tell it when a reading was taken or
 failed; the UI changes intervals and the active set. Newly shown collectors read a moment
-after the screen's first frame, spread over a few milliseconds per source when many sources
-start at once (see :meth:`Schedule.activate`).
+after the screen's first frame (see :meth:`Schedule.activate`).
 """
 from __future__ import annotations
 
@@ -42,29 +41,25 @@ class Schedule:
 
     def activate(self, names: frozenset) -> Tuple[frozenset, List[Tuple[float, str]]]:
         """Only ``names`` poll from now on. Returns the newly active ones and, for each source
-        concerned, when its first reading is due: (time, source)."""
+        concerned, when its first reading is due: (time, source).
+
+        They read a moment after the UI's first frame of the new screen and, with many sources
+        starting at once, spread over up to STAGGER_PER_SOURCE each (one interval at most), so
+        hundreds of servers don't all compete with the UI for the interpreter at once."""
         with self._lock:
             newly = names - self._active
             self._active = names
-            return newly, self._stagger(newly)
-
-    def _stagger(self, newly: frozenset) -> List[Tuple[float, str]]:
-        """When newly shown collectors read first (the lock is held): a moment after the UI's
-        first frame of the new screen, and with many sources starting at once, spread over up
-        to STAGGER_PER_SOURCE each (one interval at most), so hundreds of servers don't all
-        compete with the UI for the interpreter at the same instant. Returns (first reading
-        time, source) for each source concerned."""
-        if not newly:
-            return []
-        start = self._clock() + ACTIVATION_DELAY
-        sources = sorted({self._source_of[name] for name in newly})
-        spread = 0.0
-        if len(sources) > 1:
-            spread = min(min(self._intervals[name] for name in newly), STAGGER_PER_SOURCE * len(sources))
-        offsets = {source: spread * i / len(sources) for i, source in enumerate(sources)}
-        for name in newly:
-            self._next_due[name] = start + offsets[self._source_of[name]]
-        return [(start + offsets[source], source) for source in sources]
+            if not newly:
+                return newly, []
+            start = self._clock() + ACTIVATION_DELAY
+            sources = sorted({self._source_of[name] for name in newly})
+            spread = 0.0
+            if len(sources) > 1:
+                spread = min(min(self._intervals[name] for name in newly), STAGGER_PER_SOURCE * len(sources))
+            first = {source: start + spread * i / len(sources) for i, source in enumerate(sources)}
+            for name in newly:
+                self._next_due[name] = first[self._source_of[name]]
+            return newly, [(first[source], source) for source in sources]
 
     def set_interval(self, collector: Collector, seconds: float, last_reading: float) -> Tuple[float, float]:
         """Set a collector's interval, clamped to its minimum: (the interval in effect, the one

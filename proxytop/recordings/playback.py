@@ -13,7 +13,7 @@ from typing import Callable, Optional
 
 class PlaybackClock:
     """``clock`` is the real monotonic clock (injected in tests); ``now()`` is the position
-    between ``start`` and ``end``. It starts paused at ``at`` (``start`` when None).
+    between ``begin`` and ``end``. It starts paused at ``at`` (``begin`` when None).
 
     >>> real = [100.0]
     >>> playback = PlaybackClock(0.0, 10.0, clock=lambda: real[0])
@@ -23,35 +23,35 @@ class PlaybackClock:
     8.0
     >>> real[0] += 5; playback.now(), playback.at_end, playback.paused
     (10.0, True, True)
-    >>> playback.resume(); playback.now()  # from the end, it plays again from the start
+    >>> playback.resume(); playback.now()  # from the end, it plays again from the beginning
     0.0
     >>> demo = PlaybackClock(0.0, 10.0, clock=lambda: real[0], loop=True)
     >>> demo.resume(); real[0] += 25; demo.now()  # a loop wraps round
     5.0
     """
 
-    def __init__(self, start: float, end: float, clock: Callable[[], float] = time.monotonic,
+    def __init__(self, begin: float, end: float, clock: Callable[[], float] = time.monotonic,
                  speed: float = 1.0, loop: bool = False, at: Optional[float] = None):
-        self.start = start
+        self.begin = begin
         self.end = end
         self.loop = loop
         self.speed = speed
         self._clock = clock
         self._playing = False
-        self._anchor_pos = start if at is None else self.clamp(at)
+        self._anchor_pos = begin if at is None else self.clamp(at)
         self._anchor_clock = clock()
 
     def clamp(self, at: float) -> float:
-        return min(max(at, self.start), self.end)
+        return min(max(at, self.begin), self.end)
 
     def now(self) -> float:
         if not self._playing:
             return self._anchor_pos
         position = self._anchor_pos + (self._clock() - self._anchor_clock) * self.speed
         if position >= self.end:
-            span = self.end - self.start
+            span = self.end - self.begin
             if self.loop and span > 0:
-                position = self.start + (position - self.start) % span
+                position = self.begin + (position - self.begin) % span
                 self._anchor_pos, self._anchor_clock = position, self._clock()
             else:
                 self._anchor_pos, self._anchor_clock, self._playing = self.end, self._clock(), False
@@ -65,7 +65,7 @@ class PlaybackClock:
 
     def resume(self) -> None:
         if self.at_end:
-            self._anchor_pos = self.start  # play again from the beginning
+            self._anchor_pos = self.begin  # play again from the beginning
         self._anchor_clock = self._clock()
         self._playing = True
 

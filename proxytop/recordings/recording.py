@@ -125,12 +125,10 @@ def _scrub_pair(items: List[Any]) -> List[Any]:
 
 # ----- the codec ------------------------------------------------------------------------------
 
-# Every type of value a recording may hold, by the name the file gives it. The names are the
-# format, not the code's: a class can move to another module (or be renamed) and recordings
-# still read, as long as its name here stays. A collector that returns a type missing here has
-# its readings refused when recorded (tests/test_recording.py records every screen's collectors
-# and fails on it): add the type here. Renaming an entry, or changing what a field means, is a
-# new VERSION.
+# Every type of value a recording may hold, by the name the file gives it: the names are the
+# format, so a class may move or be renamed as long as its name here stays. A type missing here
+# is refused when recorded (tests/test_recording.py records every screen's collectors and fails
+# on it). Renaming an entry, or changing what a field means, is a new VERSION.
 TYPES: Dict[str, type] = {
     "Table": Table,
     "SourceState": SourceState,
@@ -327,7 +325,6 @@ class RecordingWriter:
         self._lock = threading.Lock()
         self.snapshots = 0
         self.skipped = 0
-        self.bytes_written = 0
         prepare_for_append(path)
         try:
             self._file = open(path, "ab")
@@ -346,7 +343,6 @@ class RecordingWriter:
             chunk = self._compressor.compress(line) + self._compressor.flush(zlib.Z_SYNC_FLUSH)
             self._file.write(chunk)
             self._file.flush()
-            self.bytes_written += len(chunk)
 
     def snapshot(self, snapshot: Snapshot) -> bool:
         envelope = {"k": "s", "c": snapshot.collector, "t": snapshot.taken_at, "w": snapshot.wall_time,
@@ -450,7 +446,6 @@ class Scan:
     def __init__(self) -> None:
         self.records: List[Record] = []
         self.complete = True  # every gzip member finished (False after a crash)
-        self.damaged_lines = 0
 
 
 def iter_lines(path: str, scan: Optional[Scan] = None, chunk_size: int = 1 << 16) -> Iterator[bytes]:
@@ -492,8 +487,7 @@ def iter_lines(path: str, scan: Optional[Scan] = None, chunk_size: int = 1 << 16
                     finished_member = True
                     chunk = decompressor.unused_data
                     decompressor = zlib.decompressobj(_GZIP)
-                    if pending:
-                        pending = b""  # a member always ends with a newline; anything else is noise
+                    pending = b""  # a member always ends with a newline; anything else is noise
                 else:
                     chunk = b""
         if not finished_member and scan is not None:
@@ -511,10 +505,8 @@ def scan(path: str) -> Scan:
         try:
             envelope = json.loads(head)
         except ValueError:
-            result.damaged_lines += 1
-            continue
+            continue  # a damaged line
         if not isinstance(envelope, dict) or "k" not in envelope:
-            result.damaged_lines += 1
             continue
         if first:
             if envelope.get("k") != "h" or envelope.get("format") != FORMAT:

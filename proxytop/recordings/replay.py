@@ -1,34 +1,28 @@
-"""Replay: the engine's read API served from a recording, with a playback clock.
+"""Replay (--replay FILE, --demo): the engine's read API served from a recording.
 
-:class:`ReplayEngine` answers exactly what the controller, the view and the screens ask of
-:class:`proxytop.polling.engine.Engine` (latest, last_two, history, error, state, source, collector,
-now, ...), from the snapshots recorded at or before the playback position. Nothing polls and
-nothing is written: ``submit`` refuses. Every screen, sort, filter and drill-down works as
-live because they only ever read through this API.
+:class:`ReplayEngine` answers what the UI asks of the live engine (proxytop.engine_view) from
+the readings recorded at or before the playback position, so every screen, sort, filter and
+drill-down works as live. Nothing polls and nothing is written: ``submit`` refuses.
 
 Recorded times are placed on one timeline: the monotonic clock of the first run, unchanged (so
 rates come out exactly as live), later runs appended to the file shifted by what their headers
-say about the wall clock. ``base`` turns a position into wall-clock time, for the header and
-for jumping to a time of day. The position moves with the real clock times
-the playback speed, stops at the end (or loops, for the demo), and can be paused, stepped one
-reading at a time, moved by ten seconds or sent to a given time.
+say about the wall clock. ``base`` turns a position into wall-clock time.
 """
 from __future__ import annotations
 
 import argparse
 import bisect
 import datetime
+import functools
 import logging
 import os
 import re
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from proxytop.config.endpoints import Endpoint
 from proxytop.core import Collector, Snapshot, Source
-from proxytop.metrics import units
 from proxytop.polling.engine import SourceState
 from proxytop.recordings.playback import PlaybackClock
 from proxytop.recordings.recording import RecordingError, loads, scan
@@ -56,21 +50,16 @@ class Segment:
 
 
 class Series:
-    """Time-ordered entries of one collector (or source), with their times for bisecting."""
+    """The entries of one collector (or source), (time, run, envelope, data text), in time
+    order once finished (the engine's threads wrote them as they came)."""
 
     def __init__(self) -> None:
-        self.times: List[float] = []
         self.entries: List[Tuple[float, int, Dict[str, Any], Optional[str]]] = []
-
-    def add(self, at: float, segment: int, envelope: Dict[str, Any], data: Optional[str]) -> None:
-        self.times.append(at)
-        self.entries.append((at, segment, envelope, data))
+        self.times: List[float] = []  # the entries' times, for bisecting
 
     def finish(self) -> None:
-        if any(b < a for a, b in zip(self.times, self.times[1:])):
-            order = sorted(range(len(self.times)), key=lambda i: self.times[i])
-            self.entries = [self.entries[i] for i in order]
-            self.times = [self.times[i] for i in order]
+        self.entries.sort(key=lambda entry: entry[0])
+        self.times = [entry[0] for entry in self.entries]
 
     def index_at(self, at: float) -> int:
         """Index of the last entry at or before ``at`` (-1 when none)."""
@@ -95,6 +84,8 @@ class RecordingIndex:
         self.sources: Dict[str, Series] = {}
         self.errors: Dict[str, Series] = {}
         self.collectors: Dict[str, Dict[str, Any]] = {}
+        groups = {"s": (self.snapshots, "c"), "st": (self.states, "name"), "src": (self.sources, "name"),
+                  "err": (self.errors, "c")}
         for envelope, data in found.records:
             kind = envelope.get("k")
             if kind == "h":
@@ -112,17 +103,12 @@ class RecordingIndex:
                 at = float(envelope.get("t", 0.0)) + offset
             except (TypeError, ValueError):
                 continue
-            if kind == "s" and "c" in envelope:
-                self.snapshots.setdefault(envelope["c"], Series()).add(at, segment, envelope, data)
-            elif kind == "st" and "name" in envelope:
-                self.states.setdefault(envelope["name"], Series()).add(at, segment, envelope, data)
-            elif kind == "src" and "name" in envelope:
-                self.sources.setdefault(envelope["name"], Series()).add(at, segment, envelope, data)
-            elif kind == "err" and "c" in envelope:
-                self.errors.setdefault(envelope["c"], Series()).add(at, segment, envelope, None)
+            if kind in groups and groups[kind][1] in envelope:
+                group, key = groups[kind]
+                group.setdefault(envelope[key], Series()).entries.append((at, segment, envelope, data))
             elif kind == "col" and "name" in envelope:
                 self.collectors[envelope["name"]] = envelope
-        for group in (self.snapshots, self.states, self.sources, self.errors):
+        for group, _key in groups.values():
             for series in group.values():
                 series.finish()
         timed = list(self.snapshots.values()) + list(self.states.values()) + list(self.errors.values())
@@ -138,10 +124,6 @@ class RecordingIndex:
     def options(self) -> Dict[str, Any]:
         """The recorded command-line options of the first run."""
         return dict(self.segments[0].header.get("options") or {}) if self.segments else {}
-
-    @property
-    def snapshot_count(self) -> int:
-        return sum(len(s) for s in self.snapshots.values())
 
     def segment_at(self, at: float) -> int:
         return max(0, bisect.bisect_right(self.segment_starts, at + 1e-9) - 1)
@@ -176,155 +158,29 @@ class RecordedCollector(Collector):
         raise RecordingError(NOT_IN_REPLAY)
 
 
-# ----- the readings at a position ---------------------------------------------------------------
-
-class RecordedReadings:
-    """Snapshots, errors, source states and sources as they stood at a position on the
-    timeline. Decoded on first use and cached: a screen asks for the same few readings every
-    frame. Only readings of the position's own run count (a rate never spans two runs)."""
-
-    def __init__(self, index: RecordingIndex):
-        self.index = index
-        self._cache: "OrderedDict[Tuple[str, int], Snapshot]" = OrderedDict()
-        self._source_cache: Dict[Tuple[str, int], Source] = {}
-        self._state_cache: Dict[Tuple[str, int], SourceState] = {}
-
-    def _entry_at(self, series: Series, at: float) -> int:
-        """Index of the series' last entry at or before ``at`` in the same run (-1 when none)."""
-        i = series.index_at(at)
-        if i < 0 or series.entries[i][1] != self.index.segment_at(at):
-            return -1
-        return i
-
-    def _index(self, name: str, at: float) -> Tuple[Optional[Series], int]:
-        series = self.index.snapshots.get(name)
-        if series is None:
-            return None, -1
-        return series, self._entry_at(series, at)
-
-    def _snapshot(self, name: str, series: Series, i: int) -> Snapshot:
-        key = (name, i)
-        cached = self._cache.get(key)
-        if cached is not None:
-            self._cache.move_to_end(key)
-            return cached
-        at, _segment, envelope, raw = series.entries[i]
-        error = envelope.get("e")
-        try:
-            data = loads(raw) if raw is not None else None
-        except (RecordingError, ValueError, TypeError) as exc:
-            log.warning("%s at %.3f: %s", name, at, exc)
-            data, error = None, f"cannot replay this reading: {exc}"
-        snapshot = Snapshot(collector=name, data=data, taken_at=at, duration=float(envelope.get("d") or 0.0),
-                            wall_time=float(envelope.get("w") or at), error=error)
-        self._cache[key] = snapshot
-        if len(self._cache) > CACHE_SIZE:
-            self._cache.popitem(last=False)
-        return snapshot
-
-    def latest(self, name: str, at: float) -> Optional[Snapshot]:
-        series, i = self._index(name, at)
-        return self._snapshot(name, series, i) if i >= 0 else None
-
-    def history(self, name: str, at: float, keep: int) -> Tuple[Snapshot, ...]:
-        """Up to ``keep`` readings, the last one at or before ``at``."""
-        series, i = self._index(name, at)
-        if i < 0:
-            return ()
-        segment = series.entries[i][1]
-        first = i
-        while first > 0 and i - first + 1 < keep and series.entries[first - 1][1] == segment:
-            first -= 1
-        return tuple(self._snapshot(name, series, j) for j in range(first, i + 1))
-
-    def last_two(self, name: str, at: float) -> Tuple[Optional[Snapshot], Optional[Snapshot]]:
-        series, i = self._index(name, at)
-        if i < 0:
-            return None, None
-        current = self._snapshot(name, series, i)
-        if i > 0 and series.entries[i - 1][1] == series.entries[i][1]:
-            return self._snapshot(name, series, i - 1), current
-        return None, current
-
-    def error(self, name: str, at: float) -> Optional[str]:
-        errors = self.index.errors.get(name)
-        i = self._entry_at(errors, at) if errors is not None else -1
-        if i < 0:
-            return None
-        failed_at = errors.entries[i][0]
-        series, j = self._index(name, at)
-        if j >= 0 and series.times[j] >= failed_at:
-            return None  # a reading succeeded since
-        return errors.entries[i][2].get("m")
-
-    def state(self, source_name: str, at: float) -> Optional[SourceState]:
-        series = self.index.states.get(source_name)
-        i = self._entry_at(series, at) if series is not None else -1
-        if i < 0:
-            return None
-        key = (source_name, i)
-        state = self._state_cache.get(key)
-        if state is None:
-            state = self._decode_state(series, i)
-            if state is None:
-                return None
-            self._state_cache[key] = state
-        return state
-
-    def _decode_state(self, series: Series, i: int) -> Optional[SourceState]:
-        """The recorded state, its monotonic times moved onto the timeline."""
-        _at, segment, _envelope, raw = series.entries[i]
-        offset = self.index.segments[segment].offset
-        try:
-            decoded = loads(raw) if raw is not None else None
-        except (RecordingError, ValueError, TypeError):
-            decoded = None
-        if not isinstance(decoded, SourceState):
-            return None
-        return replace(decoded, retry_at=decoded.retry_at + offset if decoded.retry_at is not None else None,
-                       since=decoded.since + offset)
-
-    def source(self, name: str, at: float) -> Optional[Source]:
-        """The source as recorded at ``at``; None when the recording has no usable record."""
-        series = self.index.sources.get(name)
-        if series is None or not len(series):
-            return None
-        i = max(0, series.index_at(at))
-        key = (name, i)
-        source = self._source_cache.get(key)
-        if source is None:
-            raw = series.entries[i][3]
-            try:
-                info = loads(raw) if raw is not None else {}
-            except (RecordingError, ValueError, TypeError) as exc:
-                log.warning("source %s: %s", name, exc)
-                return None
-            source = self._source_cache[key] = ReplaySource(name, info if isinstance(info, dict) else {})
-        return source
-
-
 # ----- the engine -------------------------------------------------------------------------------
 
-class ReplayEngine:
-    """The engine API over a recording. ``clock`` is the real monotonic clock (injected in
-    tests); ``now()`` is the playback position on the recording's timeline."""
+class ReplayEngine(PlaybackClock):
+    """The engine's read API over a recording, as it stood at the playback position
+    (``now()``, on the recording's timeline; ``clock`` is the real monotonic clock, injected in
+    tests). Only readings of the position's own run count (a rate never spans two runs). Its
+    readings follow the position, not events: it neither wakes the UI (npyscreen's keypress
+    timeout does) nor numbers its changes (the UI compares snapshots)."""
 
     replaying = True
     refuses_writes = NOT_IN_REPLAY
-    # Its readings follow the position, not events: nothing to wake the UI for (it is woken by
-    # npyscreen's keypress timeout) and no changes numbered (the UI compares snapshots).
-    notifies_changes = False
-    generation = 0
 
     def __init__(self, index: RecordingIndex, clock: Callable[[], float] = time.monotonic,
                  speed: float = 1.0, loop: bool = False, start: Optional[float] = None):
+        super().__init__(index.start, index.end, clock, speed=speed, loop=loop, at=start)
         self.index = index
         self._sources: Dict[str, Source] = {}
         self._collectors: Dict[str, Collector] = {}
         self._intervals: Dict[str, float] = {}
         self._active: frozenset = frozenset()
-        self._readings = RecordedReadings(index)
-        self._playback = PlaybackClock(index.start, index.end, clock, speed=speed, loop=loop, at=start)
+        # Each record decoded once: a 2,000-row digest takes some 25 ms to decode and is asked
+        # for several times a frame; and the same object each time tells a screen nothing changed.
+        self._decoded = functools.lru_cache(maxsize=CACHE_SIZE)(self._decode)
 
     @classmethod
     def open(cls, path: str, **kwargs) -> "ReplayEngine":
@@ -338,24 +194,6 @@ class ReplayEngine:
         if collector.name not in self._collectors:
             self._collectors[collector.name] = collector
             self._intervals[collector.name] = max(collector.default_interval, collector.min_interval)
-
-    def add_observer(self, observer) -> None:
-        """Nothing new happens in a replay: observers are never called."""
-
-    def remove_observer(self, observer) -> None:
-        pass
-
-    def add_listener(self, listener) -> None:
-        """Nothing new happens in a replay: listeners are never called."""
-
-    def remove_listener(self, listener) -> None:
-        pass
-
-    def changed_since(self, generation: int) -> Tuple[int, List[object]]:
-        return 0, []  # not numbered (notifies_changes is False)
-
-    def last_changed(self, keys: Iterable[object]) -> int:
-        return 0
 
     def collector(self, name: str) -> Optional[Collector]:
         found = self._collectors.get(name)
@@ -374,8 +212,8 @@ class ReplayEngine:
         self.pause()
 
     # ----- what the UI changes --------------------------------------------------------------
-    def set_active(self, names: Iterable[str]) -> None:
-        self._active = frozenset(names)
+    def set_active(self, names: Iterable[str], together: Iterable[str] = ()) -> None:
+        self._active = frozenset(names)  # ``together``: readings are where they were recorded
 
     @property
     def active(self) -> frozenset:
@@ -390,75 +228,28 @@ class ReplayEngine:
     def interval(self, name: str) -> float:
         return self._intervals.get(name, 1.0)
 
-    def read_together(self, names: Iterable[str]) -> None:
-        """A replay has no schedule: its readings are where they were recorded."""
-
     def submit(self, source_name: str, task: Callable, done: Callable[[Optional[str]], None]) -> None:
         done(NOT_IN_REPLAY)
 
-    # ----- the playback clock ---------------------------------------------------------------
-    @property
-    def speed(self) -> float:
-        return self._playback.speed
+    # ----- moving through the recording -----------------------------------------------------
+    def poll_ends(self, names: Iterable[str]) -> List[float]:
+        """The time of the last reading of each poll of these collectors (readings closer
+        than CLUSTER_GAP are one poll): the positions a step moves between."""
+        series = [self.index.snapshots[name] for name in names if name in self.index.snapshots]
+        return cluster_ends(sorted(at for s in series for at in s.times))
 
-    @property
-    def loop(self) -> bool:
-        return self._playback.loop
-
-    def now(self) -> float:
-        return self._playback.now()
-
-    def pause(self) -> None:
-        self._playback.pause()
-
-    def resume(self) -> None:
-        self._playback.resume()
-
-    @property
-    def paused(self) -> bool:
-        return self._playback.paused
-
-    @property
-    def at_end(self) -> bool:
-        return self._playback.at_end
-
-    def seek(self, at: float) -> float:
-        return self._playback.seek(at)
-
-    def set_speed(self, speed: float) -> None:
-        self._playback.set_speed(speed)
-
-    def reading_times(self, names: Optional[Iterable[str]] = None) -> List[float]:
-        """Sorted times of the readings of ``names`` (every collector when None)."""
-        wanted = list(names) if names is not None else list(self.index.snapshots)
-        times: List[float] = []
-        for name in wanted:
-            series = self.index.snapshots.get(name)
-            if series is not None:
-                times.extend(series.times)
-        times.sort()
-        return times
-
-    def poll_ends(self, names: Optional[Iterable[str]] = None) -> List[float]:
-        """The time of the last reading of each poll (readings closer than CLUSTER_GAP are one
-        poll): the positions a step moves between."""
-        return cluster_ends(self.reading_times(names))
-
-    def step(self, direction: int, names: Optional[Iterable[str]] = None) -> bool:
+    def step(self, direction: int, names: Iterable[str]) -> bool:
         """Pause and move one poll forward or back; False at either end."""
         position = self.now()
         self.pause()
         ends = self.poll_ends(names)
         if direction > 0:
             i = bisect.bisect_right(ends, position + 1e-6)
-            if i >= len(ends):
-                return False
-            self.seek(ends[i])
         else:
             i = bisect.bisect_left(ends, position - 1e-6) - 1
-            if i < 0:
-                return False
-            self.seek(ends[i])
+        if not 0 <= i < len(ends):
+            return False
+        self.seek(ends[i])
         return True
 
     def wall_now(self) -> float:
@@ -466,22 +257,72 @@ class ReplayEngine:
         return self.now() + self.index.base
 
     # ----- what the UI reads (as it stood at the position) ----------------------------------
+    def _entry_at(self, series: Optional[Series], at: float) -> int:
+        """Index of the series' last entry at or before ``at`` in the same run (-1 when none)."""
+        i = series.index_at(at) if series is not None else -1
+        if i < 0 or series.entries[i][1] != self.index.segment_at(at):
+            return -1
+        return i
+
+    def _decode(self, kind: str, name: str, i: int) -> Any:
+        """The snapshot (kind "s"), state ("st") or source ("src") of entry ``i`` of ``name``;
+        None for a state or a source that can't be read."""
+        series = {"s": self.index.snapshots, "st": self.index.states, "src": self.index.sources}[kind][name]
+        at, segment, envelope, raw = series.entries[i]
+        try:
+            data = loads(raw) if raw is not None else None
+        except (RecordingError, ValueError, TypeError) as exc:
+            log.warning("%s at %.3f: %s", name, at, exc)
+            if kind != "s":
+                return None
+            data, envelope = None, dict(envelope, e=f"cannot replay this reading: {exc}")
+        if kind == "s":
+            return Snapshot(collector=name, data=data, taken_at=at, duration=float(envelope.get("d") or 0.0),
+                            wall_time=float(envelope.get("w") or at), error=envelope.get("e"))
+        if kind == "src":
+            return ReplaySource(name, data if isinstance(data, dict) else {})
+        if not isinstance(data, SourceState):
+            return None
+        offset = self.index.segments[segment].offset  # its monotonic times moved onto the timeline
+        return replace(data, retry_at=data.retry_at + offset if data.retry_at is not None else None,
+                       since=data.since + offset)
+
+    def _snapshots(self, name: str, keep: int) -> Tuple[Snapshot, ...]:
+        """Up to ``keep`` readings of the position's run, the last one at or before it."""
+        series = self.index.snapshots.get(name)
+        i = self._entry_at(series, self.now())
+        if i < 0:
+            return ()
+        first = i
+        while first > 0 and i - first + 1 < keep and series.entries[first - 1][1] == series.entries[i][1]:
+            first -= 1
+        return tuple(self._decoded("s", name, j) for j in range(first, i + 1))
+
     def latest(self, name: str) -> Optional[Snapshot]:
-        return self._readings.latest(name, self.now())
+        found = self._snapshots(name, 1)
+        return found[-1] if found else None
 
     def history(self, name: str) -> Tuple[Snapshot, ...]:
         collector = self.collector(name)
-        keep = max(2, collector.history if collector is not None else 2)
-        return self._readings.history(name, self.now(), keep)
+        return self._snapshots(name, max(2, collector.history if collector is not None else 2))
 
     def last_two(self, name: str) -> Tuple[Optional[Snapshot], Optional[Snapshot]]:
-        return self._readings.last_two(name, self.now())
+        found = self._snapshots(name, 2)
+        return (None,) * (2 - len(found)) + found
 
     def error(self, name: str) -> Optional[str]:
-        return self._readings.error(name, self.now())
+        errors = self.index.errors.get(name)
+        i = self._entry_at(errors, self.now())
+        if i < 0:
+            return None
+        latest = self.latest(name)
+        if latest is not None and latest.taken_at >= errors.times[i]:
+            return None  # a reading succeeded since
+        return errors.entries[i][2].get("m")
 
     def state(self, source_name: str) -> Optional[SourceState]:
-        return self._readings.state(source_name, self.now())
+        i = self._entry_at(self.index.states.get(source_name), self.now())
+        return self._decoded("st", source_name, i) if i >= 0 else None
 
     def states(self) -> List[SourceState]:
         found = [self.state(name) for name in self.index.states]
@@ -491,7 +332,9 @@ class ReplayEngine:
         return [s for s in self.states() if s.retry_at is not None]
 
     def source(self, name: str) -> Optional[Source]:
-        recorded = self._readings.source(name, self.now())
+        """The source as recorded at the position (or as registered, when not recorded)."""
+        series = self.index.sources.get(name)
+        recorded = self._decoded("src", name, max(0, series.index_at(self.now()))) if series else None
         return recorded if recorded is not None else self._sources.get(name)
 
 
@@ -596,15 +439,15 @@ def parse_jump(text: str, position: float, start: float, end: float,
     hour_i, minute_i, second_i = int(hour), int(minute), int(second or 0)
     if hour_i > 23 or minute_i > 59 or second_i > 59:
         raise ValueError(f"'{text}' is not a time of day")
-    offset_seconds = _zone_offset(zone, position)
+    within = hour_i * 3600 + minute_i * 60 + second_i
+    offset_seconds = float(getattr(zone(position), "tm_gmtoff", 0) or 0)
     if year:
         try:
             day_start = datetime.datetime(int(year), int(month), int(day), tzinfo=datetime.timezone.utc).timestamp()
         except ValueError:
             raise ValueError(f"'{text}' is not a date") from None
-        return day_start - offset_seconds + hour_i * 3600 + minute_i * 60 + second_i
+        return day_start - offset_seconds + within
     # A time of day: on the day of the position, or another day the recording covers.
-    within = hour_i * 3600 + minute_i * 60 + second_i
     candidates = []
     for anchor in (position, start, end):
         local = anchor + offset_seconds
@@ -612,11 +455,6 @@ def parse_jump(text: str, position: float, start: float, end: float,
         candidates.append(day_start + within)
     inside = [c for c in candidates if start - 1 <= c <= end + 1]
     return inside[0] if inside else candidates[0]
-
-
-def _zone_offset(zone: Callable[[float], time.struct_time], at: float) -> float:
-    local = zone(at)
-    return float(getattr(local, "tm_gmtoff", 0) or 0)
 
 
 # ----- the keys of a replay -------------------------------------------------------------------
@@ -662,45 +500,35 @@ class ReplayControls:
                 line.append(("  no readings of this screen here", "warning"))
         return line
 
-    def _names(self, controller) -> List[str]:
-        return list(controller.screen.active_collectors())
-
     def _say_position(self, controller, prefix: str = "") -> None:
         controller.say(f"{prefix}{format_time(self.engine.wall_now())}")
 
-    def _step(self, controller, direction: int) -> None:
-        names = self._names(controller)
-        if not self.engine.reading_times(names):
+    def _step(self, direction: int, controller) -> None:
+        names = list(controller.screen.active_collectors())
+        if not self.engine.poll_ends(names):
             controller.say("this screen has no readings in the recording")
         elif self.engine.step(direction, names):
             self._say_position(controller, "paused at ")
         else:
             controller.say("start of the recording" if direction < 0 else "end of the recording")
 
+    def _move(self, seconds: float, controller) -> None:
+        self.engine.seek(self.engine.now() + seconds)
+        self._say_position(controller)
+
+    def _change_speed(self, direction: int, controller) -> None:
+        self.engine.set_speed(step_speed(self.engine.speed, direction))
+        controller.say(f"playback {speed_text(self.engine.speed)}")
+
     def action_pause(self, controller) -> None:
         controller.do_pause()  # the replay engine stands in for the polling engine
 
-    def action_step_back(self, controller) -> None:
-        self._step(controller, -1)
-
-    def action_step_forward(self, controller) -> None:
-        self._step(controller, +1)
-
-    def action_back(self, controller) -> None:
-        self.engine.seek(self.engine.now() - JUMP_SECONDS)
-        self._say_position(controller)
-
-    def action_forward(self, controller) -> None:
-        self.engine.seek(self.engine.now() + JUMP_SECONDS)
-        self._say_position(controller)
-
-    def action_slower(self, controller) -> None:
-        self.engine.set_speed(step_speed(self.engine.speed, -1))
-        controller.say(f"playback {speed_text(self.engine.speed)}")
-
-    def action_faster(self, controller) -> None:
-        self.engine.set_speed(step_speed(self.engine.speed, +1))
-        controller.say(f"playback {speed_text(self.engine.speed)}")
+    action_step_back = functools.partialmethod(_step, -1)
+    action_step_forward = functools.partialmethod(_step, +1)
+    action_back = functools.partialmethod(_move, -JUMP_SECONDS)
+    action_forward = functools.partialmethod(_move, JUMP_SECONDS)
+    action_slower = functools.partialmethod(_change_speed, -1)
+    action_faster = functools.partialmethod(_change_speed, +1)
 
     def action_jump(self, controller) -> None:
         engine = self.engine
@@ -752,8 +580,3 @@ def _as_option(value: Any) -> Any:
         return [tuple(v) if isinstance(v, list) else v for v in value]
     return value
 
-
-def describe(index: RecordingIndex) -> str:
-    """One line about a recording (for messages)."""
-    span = units.duration(index.end - index.start)
-    return f"{index.snapshot_count} readings over {span} from {format_time(index.start + index.base)}"

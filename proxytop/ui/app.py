@@ -346,7 +346,7 @@ class MonitorApp(npyscreen.NPSAppManaged):
     def run(self, *args, **keywords):
         engine = self.controller.engine
         before = {}  # the stop signals' handlers before the live loop's
-        if engine.notifies_changes:
+        if not engine.replaying:  # a live engine wakes the UI when something is new
             self.wakeup = wakeup.WakeUp()
             engine.add_listener(self.wakeup.wake)
             for signum in wakeup.STOP_SIGNALS:

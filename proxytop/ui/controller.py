@@ -226,11 +226,11 @@ class Controller:
                 # the header's backend alarm, on every screen: each side's pool at a slower pace
                 engine.set_interval(name, max(interval, pace))
                 names.append(name)
-        engine.set_active(names)
         # The ProxySQL readings start in one batch (the slower ones then stay in step with it):
         # after a switch the header's (read anew) and the pool's (kept at the alarm's pace)
         # were a fraction of a second apart for good, two wake-ups and two frames an interval.
-        engine.read_together([n for n in names if getattr(engine.collector(n), "source", None) == "proxysql"])
+        engine.set_active(names, together=[n for n in names
+                                           if getattr(engine.collector(n), "source", None) == "proxysql"])
         self._rows_token = None
 
     def _step_interval(self, direction: int) -> None:
@@ -261,7 +261,7 @@ class Controller:
             # The screen's set changed (e.g. servers discovered at runtime), or the alarm's (a
             # PostgreSQL side learnt on connecting, a pool read empty): poll the new set.
             self.activate()
-        if self.engine.notifies_changes:  # the engine numbers every change
+        if not self.engine.replaying:  # a live engine numbers every change
             data = self.engine.last_changed(self._followed)
         else:  # a replay: which readings are shown
             data = tuple(s and s.taken_at for s in map(self.engine.latest, names))
