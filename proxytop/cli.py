@@ -89,9 +89,7 @@ def start_recording(config, engine):
 
 
 def usage_error(message: str) -> int:
-    parser = options.build_parser()
-    parser.print_usage(sys.stderr)
-    print(f"proxytop: error: {message}", file=sys.stderr)
+    sys.stderr.write(options.usage_line(message))
     return 2
 
 

@@ -22,6 +22,19 @@ class NotProxySQLAdmin(Exception):
     """The server answered but is not a ProxySQL admin interface."""
 
 
+class NotMySQL(Exception):
+    """The port did not answer as a MySQL server would: no greeting within the connect timeout
+    (``silent``: an HTTP server waiting for its request, a hung server), or bytes of another
+    protocol."""
+
+    def __init__(self, silent: bool):
+        super().__init__("no greeting" if silent else "another protocol")
+        self.silent = silent
+
+
+ADMIN_PORT_HINT = "ProxySQL's admin port is usually 6032"
+
+
 class UnsafeQuery(Exception):
     """A query proxytop refuses to send (e.g. one naming a *_reset table)."""
 
@@ -55,7 +68,7 @@ def is_passing(exc: BaseException) -> bool:
 
 def is_connection_error(exc: BaseException) -> bool:
     """A broken or unusable connection (reconnect), as opposed to a failed query."""
-    if isinstance(exc, (NotProxySQLAdmin, ConnectionError, socket.timeout, TimeoutError, OSError)):
+    if isinstance(exc, (NotProxySQLAdmin, NotMySQL, ConnectionError, socket.timeout, TimeoutError, OSError)):
         return True
     if isinstance(exc, pymysql.err.InterfaceError):
         return True
@@ -74,7 +87,18 @@ def describe(exc: BaseException, target: str = "", password: Optional[str] = Non
              timeout: Optional[float] = None, server: str = "") -> str:
     """One line: what went wrong, in words, with the target it concerns. ``timeout`` (the
     seconds waited) turns a timeout into advice: a big answer may just need longer; ``server``
-    is the host that TLS problems name."""
+    is the host that TLS problems name.
+
+    >>> describe(NotMySQL(silent=True), timeout=3)
+    "the port did not answer as a MySQL server would (nothing in 3 s): ProxySQL's admin port is usually 6032; a slow server needs a longer --connect-timeout"
+    >>> describe(NotMySQL(silent=False), "db1:80")
+    "db1:80: the port did not answer as a MySQL server would (another protocol): ProxySQL's admin port is usually 6032"
+    """
+    if isinstance(exc, NotMySQL):
+        waited = f"nothing in {timeout:g} s" if timeout is not None else "nothing in time"
+        slow = "; a slow server needs a longer --connect-timeout" if exc.silent else ""
+        return (f"{_prefix(target)}the port did not answer as a MySQL server would "
+                f"({waited if exc.silent else exc}): {ADMIN_PORT_HINT}{slow}")
     message = _describe(exc, target, password, server)
     if timeout is not None and message.endswith(_TIMED_OUT):
         message += f" ({timeout:g} s; a slow server needs a longer --connect-timeout)"

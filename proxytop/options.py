@@ -112,6 +112,20 @@ class OptionParser(argparse.ArgumentParser):
     def options(self, container=None) -> "_KeptOptions":
         return _KeptOptions(self, self if container is None else container)
 
+    def error(self, message: str):
+        """The one line that matters and where to read more (argparse prints its whole usage,
+        some 18 lines, before it): stderr, exit 2."""
+        self.exit(2, usage_line(message))
+
+
+def usage_line(message: str) -> str:
+    """A usage error as proxytop prints it.
+
+    >>> usage_line("argument -P/--port: 'x' is not a port number")
+    "proxytop: error: argument -P/--port: 'x' is not a port number (see proxytop --help)\\n"
+    """
+    return f"proxytop: error: {message} (see proxytop --help)\n"
+
 
 class _KeptOptions:
     """add_argument and add_argument_group of a parser or group, keeping what they make."""

@@ -464,8 +464,13 @@ class InnoDBScreen(Screen):
         if self.fleet.discover:
             if discovery is None:
                 error = view.error(DISCOVERY)
+                proxysql = view.state("proxysql")
                 if error:
                     lines.append(((f"Discovery through ProxySQL failed: {error}", "warning"),))
+                elif not listed and proxysql is not None and not proxysql.connected and proxysql.error:
+                    # the discovery waits for ProxySQL: say why, and how to do without it
+                    lines.append((("ProxySQL can't be reached (the header says why), so its backends can't be found: "
+                                   "watch MySQL servers directly with --mysql HOST[:PORT].", "warning"),))
                 elif not listed:
                     lines.append(((
                         "Looking for backends in ProxySQL's runtime_mysql_servers\u2026", "dim"),))

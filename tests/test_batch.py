@@ -197,7 +197,8 @@ def test_a_filter_for_some_screens_applies_where_it_fits(double):
 def test_usage_errors_exit_2(args, message):
     result = run(*args, "-P", "1")
     assert result.returncode == 2, (result.stdout, result.stderr)
-    assert "usage:" in result.stderr and message in result.stderr
+    assert result.stderr.startswith("proxytop: error: ") and message in result.stderr
+    assert result.stderr.endswith("(see proxytop --help)\n") and result.stderr.count("\n") == 1
     assert "Traceback" not in result.stderr and result.stdout == ""
 
 

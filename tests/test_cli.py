@@ -3,6 +3,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.terminal import proxytop_command
 
 
@@ -18,11 +20,20 @@ def test_version_and_help():
     assert result.returncode == 0 and "--defaults-file" in result.stdout and "-d SECONDS" in result.stdout
 
 
-def test_bad_option_is_usage_on_stderr_exit_2():
-    result = run("--delay", "fast")
-    assert result.returncode == 2
-    assert "usage:" in result.stderr and "not a number of seconds" in result.stderr
-    assert result.stdout == ""
+@pytest.mark.parametrize("args, message", [
+    (["--delay", "fast"], "argument -d/--delay: 'fast' is not a number of seconds"),
+    (["-P", "notaport"], "argument -P/--port: 'notaport' is not a port number"),
+    (["-d", "0"], "argument -d/--delay: the interval must be between 0.1 and 3600 seconds"),
+    (["--screen", "foo"], "argument --screen: unknown screen 'foo'"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_bad_option_is_one_line_on_stderr_exit_2(args, message):
+    """The line that matters and where to read more, not argparse's usage of every option."""
+    result = run(*args)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "usage:" not in result.stderr
+    assert result.stderr.startswith(f"proxytop: error: {message}")
+    assert result.stderr.endswith(" (see proxytop --help)\n")
 
 
 def test_no_terminal_is_one_line_and_no_traceback():

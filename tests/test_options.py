@@ -53,11 +53,12 @@ def test_no_color_flag_and_environment():
 
 @pytest.mark.parametrize("argv", [["-P", "99999"], ["-P", "abc"], ["-d", "0"], ["-d", "x"],
                                   ["--screen", "nosuch"], ["--bogus"]])
-def test_bad_options_exit_2_with_usage(argv, capsys):
+def test_bad_options_exit_2_with_one_line(argv, capsys):
     with pytest.raises(SystemExit) as info:
         options.parse(argv, {})
     assert info.value.code == 2
-    assert "usage:" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("proxytop: error: ") and err.endswith(" (see proxytop --help)\n") and err.count("\n") == 1
 
 
 def test_missing_defaults_file_is_a_usage_error(capsys):

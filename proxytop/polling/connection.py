@@ -199,7 +199,13 @@ def open_admin(endpoint: Endpoint) -> AdminSession:
         conn, protocol = connect(endpoint)
     except pymysql.err.OperationalError as exc:
         refused_by_mysql(exc)
+        if exc.args and exc.args[0] == 2013 and "timed out" in str(exc.args[-1]):
+            # connected, then no greeting within the timeout: an HTTP server waiting for its
+            # request, or a hung server (one attempt, one timeout: PyMySQL does not retry)
+            raise errors.NotMySQL(silent=True) from exc
         raise
+    except pymysql.err.InternalError as exc:  # "Packet sequence number wrong": another protocol's bytes
+        raise errors.NotMySQL(silent=False) from exc
     try:
         session = AdminSession(conn=conn, endpoint=endpoint, encryption=protocol)
         identify(session)

@@ -188,10 +188,6 @@ class Controller:
     def interval(self) -> float:
         return self.ui.intervals[self.screen.key]
 
-    def screen_uses_proxysql(self) -> bool:
-        return not self.screen.built or any(getattr(self.engine.collector(n), "source", None) == "proxysql"
-                                            for n in self.screen.active_collectors())
-
     def alarm_plan(self) -> Tuple[Tuple[str, float], ...]:
         """The pool readings the header's backend alarm takes on every screen (screens.connpool)."""
         return alarm_collectors(getattr(self.view.source("proxysql"), "session", None), self.engine.latest)

@@ -80,7 +80,7 @@ def header_lines(ctl, width: int) -> List[Line]:
         second += [("  data ", "label"), (f"{units.duration(max(0.0, now - latest.taken_at))} old", "header")]
     if engine.paused and not replaying:
         second.append(("  PAUSED", "warning_bold"))
-    if state is not None and ctl.screen_uses_proxysql():
+    if state is not None:  # the header's own reading comes from ProxySQL on every screen (IOstat's too)
         if state.connected:
             second.append(("  connected", "good"))
         elif state.error:
