@@ -14,7 +14,7 @@ from proxytop.core import Collector, Snapshot, Source
 class EngineView(Protocol):
     # A replay refuses every write (the reason, shown as it is) and its time is the
     # recording's. Only a live engine (``replaying`` False) wakes the UI when something is new
-    # (add_listener, remove_listener) and numbers its changes (generation, changed_since,
+    # (add_listener, remove_listener) and numbers its changes (generation,
     # last_changed): a replay's readings follow its position, not events.
     replaying: bool
     refuses_writes: Optional[str]

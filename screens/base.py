@@ -43,17 +43,6 @@ class DataView:
     def now(self) -> float:
         return self._engine.now()
 
-    @property
-    def numbers_changes(self) -> bool:
-        """Whether :meth:`changed_since` answers (a live engine; not a replay)."""
-        return not self._engine.replaying
-
-    def changed_since(self, generation: int) -> Optional[Tuple[int, List[object]]]:
-        """(the engine's generation now, the collectors' names and ``("state", source)`` keys
-        changed after ``generation``), or None from an engine that doesn't number its changes
-        (a replay): a screen of hundreds of servers then looks only at the ones that changed."""
-        return None if self._engine.replaying else self._engine.changed_since(generation)
-
     def interval_in_force(self, name: str) -> Optional[float]:
         """Seconds between a collector's readings now: its interval, or its minimum when
         that has grown since (None when the collector is not registered)."""
@@ -133,11 +122,6 @@ class Screen:
 
     def rows(self, view: DataView) -> List[Row]:
         return []
-
-    def complete_rows(self, rows: Sequence[Row], view: DataView) -> None:
-        """Fill in, in place, what ``rows()`` left to be worked out when needed, for the rows
-        about to be shown or written out (a fleet's hundreds of servers, a few of them drawn).
-        Most screens make whole rows: nothing to do."""
 
     def rows_token(self, view: DataView) -> Any:
         """What, besides the snapshots, changes ``rows()`` (a source's connection state, a

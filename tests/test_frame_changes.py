@@ -51,14 +51,14 @@ def test_engine_numbers_readings_errors_and_states():
     engine.add_collector(collector)
     start = engine.generation
     engine._readings.record(collector, Snapshot("c", {}, 1.0, 0.0))
-    generation, changed = engine.changed_since(start)
-    assert changed == ["c"] and generation == engine.generation > start
-    assert engine.changed_since(generation) == (generation, [])
+    generation = engine.generation
+    assert generation > start and engine.last_changed(["c"]) == generation
     engine._readings.record_error("c", "denied", 2.0)
     engine.add_source(type("S", (), {"name": "s"})())
     engine._set_state("s", connected=True)
-    assert engine.changed_since(generation)[1] == [("state", "s"), "c"]  # newest first
-    assert engine.last_changed(["c"]) == generation + 1
+    assert engine.last_changed(["c"]) == generation + 1  # the error
+    assert engine.last_changed([("state", "s")]) == engine.generation == generation + 2
+    assert engine.last_changed(["nothing"]) == 0
 
 
 def test_rows_made_as_servers_change_are_the_rows_made_at_once(mariadb, clean_home):

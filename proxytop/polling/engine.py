@@ -296,11 +296,6 @@ class Engine:
         """The number of the last change of any reading, error or source state."""
         return self._readings.generation
 
-    def changed_since(self, generation: int) -> Tuple[int, List[object]]:
-        """(the generation now, what changed after ``generation``, newest first): collectors'
-        names (a snapshot or an error) and ``("state", source name)`` for a source's state."""
-        return self._readings.changed_since(generation)
-
     def last_changed(self, keys: Iterable[object]) -> int:
         """The generation of the last change of any of these collectors (or states)."""
         return self._readings.last_changed(keys)

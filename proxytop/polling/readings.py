@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections import OrderedDict, deque
-from typing import Deque, Dict, Hashable, List, Optional, Tuple
+from collections import deque
+from typing import Deque, Dict, Hashable, Optional, Tuple
 
 from proxytop.core import Collector, Snapshot
 
@@ -29,13 +29,12 @@ class Readings:
         self._errors: Dict[str, Tuple[str, float]] = {}
         self.generation = 0  # the number of the last change
         # each changed key -> the generation of its last change, oldest first
-        self._changes: "OrderedDict[Hashable, int]" = OrderedDict()
+        self._changes: Dict[Hashable, int] = {}  # key -> the generation of its last change
 
     def _changed(self, key: Hashable) -> None:
         """(the lock is held) ``key`` changed: it takes the next generation."""
         self.generation += 1
         self._changes[key] = self.generation
-        self._changes.move_to_end(key)
 
     def last_changed(self, keys) -> int:
         """The generation of the last change of any of ``keys`` (0: none changed yet)."""
@@ -47,29 +46,6 @@ class Readings:
         """Note a change the readings don't hold (a source's state)."""
         with self._lock:
             self._changed(key)
-
-    def changed_since(self, generation: int) -> Tuple[int, List[Hashable]]:
-        """(the generation now, the keys changed after ``generation``, newest first): as many
-        steps as there were changed keys, whatever the number of collectors.
-
-        >>> from proxytop.core import Collector, Snapshot
-        >>> readings, a, b = Readings(), Collector(), Collector()
-        >>> a.name, b.name = "a", "b"
-        >>> readings.add(a); readings.add(b)
-        >>> readings.record(a, Snapshot("a", {}, 1.0, 0.0)); seen = readings.generation
-        >>> readings.record_error("b", "down", 2.0); readings.record(a, Snapshot("a", {}, 3.0, 0.0))
-        >>> readings.changed_since(seen)
-        (3, ['a', 'b'])
-        >>> readings.changed_since(3)
-        (3, [])
-        """
-        with self._lock:
-            keys = []
-            for key, changed in reversed(self._changes.items()):
-                if changed <= generation:
-                    break
-                keys.append(key)
-            return self.generation, keys
 
     def add(self, collector: Collector) -> None:
         with self._lock:
