@@ -107,8 +107,12 @@ def parse(columns: Sequence[str], rows: Iterable[Sequence[Any]], wall_time: floa
     rows = rows if isinstance(rows, (list, tuple)) else list(rows)
     by_name = dict(zip(columns, zip(*rows)))  # each column's values, taken in one pass
     packed = by_name.pop(PACKED_COLUMN, None)
-    if packed:  # PACKED's fields, comma-separated (collectors.digest.statement)
-        by_name.update(zip(PACKED, zip(*(text.split(",") for text in packed))))
+    if packed:  # PACKED's fields, comma-separated (collectors.digest.statement): split in one go
+        fields = ",".join(packed).split(",")
+        if len(fields) == len(PACKED) * len(packed):
+            by_name.update((name, fields[at::len(PACKED)]) for at, name in enumerate(PACKED))
+        else:  # not the fields asked for: each row's first ones
+            by_name.update(zip(PACKED, zip(*(text.split(",") for text in packed))))
     missing = (None,) * len(rows)
 
     def column(name: str) -> Sequence[Any]:
