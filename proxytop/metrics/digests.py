@@ -118,8 +118,10 @@ def parse(columns: Sequence[str], rows: Iterable[Sequence[Any]], wall_time: floa
     def column(name: str) -> Sequence[Any]:
         return by_name.get(schema_column if name == "schemaname" else name, missing)
 
-    parts = [column(name) for name in KEY_COLUMNS]
-    parts = [["" if v is None else v for v in values] if None in values else values for values in parts]
+    parts = [column(name) for name in KEY_COLUMNS[:4]]
+    # one str per distinct hostgroup, schema, user or address (a few), not one a row; "" for NULL
+    parts = [[same.setdefault(v, v) for v in values] for values, same in ((values, {None: ""}) for values in parts)]
+    parts.append(["" if v is None else v for v in column("digest")])
     counters = [_numbers(column(name)) for name in COUNTERS]
     entries = dict(zip(zip(*parts), zip(*counters)))
     texts: Dict[str, Optional[str]] = {}
