@@ -15,7 +15,7 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 from proxytop.core import Collector, Table
 from proxytop.collectors.proxysql import PROXYSQL
@@ -50,8 +50,24 @@ MYSQL_TABLES = DigestTables(
 )
 
 
+def statement(tables: DigestTables, version: Optional[Tuple[int, int, int]]) -> str:
+    """The digest read. From 2.0.6 on (every column known) the row key's numbers and address
+    and the counters come as one text column (``digests.PACKED``): a row of 4 fields reads off
+    the socket in half the time of 14. Names and texts, which can hold commas, stay columns.
+
+    >>> statement(MYSQL_TABLES, (2, 0, 5))
+    'select * from stats_mysql_query_digest'
+    >>> statement(MYSQL_TABLES, (2, 7, 2))[:61]
+    "select ifnull(hostgroup, '') || ',' || ifnull(client_address,"
+    """
+    if version is None or version < (2, 0, 6):
+        return f"select * from {tables.digest}"
+    packed = " || ',' || ".join(f"ifnull({name}, '')" for name in digests.PACKED)
+    return f"select {packed} as {digests.PACKED_COLUMN}, {tables.schema_column}, username, digest_text from {tables.digest}"
+
+
 class QueryDigest(Collector):
-    """``select * from stats_mysql_query_digest``, parsed as it is read (a
+    """The digest (:func:`statement`), parsed as it is read (a
     :class:`proxytop.metrics.digests.Reading`: the screens that show it share that one parse).
     A longer history feeds the Time/s sparkline of the drill-down; older readings are kept only
     as per-digest totals (:class:`proxytop.metrics.digests.DigestTotals`)."""
@@ -78,7 +94,7 @@ class QueryDigest(Collector):
         if known and self.tables.digest not in known:
             return None  # a ProxySQL without this table: the screen says so, no failing query
         started, wall = time.monotonic(), time.time()
-        table = session.query(f"select * from {self.tables.digest}")
+        table = session.query(statement(self.tables, getattr(session, "version", None)))
         self.last_duration = time.monotonic() - started
         return digests.parse(table.columns, table.rows, wall, self.tables.schema_column)
 

@@ -127,7 +127,7 @@ class Frame:
     before: Optional[digests.Reading]
     now: Optional[digests.Reading]
     seconds: Optional[float]
-    rows: List[Row]
+    figures: List[tuple]  # each group's digests.FIGURES, heaviest first
     mass_reset: bool
 
 
@@ -139,9 +139,9 @@ def frame_of(view: DataView, name: str, fields: Sequence[str], kept: Optional[Fr
         return kept
     before, now = reading_of(previous), reading_of(current)
     seconds = seconds_between(previous, current)
-    rows = digests.digest_rows(before, now, seconds, fields)
+    figures = digests.group_figures(before, now, seconds, fields)
     reset = before is not None and now is not None and digests.mass_reset(before, now)
-    return Frame(key, previous, current, before, now, seconds, rows, reset)
+    return Frame(key, previous, current, before, now, seconds, figures, reset)
 
 
 def variables_of(view: DataView, name: str = DigestVariables.name) -> Optional[Mapping[str, Any]]:
@@ -219,8 +219,10 @@ def caught(rule_id: Any, previous: Optional[digests.Reading], current: digests.R
     """(The rows of the digests whose route passes ``rule_id`` (matched, not merely undecided),
     by Time/s; the digests that reach it undecided)."""
     matched, undecided = passing(rule_id, found)
-    rows = digests.digest_rows(previous, current, seconds, digests=matched)
-    return sorted(rows, key=lambda r: (r["time_s"] is None, -(r["time_s"] or 0.0))), undecided
+    figures = digests.group_figures(previous, current, seconds, digests=matched)
+    time_s = digests.FIGURES.index("time_s")
+    figures.sort(key=lambda f: (f[time_s] is None, -(f[time_s] or 0.0)))
+    return [digests.row(f) for f in figures], undecided
 
 
 def passing(rule_id: Any, found: Mapping[Tuple[str, str, str, str], Route]) -> Tuple[set, set]:
@@ -428,15 +430,20 @@ class QueriesScreen(SidedScreen, Screen):
 
     def arrange(self, rows: Sequence[Row], state) -> List[Row]:
         """The table model's arrange, with a faster sort on numeric columns: their values here
-        are always numbers or None (20,000 digests sort in a few milliseconds)."""
+        are always numbers or None (20,000 digests sort in a few milliseconds, by the figures
+        of rows not made whole yet)."""
         column = next((c for c in self.columns if c.key == state.sort_key), None)
+        if column is None or not column.numeric or not state.filter.empty:
+            self.complete_rows(rows, None)  # the cells' texts are sorted or filtered
         if column is None or not column.numeric:
             return super().arrange(rows, state)
         visible = filter_rows(rows, self.columns, state.filter)
         key = state.sort_key
-        present = [r for r in visible if r.get(key) is not None]
-        present.sort(key=itemgetter(key), reverse=state.descending)  # stable: heaviest first among equals
-        return present + [r for r in visible if r.get(key) is None]
+        at = digests.FIGURES.index(key)
+        value = itemgetter(key) if not visible or "_figures" not in visible[0] else lambda r: r["_figures"][at]
+        present = [r for r in visible if value(r) is not None]
+        present.sort(key=value, reverse=state.descending)  # stable: heaviest first among equals
+        return present + [r for r in visible if value(r) is None]
 
     @property
     def grouping(self) -> Tuple[str, Tuple[str, ...]]:
@@ -447,7 +454,13 @@ class QueriesScreen(SidedScreen, Screen):
         return self._frame
 
     def rows(self, view: DataView) -> List[Row]:
-        return self.frame(view).rows
+        """A row per group holding its figures; made whole (:meth:`complete_rows`) when shown."""
+        return [{"_id": figures[0], "_figures": figures} for figures in self.frame(view).figures]
+
+    def complete_rows(self, rows: Sequence[Row], view: Optional[DataView]) -> None:
+        for row in rows:
+            if "digest" not in row:
+                row.update(digests.row(row["_figures"]))
 
     # --- notes -------------------------------------------------------------------------------
     def notes(self, view: DataView):
@@ -514,7 +527,7 @@ class QueriesScreen(SidedScreen, Screen):
         if self._detail[0] != key:
             problem = None if admin else "Routes need an admin user: the stats user can't read runtime_mysql_query_rules."
             iterations = int(to_number(variables.get(self.side.variable(MYSQL_TABLES.iterations_variable))) or 0)
-            fresh = next((r for r in frame.rows if r["_id"] == row.get("_id")), row)  # the drill-down follows new readings
+            fresh = next((digests.row(f) for f in frame.figures if f[0] == row.get("_id")), row)  # it follows new readings
             self._detail = (key, digest_detail(fresh, frame.before, frame.now, frame.seconds,
                                                view.history(self.on_side(QueryDigest.name)), rules_of(rules_snapshot),
                                                problem, users_of(users_snapshot), iterations, self.grouping[1]))

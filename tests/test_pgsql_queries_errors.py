@@ -173,7 +173,7 @@ def batch(double, screen: str, side: str, count: int = 2) -> dict:
 
 
 def reads_of(double, table: str) -> int:
-    return sum(1 for q in double.queries() if q.strip().lower() == f"select * from {table}")
+    return sum(1 for q in double.queries() if q.strip().startswith("select") and q.strip().endswith(f"from {table}"))
 
 
 def served(double, table: str, reads: int):

@@ -28,6 +28,7 @@ from typing import List, Optional, Set, Tuple
 
 import pytest
 
+from proxytop.collectors.digest import MYSQL_TABLES, statement
 from tests.proxysql_double import ProxySQLDouble
 from tests.terminal import ESC, ENTER, proxytop_command
 
@@ -40,7 +41,7 @@ GENERAL_LOG = "proxytop-general.log"
 SUITE_CHECK = "test_suite_"  # tests whose name starts so run after every other test
 # ProxySQL copies its whole digest map for any query that names the table: only these reads
 # (the Queries screen's, while it or a drill-down that needs it is visible) may name it.
-DIGEST_READS = frozenset({"select * from stats_mysql_query_digest"})
+DIGEST_READS = frozenset(statement(MYSQL_TABLES, version).lower() for version in (None, (2, 0, 6)))
 
 
 # ----- the audit ---------------------------------------------------------------------------------

@@ -49,6 +49,9 @@ def first_seen_kept(before: Optional[int], now: Optional[int]) -> bool:
 KEY_COLUMNS = ("hostgroup", "schemaname", "username", "client_address", "digest")
 COUNTERS = ("count_star", "sum_time", "first_seen", "last_seen", "min_time", "max_time",
             "sum_rows_affected", "sum_rows_sent")
+# The fields of the one text column the collector reads from 2.0.6 on, comma-separated; "" for NULL.
+PACKED = ("hostgroup", "client_address", "digest") + COUNTERS
+PACKED_COLUMN = "key_and_counters"
 # Positions in a row's counters.
 COUNT, SUM_TIME, FIRST, LAST, MIN, MAX, AFFECTED, SENT = range(8)
 
@@ -103,13 +106,22 @@ def parse(columns: Sequence[str], rows: Iterable[Sequence[Any]], wall_time: floa
     """
     rows = rows if isinstance(rows, (list, tuple)) else list(rows)
     by_name = dict(zip(columns, zip(*rows)))  # each column's values, taken in one pass
+    packed = by_name.pop(PACKED_COLUMN, None)
+    if packed:  # PACKED's fields, comma-separated (collectors.digest.statement): split in one go
+        fields = ",".join(packed).split(",")
+        if len(fields) == len(PACKED) * len(packed):
+            by_name.update((name, fields[at::len(PACKED)]) for at, name in enumerate(PACKED))
+        else:  # not the fields asked for: each row's first ones
+            by_name.update(zip(PACKED, zip(*(text.split(",") for text in packed))))
     missing = (None,) * len(rows)
 
     def column(name: str) -> Sequence[Any]:
         return by_name.get(schema_column if name == "schemaname" else name, missing)
 
-    parts = [column(name) for name in KEY_COLUMNS]
-    parts = [["" if v is None else v for v in values] if None in values else values for values in parts]
+    parts = [column(name) for name in KEY_COLUMNS[:4]]
+    # one str per distinct hostgroup, schema, user or address (a few), not one a row; "" for NULL
+    parts = [[same.setdefault(v, v) for v in values] for values, same in ((values, {None: ""}) for values in parts)]
+    parts.append(["" if v is None else v for v in column("digest")])
     counters = [_numbers(column(name)) for name in COUNTERS]
     entries = dict(zip(zip(*parts), zip(*counters)))
     texts: Dict[str, Optional[str]] = {}
@@ -253,10 +265,15 @@ def _min(values: Iterable[Optional[int]]) -> Optional[int]:
     return min((v for v in values if v is not None), default=None)
 
 
-def _group_row(group: Any, keys: Sequence[RowKey], current: Reading, moved: Dict[RowKey, Delta],
-               seconds: Optional[float], total_time: float) -> Dict[str, Any]:
-    """One row of :func:`digest_rows`: a group's counters added up (min of mins, max of maxes...),
-    its rates from the rows' ``moved`` deltas, its share of ``total_time`` (µs)."""
+# A group's figures (:func:`group_figures`), in this order; ``text`` is the digest's whole text.
+FIGURES = ("_id", "digest", "text", "hg", "user", "schema", "count_s", "time_s", "share", "avg_ms", "avg_life_ms",
+           "min_ms", "max_ms", "sent_s", "affected_s", "last_seen", "first_seen", "count", "seen_ago", "_weight")
+
+
+def _group_figures(group: Any, keys: Sequence[RowKey], current: Reading, moved: Dict[RowKey, Delta],
+                   seconds: Optional[float], total_time: float) -> tuple:
+    """A group's counters added up (min of mins, max of maxes...), its rates from the rows'
+    ``moved`` deltas, its share of ``total_time`` (µs): a tuple of FIGURES."""
     entries = current.entries
     if len(keys) == 1:  # the usual case: a group of one row
         key = keys[0]
@@ -284,20 +301,44 @@ def _group_row(group: Any, keys: Sequence[RowKey], current: Reading, moved: Dict
         avg_ms = d_time / d_count / 1000.0 if d_count else None
         affected_s, sent_s = (d_affected or 0) / seconds, (d_sent or 0) / seconds
     digest = keys[0][4]
-    text = current.texts.get(digest)
-    row = {
-        "_id": group, "digest": digest, "text": one_line(text), "hg": hostgroup, "user": user, "schema": schema,
-        "count_s": count_s, "time_s": time_s, "share": share, "avg_ms": avg_ms,
-        "avg_life_ms": sum_time / count / 1000.0 if count else None,
-        "min_ms": low / 1000.0 if low is not None else None,
-        "max_ms": high / 1000.0 if high is not None else None,
-        "sent_s": sent_s, "affected_s": affected_s, "last_seen": last, "first_seen": first, "count": count,
-        "seen_ago": max(0.0, current.wall_time - last) if last is not None else None,
-        "_weight": sum_time,
-    }
-    if text is None:
-        row["_style"] = "dim"
-    return row
+    return (group, digest, current.texts.get(digest), hostgroup, user, schema, count_s, time_s, share, avg_ms,
+            sum_time / count / 1000.0 if count else None, low / 1000.0 if low is not None else None,
+            high / 1000.0 if high is not None else None, sent_s, affected_s, last, first, count,
+            max(0.0, current.wall_time - last) if last is not None else None, sum_time)
+
+
+def row(figures: tuple) -> Dict[str, Any]:
+    """A group's figures as a table row: its digest text on one line, dim when it has none."""
+    made = dict(zip(FIGURES, figures))
+    if made["text"] is None:
+        made["_style"] = "dim"
+    made["text"] = one_line(made["text"])
+    return made
+
+
+def group_figures(previous: Optional[Reading], current: Optional[Reading], seconds: Optional[float],
+                  fields: Sequence[str] = (), digests: Optional[Container[str]] = None) -> List[tuple]:
+    """The FIGURES of each group (see GROUPINGS; of the ``digests`` given, or all), heaviest
+    (lifetime sum_time, ``_weight``) first: see :func:`digest_rows`."""
+    if current is None:
+        return []
+    keys = list(current.entries) if digests is None else [k for k in current.entries if k[4] in digests]
+    moved = deltas(previous, current, keys) if previous is not None and seconds else {}
+    total_time = sum(delta[1] for delta in moved.values())
+    groups = [group_of(key, fields) for key in keys] if fields else [key[4] for key in keys]
+    sizes = Counter(groups)
+    several: Dict[Any, List[RowKey]] = {}  # the groups of more than one row (others need no list)
+    for group, key in zip(groups, keys):
+        if sizes[group] > 1:
+            several.setdefault(group, []).append(key)
+    figures = []
+    for group, key in zip(groups, keys):
+        if sizes[group] == 1:
+            figures.append(_group_figures(group, (key,), current, moved, seconds, total_time))
+        elif several[group][0] == key:  # a group of several rows, at its first
+            figures.append(_group_figures(group, several[group], current, moved, seconds, total_time))
+    figures.sort(key=itemgetter(-1), reverse=True)  # heaviest first; equal weights keep their order
+    return figures
 
 
 def digest_rows(previous: Optional[Reading], current: Optional[Reading], seconds: Optional[float],
@@ -313,25 +354,7 @@ def digest_rows(previous: Optional[Reading], current: Optional[Reading], seconds
     first reading) still shows the heavy digests on top. ``_id`` is the digest, or the group
     (digest, then the grouping's fields).
     """
-    if current is None:
-        return []
-    keys = list(current.entries) if digests is None else [k for k in current.entries if k[4] in digests]
-    moved = deltas(previous, current, keys) if previous is not None and seconds else {}
-    total_time = sum(delta[1] for delta in moved.values())
-    groups = [group_of(key, fields) for key in keys] if fields else [key[4] for key in keys]
-    sizes = Counter(groups)
-    several: Dict[Any, List[RowKey]] = {}  # the groups of more than one row (others need no list)
-    for group, key in zip(groups, keys):
-        if sizes[group] > 1:
-            several.setdefault(group, []).append(key)
-    rows = []
-    for group, key in zip(groups, keys):
-        if sizes[group] == 1:
-            rows.append(_group_row(group, (key,), current, moved, seconds, total_time))
-        elif several[group][0] == key:  # a group of several rows, at its first
-            rows.append(_group_row(group, several[group], current, moved, seconds, total_time))
-    rows.sort(key=itemgetter("_weight"), reverse=True)  # heaviest first; equal weights keep their order
-    return rows
+    return [row(figures) for figures in group_figures(previous, current, seconds, fields, digests)]
 
 
 def split(previous: Optional[Reading], current: Reading, digest: str, seconds: Optional[float]) \
