@@ -190,6 +190,7 @@ class Block:
 
 def build_block(screen: Screen, state: TableState, data_view) -> Block:
     raw = screen.rows(data_view)
+    screen.complete_rows(raw, data_view)  # every row is written out whole
     nodes = getattr(data_view.source(PROXYSQL), "nodes", None)
     # when the rows' readings were taken (the processlist is read every 2 s at most)
     walls = [s.wall_time for s in map(data_view.latest, screen.active_collectors()) if s is not None]

@@ -158,6 +158,7 @@ def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line
     ctl.ui.scroll[key] = top
     fitted = table.fit_columns(screen.columns, width, keep=ctl.state.sort_key)
     ctl.visible_keys = [c.key for c, _ in fitted]
+    screen.complete_rows(rows[top:top + body], ctl.view)
     lines: List[Line] = [_join(table.header_cells(fitted, ctl.state))]
     on_cursor = cursor if ctl.ui.mode == "table" else -1
     for i in range(top, min(len(rows), top + body)):
