@@ -133,8 +133,10 @@ def footer_line(ctl, width: int) -> Line:
         return fit([(label, "label"), (ctl.ui.input, "input"), ("_", "cursor"), after], width)
     if message is not None:
         return fit([message], width)
-    if mode in ("confirm", "help"):  # their panel says which keys do what
+    if mode == "confirm":  # its panel says which keys do what
         return []
+    if mode == "help":  # (its title says which lines show)
+        return fit([("\u2191\u2193 PgUp PgDn scroll  any other key closes", "footer")], width)
     if mode == "detail":
         hints = ["Esc back", "\u2191\u2193 scroll"] + [_hint(ctl, b) for b in ctl.detail_bindings() if b.hint] + ["q quit"]
     else:
@@ -198,13 +200,10 @@ def help_lines(ctl, width: int) -> List[Line]:
 
 
 def help_title(ctl, shown: int, total: int, width: int) -> Line:
-    """The help's first line: how to scroll it and which lines are shown, or that all are."""
+    """The help's first line: which of its lines are shown (the footer says how to scroll)."""
     top = ctl.ui.help_scroll
-    if shown >= total:
-        how = "   any key closes"
-    else:
-        how = f"   \u2191\u2193 PgUp PgDn scroll, any other key closes, {top + 1}-{top + shown} of {total}"
-    return fit([("proxytop keys", "header_title"), (how, "dim")], width)
+    where = "" if shown >= total else f"   lines {top + 1}-{top + shown} of {total}"
+    return fit([("proxytop keys", "header_title"), (where, "dim")], width)
 
 
 def detail_lines(ctl, width: int) -> List[Line]:
