@@ -42,7 +42,8 @@ class Filter:
 
 EMPTY = Filter("", ())
 
-_COMPARE = re.compile(r"^([A-Za-z_][\w/%.-]*?)\s*(>=|<=|!=|>|<|=)\s*(-?[\d.]+)\s*([kKmMgG]?)$")
+_COMPARE = re.compile(r"^([A-Za-z_][\w/%.-]*?)\s*(>=|<=|!=|>|<|=)(.*)$")
+_NUMBER = re.compile(r"^\s*(-?[\d.]+)\s*([kKmMgG]?)$")
 _COLUMN_TERM = re.compile(r"^([A-Za-z_][\w/%.-]*?):(.*)$")
 _SUFFIX = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}
 
@@ -78,13 +79,17 @@ def parse(text: str, columns: Sequence) -> Filter:
     for word in words:
         compare = _COMPARE.match(word)
         if compare:
-            name, op, digits, suffix = compare.groups()
+            name, op, value = compare.groups()
+            number = _number(value)
+            if number is not None:
+                terms.append(Term("compare", resolve_column(name, columns), word, op=op, number=number))
+                continue
             try:
-                number = float(digits) * _SUFFIX[suffix.lower()]
-            except ValueError:
-                raise FilterError(f"'{digits}' is not a number") from None
-            terms.append(Term("compare", resolve_column(name, columns), word, op=op, number=number))
-            continue
+                column = resolve_column(name, columns)
+            except FilterError:
+                column = None  # not a column: the word is text to look for ("id=5")
+            if column is not None:
+                raise FilterError(f"'{value}' is not a number: {name}{op} compares numbers (e.g. {name}{op}100, 1.5k)")
         column_term = _COLUMN_TERM.match(word)
         if column_term and column_term.group(2):
             name, expression = column_term.groups()
@@ -96,6 +101,21 @@ def parse(text: str, columns: Sequence) -> Filter:
             continue
         terms.append(Term("text", None, word.lower()))
     return Filter(text, tuple(terms))
+
+
+def _number(text: str) -> Optional[float]:
+    """'1.5k' -> 1500.0; None when the text is not a number.
+
+    >>> _number("1.5k"), _number("-2"), _number("abc"), _number("1kstatus:[")
+    (1500.0, -2.0, None, None)
+    """
+    found = _NUMBER.match(text)
+    if not found:
+        return None
+    try:
+        return float(found.group(1)) * _SUFFIX[found.group(2).lower()]
+    except ValueError:  # "1.2.3"
+        return None
 
 
 _OPS: dict = {

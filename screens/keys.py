@@ -56,7 +56,20 @@ def display(name: str) -> str:
 
 
 def describe(binding: Binding) -> str:
+    """The keys of a binding as the help shows them; the ten digits as "0-9".
+
+    >>> describe(Binding(tuple("1234567890"), "goto_screen", "")), describe(Binding(("p", " "), "pause", ""))
+    ('0-9', 'p/Space')
+    """
+    if sorted(binding.keys) == list("0123456789"):
+        return "0-9"
     return "/".join(display(k) for k in binding.keys)
+
+
+# The actions of the key table (and of a replay's) that also work in a detail view, whose own
+# keys are Esc/Backspace/← (back), the arrows, PgUp/PgDn and Home/g (scroll) and q: pausing
+# ("press p to resume" is said there too), the interval and playback speed, stepping a replay.
+DETAIL_ACTIONS = frozenset(("pause", "faster", "slower", "step_back", "step_forward", "redraw"))
 
 
 GLOBAL_BINDINGS: Sequence[Binding] = (

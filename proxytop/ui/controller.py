@@ -39,7 +39,7 @@ def step_interval(current: float, direction: int, minimum: float = 0.0) -> float
     return max(value, minimum)
 
 
-MESSAGE_SECONDS = 6.0
+MESSAGE_SECONDS = 5.0  # a message on the bottom line goes after this, or on a screen switch
 
 
 @dataclass
@@ -166,6 +166,7 @@ class Controller:
             self.ui.index = index
             self.visible_keys = []
             self.ui.mode = "table"
+            self.ui.message = None  # what was said belongs to the screen left
             self.activate()
 
     def _step_node(self, step: int) -> None:
@@ -350,8 +351,11 @@ class Controller:
         return next((c.title for c in self.screen.columns if c.key == key), key)
 
     def do_filter(self):
+        """The filter typed before is kept, a space after it: what is typed is one more term
+        (AND-ed); ^U empties it."""
         self.ui.mode = "filter"
-        self.ui.input = self.state.filter.text
+        text = self.state.filter.text
+        self.ui.input = text + " " if text else ""
 
     def do_clear_filter(self):
         self._set_state(replace(self.state, filter=filters.EMPTY))
@@ -410,12 +414,12 @@ class Controller:
     def do_help(self):
         self.ui.mode = "help"
         self.ui.help_scroll = 0
+        self.ui.message = None  # (a message naming a key: any key but the arrows closes the help)
 
     def help_key(self, name: str, ch=None) -> None:
-        if name in ("KEY_DOWN", "KEY_NPAGE"):
-            self.ui.help_scroll += 1 if name == "KEY_DOWN" else self.page_rows
-        elif name in ("KEY_UP", "KEY_PPAGE"):
-            self.ui.help_scroll = max(0, self.ui.help_scroll - (1 if name == "KEY_UP" else self.page_rows))
+        scroll = {"KEY_DOWN": 1, "KEY_UP": -1, "KEY_NPAGE": self.page_rows, "KEY_PPAGE": -self.page_rows}
+        if name in scroll:
+            self.ui.help_scroll = max(0, self.ui.help_scroll + scroll[name])  # (the renderer caps it)
         elif name in ("q", "^C"):
             self.ui.quit_requested = True
         else:
@@ -455,6 +459,23 @@ class Controller:
             self.ui.detail_scroll = 0
         elif name in ("q", "^C"):
             self.ui.quit_requested = True
+        else:  # pausing, the interval, a replay's speed and steps (keys.DETAIL_ACTIONS)
+            binding = keys.lookup(self.detail_bindings(), name)
+            if binding is None:
+                return
+            if self.overlay is not None and binding in self.overlay.bindings:
+                getattr(self.overlay, "action_" + binding.action)(self)
+            else:
+                getattr(self, "do_" + binding.action)()
+            self._rows_token = None
+
+    def detail_bindings(self) -> List[keys.Binding]:
+        """The keys of a replay and of the key table that work in a detail view too
+        (keys.DETAIL_ACTIONS): the detail view's footer names them."""
+        first = list(self.overlay.bindings) if self.overlay else []
+        taken = {k for b in first for k in b.keys}
+        bindings = first + [b for b in keys.GLOBAL_BINDINGS if not set(b.keys) <= taken]
+        return [b for b in bindings if b.action in keys.DETAIL_ACTIONS]
 
     # ----- the confirmation of the one write proxytop makes (a kill): nothing is sent until 'y' --
     def ask(self, confirm: Confirm) -> None:

@@ -131,13 +131,24 @@ def footer_line(ctl, width: int) -> Line:
             (ctl.ui.prompt_label, f"{ctl.ui.prompt_hint}  (Enter, Esc)")
         after = (f"   {message[0]}", message[1]) if message else (f"   {hint}", "dim")
         return fit([(label, "label"), (ctl.ui.input, "input"), ("_", "cursor"), after], width)
-    if mode == "confirm" and ctl.ui.confirm is not None:
-        return fit([("y to confirm, any other key cancels", "warning_bold")], width)
     if message is not None:
         return fit([message], width)
-    hints = ["Esc back", "\u2191\u2193 scroll", "q quit"] if mode == "detail" else \
-        [b.hint for b in ctl.bindings() if b.hint]
+    if mode == "confirm":  # its panel says which keys do what
+        return []
+    if mode == "help":  # (its title says which lines show)
+        return fit([("\u2191\u2193 PgUp PgDn scroll  any other key closes", "footer")], width)
+    if mode == "detail":
+        hints = ["Esc back", "\u2191\u2193 scroll"] + [_hint(ctl, b) for b in ctl.detail_bindings() if b.hint] + ["q quit"]
+    else:
+        hints = [_hint(ctl, b) for b in ctl.bindings() if b.hint]
     return fit([("  ".join(hints), "footer")], width)
+
+
+def _hint(ctl, binding) -> str:
+    """A binding's footer hint; pausing's says "resume" while paused."""
+    if binding.action == "pause" and ctl.engine.paused:
+        return binding.hint.replace("pause", "resume")
+    return binding.hint
 
 
 def table_lines(ctl, rows: Sequence[dict], width: int, height: int) -> List[Line]:
@@ -172,19 +183,28 @@ def _join(cells: Sequence[Segment], cursor: bool = False) -> Line:
 
 
 def help_lines(ctl, width: int) -> List[Line]:
-    lines: List[Line] = [[("proxytop keys", "header_title"), ("   (any key closes)", "dim")], []]
+    """The help's body (help_title goes above it): the keys of the screen, of a replay and of
+    the key table, then every column of the screen (screen.columns, as the table shows them)."""
     overlay = ctl.overlay
     groups = [(f"{ctl.screen.title} screen", ctl.screen.bindings),
               (overlay.title if overlay else "", overlay.bindings if overlay else ()),
               ("everywhere", [b for b in ctl.bindings() if b in keys.GLOBAL_BINDINGS])]  # those not overridden
-    for title, bindings in groups:
-        if bindings:
-            lines.append([(title, "label")])
-            lines += [[(f"  {keys.describe(b):<14}", "header"), (b.help, None)] for b in bindings]
-            lines.append([])
-    lines.append([("columns of this screen", "label")])
-    lines += [[(f"  {c.title:<14}", "header"), (c.help, None)] for c in ctl.screen.columns if c.help]
-    return [fit(line, width) for line in lines]
+    groups = [(title, [(keys.describe(b), b.help) for b in bindings]) for title, bindings in groups if bindings]
+    groups.append(("columns of this screen", [(c.title.strip(), c.help) for c in ctl.screen.columns]))
+    left = 2 + max(len(name) for _, entries in groups for name, _ in entries)  # no name runs into its text
+    lines: List[Line] = []
+    for title, entries in groups:
+        lines.append([(title, "label")])
+        lines += [[(f"  {name:<{left}}", "header"), (text, None)] for name, text in entries]
+        lines.append([])
+    return [fit(line, width) for line in lines[:-1]]
+
+
+def help_title(ctl, shown: int, total: int, width: int) -> Line:
+    """The help's first line: which of its lines are shown (the footer says how to scroll)."""
+    top = ctl.ui.help_scroll
+    where = "" if shown >= total else f"   lines {top + 1}-{top + shown} of {total}"
+    return fit([("proxytop keys", "header_title"), (where, "dim")], width)
 
 
 def detail_lines(ctl, width: int) -> List[Line]:
@@ -200,7 +220,7 @@ def confirm_lines(ctl, width: int) -> List[Line]:
     lines: List[Line] = [[("Confirm", "warning_bold")], []]
     for text in confirm.question:
         lines.append(fit([(text, None)], width))
-    lines += [[], [("y", "warning_bold"), (" = yes, any other key = no", None)]]
+    lines += [[], [("y", "warning_bold"), (" = yes, any other key = no", None)]]  # (the footer is blank)
     return lines
 
 
@@ -213,9 +233,11 @@ def render(ctl, width: int, height: int) -> List[Line]:
     if ctl.ui.mode in ("help", "detail", "confirm"):
         ctl.page_rows = max(1, room - 1)
         if ctl.ui.mode == "help":
-            content = help_lines(ctl, width)
-            ctl.ui.help_scroll = min(ctl.ui.help_scroll, max(0, len(content) - room))
-            content = content[ctl.ui.help_scroll:]
+            whole, rows = help_lines(ctl, width), max(0, room - 1)  # the title stays
+            ctl.page_rows = max(1, rows - 1)
+            ctl.ui.help_scroll = min(ctl.ui.help_scroll, max(0, len(whole) - rows))
+            body = whole[ctl.ui.help_scroll:][:rows]
+            content = [help_title(ctl, len(body), len(whole), width)] + body
         elif ctl.ui.mode == "detail":
             ctl.refresh_detail()
             content = detail_lines(ctl, width)
