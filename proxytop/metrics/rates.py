@@ -231,6 +231,8 @@ def update_span(stamps: Sequence[float], keys: Sequence[Any], window: float = RA
     Span(base=0, end=3, seconds=1.0)
     >>> update_span([0.0, 1.0], [10, 20]) is None, update_span([0.0, 1.0, 2.0], [10, 20, 20]) is None
     (True, True)
+    >>> update_span([0.0, 1.0, 2.0, 5.0], [10, 20, 20, 20])  # one change, then still for 4 s: 0/s
+    Span(base=1, end=3, seconds=2.0)
     """
     latest = len(stamps) - 1
     start = after_gap(stamps, refresh)  # no span reaches back across a gap
@@ -260,8 +262,10 @@ def update_span(stamps: Sequence[float], keys: Sequence[Any], window: float = RA
             break
         steady_since = steady_since and not standstill
         base -= 1
+    if base >= first:  # one change seen: a rate of 0 once the values have stood still long enough
+        base = first
     seconds = end_time - stamps[base]
-    return Span(base, latest, seconds) if base < first and seconds > 0 else None
+    return Span(base, latest, seconds) if seconds > 0 else None
 
 
 class SteadyPair:
@@ -385,9 +389,7 @@ class UpdateTracker:
                 base_value, base_stamp = value, run_end  # the traffic began after the standstill
                 break
             if at == 0:  # the first reading's values may have stood before it: start after them
-                if len(changes) == 2:
-                    return None
-                base_value, base_stamp = changes[1][1], changes[1][0]
+                base_value, base_stamp = changes[1][1], changes[1][0]  # (one change seen: 0 once still)
                 break
             if end_time - stamp >= self.window:
                 base_value, base_stamp = value, stamp
