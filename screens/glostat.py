@@ -17,7 +17,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.collectors.proxysql_stats import GlobalStatus, MemoryMetrics, MySQLVariables
 from proxytop.metrics import units
-from proxytop.metrics.rates import RATE_WINDOW, UpdateTracker, covers_text, delta, rate, to_number
+from proxytop.metrics.rates import RATE_WINDOW, RATES_PENDING, UpdateTracker, covers_text, delta, rate, to_number
 from proxytop.metrics.sides import digest_memory
 from proxytop.screens.base import DataView, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
@@ -103,7 +103,7 @@ def global_rows(previous, current, memory=None, history: Sequence = (),
         seconds = seconds_between(previous, current)
         before: Mapping[str, str] = previous.data if previous is not None and previous.data else {}
         steady = len(history) > 1 and history[-1] is current
-        bases = steady_bases(history, tracker=tracker) if steady else {}
+        bases = steady_bases(history, tracker=tracker, classify=classify) if steady else {}
         for name, raw in current.data.items():  # a counter without its span yet has no rate (yet)
             old, span = bases.get(name, (None, None) if steady else (before.get(name), seconds))
             rows.append(_row("global", name, raw, old, span, classify(name)))
@@ -115,8 +115,8 @@ def global_rows(previous, current, memory=None, history: Sequence = (),
     return rows
 
 
-def steady_bases(history: Sequence, window: float = RATE_WINDOW,
-                 tracker: Optional[UpdateTracker] = None) -> Dict[str, Tuple[str, float]]:
+def steady_bases(history: Sequence, window: float = RATE_WINDOW, tracker: Optional[UpdateTracker] = None,
+                 classify: Callable[[str], Rule] = classify) -> Dict[str, Tuple[str, float]]:
     """{counter: (its value at the start of its span, seconds)}: for each counter of the
     latest reading, where a rate over its whole updates starts (proxytop.metrics.rates.update_span).
 
@@ -307,11 +307,12 @@ class GloStatScreen(SidedScreen, Screen):
             # be the rows, and the cursor would stay on them once the variables arrive.
             return []
         history = view.history(name)
-        classify_of = classify
-        if self.side.key == "pgsql":
-            classify_of = classify_pgsql
         return global_rows(previous, current, view.latest(MemoryMetrics.name), history,
-                           self._tracker_of(name, history), classify_of)
+                           self._tracker_of(name, history), self.classify_of())
+
+    def classify_of(self) -> Callable[[str], Rule]:
+        """The rules of the side shown (its variables are named differently)."""
+        return classify_pgsql if self.side.key == "pgsql" else classify
 
     def _tracker_of(self, name: str, history: Sequence) -> UpdateTracker:
         """The side's UpdateTracker, given the readings it has not seen yet (started again
@@ -350,10 +351,13 @@ class GloStatScreen(SidedScreen, Screen):
         lines = []
         name = self.on_side(GlobalStatus.name)
         history = view.history(name)
-        spans = [seconds for _, seconds in steady_bases(history, tracker=self._tracker_of(name, history)).values()]
+        tracker = self._tracker_of(name, history)
+        spans = [seconds for _, seconds in steady_bases(history, tracker=tracker, classify=self.classify_of()).values()]
         covers = covers_text(spans, seconds_between(previous, current))
         if covers:
-            lines.append(((f"Per second: {covers} (some counters move only when ProxySQL's threads "
+            pending = tracker.pending()
+            later = f"; {pending} counters {RATES_PENDING}" if pending and spans else ""
+            lines.append(((f"Per second: {covers}{later} (some counters move only when ProxySQL's threads "
                            "add their share, about once a second)", "dim"),))
         mux = multiplexing(stats)
         if mux:

@@ -321,7 +321,7 @@ def start(proxytop_term, double, *args, cols=150, rows=30):
 
 
 def test_m_switches_sides_and_the_header_says_which(proxytop_term, double3):
-    term = start(proxytop_term, double3)
+    term = start(proxytop_term, double3, rows=40)
     term.wait_until(lambda s: "127.0.0.1:3341" in s and "MySQL" in s.splitlines()[0], what="the MySQL side")
     term.send("m")
     screen = term.wait_until(lambda s: "127.0.0.1:5442" in s and "PgSQL" in s.splitlines()[0], what="the PostgreSQL side")

@@ -300,6 +300,7 @@ class SteadyPair:
 
 
 NO_RATE_YET = "no rates yet: they start at the second counter update proxytop sees"
+RATES_PENDING = "have no rate yet"  # some counters moved once, and start at their second update
 
 
 def covers_text(spans: Iterable[Optional[float]], interval: Optional[float]) -> Optional[str]:
@@ -369,6 +370,17 @@ class UpdateTracker:
                 if len(changes) > 2 and changes[1][0] < keep_after:
                     del changes[0]
             self._latest[name] = value
+
+    def pending(self) -> int:
+        """How many counters moved since the first reading but have no span yet.
+
+        >>> tracker = UpdateTracker()
+        >>> for stamp, value in enumerate((1, 2)):
+        ...     tracker.add(float(stamp), {"a": value, "b": 5})
+        >>> tracker.pending()
+        1
+        """
+        return sum(1 for name, changes in self._changes.items() if len(changes) > 1 and self.span(name) is None)
 
     def span(self, name: str) -> Optional[Tuple[Any, float]]:
         """(the counter's value where its rate starts, seconds), as update_span finds them."""

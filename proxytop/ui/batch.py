@@ -31,7 +31,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from proxytop.metrics.rates import NO_RATE_YET
+from proxytop.metrics.rates import NO_RATE_YET, RATES_PENDING
 from proxytop.screens.base import Screen
 from proxytop.screens.sided import header_collector
 from proxytop.screens import filters, table
@@ -350,7 +350,7 @@ class BatchRun:
                 continue  # a MySQL server that is down: its row says so
             if len(self.engine.history(name)) < (1 if collector.own_pace else 2):
                 return False
-        return not any(NO_RATE_YET in note for screen in self.screens
+        return not any(NO_RATE_YET in note or RATES_PENDING in note for screen in self.screens
                        for note in build_block(screen, self.states[screen.key], self.controller.view).notes)
 
     def proxysql_down(self) -> bool:
