@@ -156,6 +156,9 @@ def matrix_lines(found: Sequence[cluster.Module], order: Sequence[str], name_of)
             style = "danger" if label in module.differing else ("dim" if not module.differing else "good")
             line.append((f"{text[:CELL_WIDTH - 1]:<{CELL_WIDTH}}", style))
         lines.append(line)
+    if any(cell.climbing and cell.diff_check for module in found for cell in module.cells.values()):
+        lines.append([("\u2191N: diff_check, how many checks in a row this node's checksum has differed from "
+                       "the watched node's (ProxySQL syncs after cluster_<module>_diffs_before_sync)", "dim")])
     return lines
 
 
@@ -328,7 +331,11 @@ class ClusterScreen(Screen):
     def action_watch(self, controller) -> None:
         row = controller.selected_row()
         node_set = nodes.nodes_of(controller.view)
-        if row is None or node_set is None:
+        if row is None:
+            controller.say("no node selected")
+            return
+        if node_set is None:  # a replay: its readings are the recorded node's, no other
+            controller.say(f"{row.get('name') or row['_id']} not watched: a replay shows the node it recorded")
             return
         index = node_set.index_of(row["_id"])
         if index is None:

@@ -115,12 +115,14 @@ def field(label: str, *segments: Segment) -> DetailLine:
 def server_line(server: Server, view: DataView) -> DetailLine:
     """Which server, where it was found, and how it is read (user, TLS)."""
     where = []
-    if server.explicit:
-        where.append("given on the command line")
+    source = view.source(server.source)
     if server.discovered is not None:
         pairs = ", ".join(f"{h} {s}" for h, s in zip(server.discovered.hostgroups, server.discovered.statuses))
-        where.append(f"ProxySQL hostgroup {pairs}")
-    session = getattr(view.source(server.source), "session", None)
+        where.append(f"from runtime_mysql_servers: hostgroup {pairs}")
+    if server.explicit:  # a replay's user gave no option: the recording's maker did
+        where.append("also given with --mysql when recorded" if getattr(source, "replayed", False)
+                     else "also given with --mysql" if where else "given with --mysql")
+    session = getattr(source, "session", None)
     encryption = getattr(session, "encryption", None)
     return (("Server ", "label"), (server.key, "header"), (f"  ({'; '.join(where)})", "dim"),
             ("  user ", "label"), (server.endpoint.user, None),
@@ -248,7 +250,8 @@ def pending_lines(a: Assessment) -> List[DetailLine]:
     """Pending writes and fsyncs, and the waits that mean flushing is falling behind."""
     lines: List[DetailLine] = [(("Pending I/O and stalls", "header"),)]
     if a.pending_flush_list is None and a.lacks("pending_writes"):
-        lines.append(field("pending writes", (NEEDS_PROCESS, "warning"), ("  (SHOW ENGINE INNODB STATUS)", "dim")))
+        asked = "INNODB_BUFFER_POOL_STATS" if a.flavour is not None and a.flavour.is_mariadb else "SHOW ENGINE INNODB STATUS"
+        lines.append(field("pending writes", (NEEDS_PROCESS, "warning"), (f"  ({asked})", "dim")))
     else:
         lines.append(field("pending writes", ("LRU ", "label"), (units.plain(a.pending_lru), None),
                            ("  flush list ", "label"), (units.plain(a.pending_flush_list),
@@ -312,7 +315,7 @@ class InnoDBScreen(Screen):
         Column("io_capacity", "IOcap", 9, "<", numeric=False, priority=7,
                help="innodb_io_capacity / innodb_io_capacity_max"),
         Column("pending", "PendW", 5, fmt=units.scaled, priority=4,
-               help="pending flush-list writes (SHOW ENGINE INNODB STATUS; needs PROCESS)"),
+               help="pending flush-list writes (SHOW ENGINE INNODB STATUS; MariaDB: INNODB_BUFFER_POOL_STATS; needs PROCESS)"),
         Column("wait_free_s", "WaitFr/s", 8, fmt=rate_text, style=positive_style("wait_free_s"), priority=3,
                help="Innodb_buffer_pool_wait_free per second: threads waiting for a clean page"),
         Column("log_waits_s", "LogW/s", 6, fmt=rate_text, style=positive_style("log_waits_s"), priority=4,

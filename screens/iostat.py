@@ -421,7 +421,9 @@ class IOstatScreen(Screen):
                 text = (f"learning: {base.samples} of {base.needed} quiet intervals "
                         f"(aqu-sz <= {RULES.max_queue:g}, >= {RULES.min_ios} I/Os)")
             add(f"{direction} baseline", text, None if base.known else "dim")
-        if now.state_file:
+        if now.state_file and getattr(view.source("host"), "replayed", False):
+            add("baselines kept in", f"{now.state_file} when live (a replay writes no file)", "dim")
+        elif now.state_file:
             add("baselines kept in", now.state_file, "dim")
         return Detail(f"Device {name}", tuple(lines))
 

@@ -58,7 +58,7 @@ from proxytop.metrics.iostat import DIRECTIONS, RULES, percentile
 from proxytop.polling.devices import DeviceMapper
 from proxytop.recordings.recording import iter_lines
 from tests.mariadb import MariaDBServer
-from tests.proxysql_double import RECORDINGS, ProxySQLDouble, Recording
+from tests.proxysql_double import RECORDINGS, ProxySQLDouble, Recording, is_monitor_log
 from tests.terminal import proxytop_command
 from tests.test_innodb_live import LOAD_OPTIONS, WriteLoad
 
@@ -327,6 +327,40 @@ def graft_cluster_tables(recording: Recording) -> None:
     recording.fixed[key] = entry
 
 
+OWN_METRICS = {"Uptime_s": "ProxySQL_Uptime", "Queries": "Questions",  # metrics column: stats_mysql_global
+               "Client_Connections_connected": "Client_Connections_connected",
+               "Client_Connections_created": "Client_Connections_created"}
+
+
+def own_metrics(double: ProxySQLDouble) -> Callable:
+    """A test-double transform of stats_proxysql_servers_metrics: the watched node's own row
+    reports the watched ProxySQL's counters (the 2.7 recording's stats_mysql_global reading
+    served last), taken anew at each of its recorded reports (every ~10 s). The grafted
+    cluster's node 1 is another ProxySQL: as recorded its uptime and Queries/s would
+    contradict the header's (up 39s, Q/s 21,232 beside Uptime 1m32s, Queries/s 682)."""
+    reported: Dict[str, Any] = {}
+
+    def transform(columns: List[str], rows: List[list]) -> Tuple[List[str], List[list]]:
+        port, uptime = columns.index("port"), columns.index("Uptime_s")
+        out = []
+        for row in rows:
+            row = list(row)
+            if row[port] == str(ADMIN_PORT):
+                if reported.get("report") != row[uptime]:  # a new report: the counters of now
+                    served = max(0, double.frames.get("stats_mysql_global", 1) - 1)
+                    frames = double.recording.series["stats_mysql_global"]
+                    global_columns, global_rows = frames[min(served, len(frames) - 1)]
+                    values = {r[0]: r[1] for r in global_rows}
+                    reported.update(report=row[uptime], values={
+                        column: values[name] for column, name in OWN_METRICS.items() if name in values})
+                for column, value in reported["values"].items():
+                    row[columns.index(column)] = value
+            out.append(row)
+        return columns, out
+
+    return transform
+
+
 def _renamed_ports(columns, rows, ports: Mapping[str, str]):
     at = columns.index("port") if "port" in columns else None
     if at is None:
@@ -349,6 +383,46 @@ def digests_seen_now() -> Callable:
         return columns, _shifted(rows, (first_at, last_at), shift[0])
 
     return transform
+
+
+def monitor_on_run_clock(double: ProxySQLDouble, clock_table: str = "stats_mysql_connection_pool") -> Dict[str, Callable]:
+    """Test-double transforms for the monitor logs: the rows ProxySQL had logged when the
+    connection pool reading the double serves now was recorded, their time_start_us moved onto
+    this run's clock. The 2.7 recording was made days before the run and read its monitor logs
+    every 10 s, the pool every second: served as recorded, the demo's checks would be days
+    old and would run ahead of the pool's statuses (a ping error beside an ONLINE server).
+    When the pool's readings are served faster than the run's clock, the checks stop at now."""
+    series = double.recording.series
+    logs = [table for table in series if is_monitor_log(table)]
+    pool_times = [t - recorded_times(clock_table, "2.7", node=None)[0]
+                  for t in recorded_times(clock_table, "2.7", node=None)]
+
+    def newest(table: str, rows) -> int:
+        at = series[table][0][0].index("time_start_us")
+        return max((int(row[at]) for row in rows), default=0)
+
+    # the pool's t=0 on the monitor's clock: the newest check of the first readings (taken with it)
+    start_us = max(newest(table, series[table][0][1]) for table in logs)
+    shift: List[int] = []
+
+    def transform_for(table: str) -> Callable:
+        columns_all, rows_all = series[table][-1]  # every row the recording logged
+        at = columns_all.index("time_start_us")
+
+        def transform(columns: List[str], rows: List[list]) -> Tuple[List[str], List[list]]:
+            served = max(0, min(len(pool_times) - 1, double.frames.get(clock_table, 1) - 1))
+            until_us = start_us + int(pool_times[served] * 1e6)
+            now_us = int(time.time() * 1e6)
+            if not shift:  # the moment of the first reading is now on the run's clock
+                shift.append(now_us - until_us)
+            # the pool's readings may be served faster than one a second: never a check from the future
+            until_us = min(until_us, now_us - shift[0])
+            kept = [row for row in rows_all if int(row[at]) <= until_us]
+            return list(columns_all), _shifted(kept, (at,), shift[0])
+
+        return transform
+
+    return {table: transform_for(table) for table in logs}
 
 
 def _shifted(rows: List[list], columns: Tuple[int, ...], shift: int) -> List[list]:
@@ -411,6 +485,9 @@ def main(argv=None) -> int:
             samples = warm_up(command, env, state_file, disk)
             print(f"baseline samples of {disk}: {samples} (needed {RULES.min_samples} each)", file=sys.stderr)
             load.start()
+            # from here on the monitor's checks follow the pool's readings, on the run's clock
+            double.transforms.update(monitor_on_run_clock(double))
+            double.transforms["stats_proxysql_servers_metrics"] = own_metrics(double)
             time.sleep(3)  # let the load get going before the first reading
             recording = command + ["--screen", "all", "--count", str(args.seconds), "--record", output]
             if any(count < RULES.min_samples for count in samples.values()):

@@ -146,7 +146,7 @@ def test_terminal_discovers_the_test_mariadb_through_the_double(mariadb, proxysq
     term.send("\r")
     detail = term.wait_until(lambda s: "pending writes" in s and "needs PROCESS" in s, timeout=10,
                              what="the detail panel")
-    assert "ProxySQL hostgroup 10 ONLINE, 20 ONLINE" in detail and "user tmon" in detail
+    assert "from runtime_mysql_servers: hostgroup 10 ONLINE, 20 ONLINE" in detail and "user tmon" in detail
     term.send("\x1b")
     term.wait_for("HG/Status")
     term.send("q")

@@ -219,6 +219,12 @@ def reason(status: Any, settings: Optional[Mapping], monitor: Optional[ServerMon
     >>> m = ServerMonitor(ping=((10**15, 0, "Can't connect to MySQL server", None),) * 3)
     >>> reason("SHUNNED", None, m) == f"SHUNNED: 3 failed pings since {clock(10**15)}: Can't connect to MySQL server"
     True
+    >>> recovered = ServerMonitor(ping=((10**15, 0, "Lost connection", None), (10**15 + 2, 300, None, None)))
+    >>> reason("SHUNNED", None, recovered) == (f"SHUNNED: last failed ping at {clock(10**15)} (Lost connection), "
+    ...     "the checks since pass; ProxySQL retries it after mysql-shun_recovery_time_sec")
+    True
+    >>> reason("SHUNNED", None, ServerMonitor(ping=((1, 300, None, None),)))[:47]
+    'SHUNNED: every ping and connect check listed pa'
     >>> reason("SHUNNED_REPLICATION_LAG", {"max_replication_lag": "5"},
     ...        ServerMonitor(lag=((1, 1, None, "12"),)))
     'SHUNNED_REPLICATION_LAG: lag 12 s > 5 s'
@@ -249,6 +255,17 @@ def reason(status: Any, settings: Optional[Mapping], monitor: Optional[ServerMon
                        f"{first_line(message)}"
         if conn_err_s:
             return f"SHUNNED: {conn_err_s:.1f} backend connection errors/s (mysql-shun_on_failures in a second)"
+        # The monitor's latest checks pass: ProxySQL keeps a server shunned until
+        # mysql-shun_recovery_time_sec has passed, whatever its checks say meanwhile.
+        failed = [(entry[0], kind, entry[2]) for kind in ("ping", "connect")
+                  for entry in (monitor.entries(kind) if monitor else ()) if entry[2]]
+        if failed:
+            start, kind, message = max(failed)
+            return (f"SHUNNED: last failed {kind} at {clock(start)} ({first_line(message)}), the checks since pass; "
+                    "ProxySQL retries it after mysql-shun_recovery_time_sec")
+        if monitor is not None and (monitor.entries("ping") or monitor.entries("connect")):
+            return ("SHUNNED: every ping and connect check listed passes: shunned for connection errors of its "
+                    "traffic (mysql-shun_on_failures); ProxySQL retries it after mysql-shun_recovery_time_sec")
         return ("SHUNNED: too many connection errors (mysql-shun_on_failures) or failed pings; "
                 "ProxySQL retries it after mysql-shun_recovery_time_sec")
     if status == "OFFLINE_SOFT":

@@ -131,7 +131,10 @@ class RecordingIndex:
 
 class ReplaySource(Source):
     """A source as it was recorded: its endpoint (without password), its session's version and
-    tables. Never connects."""
+    tables. Never connects: ``replayed`` tells a screen that what it shows was recorded (a
+    replay writes no file and watches no other node)."""
+
+    replayed = True
 
     def __init__(self, name: str, info: Dict[str, Any]):
         for key, value in info.items():
