@@ -572,6 +572,23 @@ class CaughtQueries:
         return self._kept[1]
 
 
+def rule_destination(rule_id: Any, rules: Optional[Any]) -> Optional[str]:
+    """The rule's destination_hostgroup as the digest names hostgroups (None: it sets none).
+
+    >>> rule_destination("2", type("S", (), {"data": Table(("rule_id", "destination_hostgroup"), (("1", "10"), ("2", "20")))}))
+    '20'
+    """
+    table = rules.data if rules is not None else None
+    if not isinstance(table, Table) or not table.has("rule_id") or not table.has("destination_hostgroup"):
+        return None
+    id_at, destination_at = table.columns.index("rule_id"), table.columns.index("destination_hostgroup")
+    for row in table.rows:
+        if str(row[id_at]) == str(rule_id):
+            value = row[destination_at]
+            return None if value in (None, "", "-1") else digests.hostgroups_text([str(value)])
+    return None
+
+
 def caught_section(rule_id: Any, view: DataView, caught: CaughtQueries, side: Side = MYSQL) \
         -> Tuple[Tuple[Segment, ...], ...]:
     """Lines for QueryRules' drill-down: the digests of ``side`` whose route passes this rule, by Time/s."""
@@ -590,6 +607,12 @@ def caught_section(rule_id: Any, view: DataView, caught: CaughtQueries, side: Si
                       (f"HG {row.get('hg') or units.MISSING:<10} ", "label"), (row.get("text") or "(no digest text)", None)))
     if len(shown) > CAUGHT_SHOWN:
         lines.append(((f"  \u2026 and {len(shown) - CAUGHT_SHOWN} more digests", "dim"),))
+    destination = rule_destination(rule_id, view.latest(twin_name(RuntimeQueryRules.name, side)))
+    if destination is not None and any(row.get("hg") != destination for row in shown[:CAUGHT_SHOWN]):
+        for text in (f"  HG is where ProxySQL served each query; it differs from this rule's destination_hostgroup {destination}",
+                     "  when a later rule sends it elsewhere, the query cache answered it (cache), or a transaction that",
+                     "  transaction_persistent=1 keeps where it began carried it there (Enter on it in Queries says which)"):
+            lines.append(((text, "dim"),))
     if undecided:
         lines.append(((f"  {len(undecided)} more digests reach this rule, but proxytop can't decide whether it "
                        "matches them (match_pattern, proxy address or client address)", "warning"),))

@@ -119,6 +119,11 @@ def test_queryrules_drill_down_lists_the_queries_a_rule_catches(proxytop_term, d
                              timeout=30, what="caught queries with rates")
     caught = re.findall(r"HG \S+\s+(SELECT c FROM sbtest\d WHERE id=\?)", screen)
     assert sorted(caught) == [f"SELECT c FROM sbtest{n} WHERE id=?" for n in (1, 2, 3, 4)]
+    # rule 2 sends them to hostgroup 20, but hostgroup 10 served some of them too (inside
+    # sysbench's transactions, transaction_persistent=1): the view says why the two differ
+    served = set(re.findall(r"HG (\S+)\s+SELECT c FROM sbtest\d WHERE id=\?", screen))
+    assert served and "20" not in served
+    assert "it differs from this rule's destination_hostgroup 20" in screen and "transaction_persistent=1" in screen
     assert "DISTINCT" not in screen.split("Queries this rule catches")[1]
     assert digest_reads(double)
     term.send(ESC)
