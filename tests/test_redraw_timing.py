@@ -99,4 +99,4 @@ def test_data_falling_overdue_redraws_when_it_does_then_every_second():
     assert abs(next_redraw_in(ctl, 100.5) - 2.5) < 1e-9
     assert next_redraw_in(ctl, 103.5) == 1.0
     engine.pause()
-    assert next_redraw_in(ctl, 103.5) == 1.0  # paused: the frozen data keeps ageing, each second
+    assert next_redraw_in(ctl, 103.5) is None  # paused: the header says when the frozen data was read

@@ -4,6 +4,7 @@ The curses layer only paints these lines; tests and the benchmark can call rende
 """
 from __future__ import annotations
 
+import time
 from typing import List, Optional, Sequence, Tuple
 
 from proxytop.collectors.proxysql import ConnectionPool
@@ -76,7 +77,11 @@ def header_lines(ctl, width: int) -> List[Line]:
         if minimum > 0.5:
             second.append((f" (min {minimum:g}s)", "dim"))
     latest = ctl.newest_of_screen()
-    if latest is not None:
+    if latest is not None and engine.paused and not replaying:
+        # frozen: when it was read, which says how stale it is without a redraw every second
+        read_at = time.strftime("%H:%M:%S", time.localtime(latest.wall_time))
+        second += [("  data read at ", "label"), (read_at, "header")]
+    elif latest is not None:
         second += [("  data ", "label"), (f"{units.duration(max(0.0, now - latest.taken_at))} old", "header")]
     if engine.paused and not replaying:
         second.append(("  PAUSED", "warning_bold"))

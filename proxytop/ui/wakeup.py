@@ -113,9 +113,9 @@ def _select(fds, timeout: Optional[float]):
 
 def next_redraw_in(ctl, now: float) -> Optional[float]:
     """Seconds until the screen must change although nothing new arrived, or None (never):
-    a message that expires, a retry countdown while a source is down, the age of data that is
-    overdue (its next reading should have come: the age shows the server is slow), and while
-    paused the frozen data's age, each second.
+    a message that expires, a retry countdown while a source is down, and the age of data that
+    is overdue (its next reading should have come: the age shows the server is slow). Paused,
+    the header shows when the frozen data was read, which needs no redraw.
 
     An idle proxytop therefore draws once per reading and not in between.
     """
@@ -133,9 +133,7 @@ def next_redraw_in(ctl, now: float) -> Optional[float]:
             deadlines.append(change + 0.01)
     snapshot = ctl.newest_of_screen()
     latest = snapshot.taken_at if snapshot is not None else None
-    if engine.paused and latest is not None:
-        deadlines.append(1.0)  # frozen data keeps ageing on screen: how stale it is, each second
-    elif latest is not None:
+    if latest is not None and not engine.paused:
         overdue_at = latest + max(ctl.interval(), ctl.minimum_interval(ctl.screen)) + 1.0
         deadlines.append(max(overdue_at - now, 0.0) if now < overdue_at else 1.0)
     return max(0.0, min(deadlines)) if deadlines else None
