@@ -12,7 +12,7 @@ import pytest
 
 from proxytop import errors
 from proxytop.polling.connection import Endpoint, open_admin
-from tests.sockets import silent_server
+from tests.sockets import silent_server, speaking_server
 
 NOT_MYSQL = "the port did not answer as a MySQL server would"
 
@@ -21,36 +21,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-@contextmanager
-def speaking_server(first: bytes, lifetime: float = 60.0) -> Iterator[int]:
-    """A port on 127.0.0.1 that answers every connection with ``first`` (another protocol's
-    bytes) and closes it; it stops by itself after ``lifetime`` seconds."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    listener.settimeout(0.2)
-    stop = threading.Event()
-    deadline = time.monotonic() + lifetime
-
-    def serve():
-        while not stop.is_set() and time.monotonic() < deadline:
-            try:
-                conn = listener.accept()[0]
-            except OSError:
-                continue
-            with conn:
-                conn.sendall(first)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield listener.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join(2)
-        listener.close()
 
 
 @contextmanager
