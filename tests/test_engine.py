@@ -218,15 +218,3 @@ def test_the_active_collectors_of_a_source_follow_activation_and_new_collectors(
     engine.set_active([])
     assert names() == []
 
-
-
-def test_a_collector_asked_for_before_it_exists_polls_once_it_is_added():
-    """A node discovered after its Cluster screen asked for its reachability: the name the UI
-    asked to poll becomes active when its collector is added, with no new request from the UI."""
-    engine = Engine()
-    engine.set_active(["node:b.reach"])
-    assert engine.active == frozenset()
-    later = Collector()
-    later.name, later.source = "node:b.reach", "node:b"
-    engine.add_collector(later)
-    assert engine.active == frozenset({"node:b.reach"})

@@ -104,7 +104,6 @@ class Engine:
         self._collectors: Dict[str, Collector] = {}
         self._by_source: Dict[str, List[Collector]] = {}  # each source's collectors
         self._schedule = Schedule(clock)
-        self._wanted: frozenset = frozenset()  # the names the UI last asked to poll (set_active)
         self._readings = Readings()
         self._states: Dict[str, SourceState] = {}
         self._workers: Dict[str, _Worker] = {}
@@ -137,8 +136,6 @@ class Engine:
             self._by_source.setdefault(collector.source, []).append(collector)
             self._readings.add(collector)
             self._schedule.add(collector)
-        if collector.name in self._wanted:  # asked for before it existed (a node discovered since)
-            self.set_active(self._wanted)
 
     def collector(self, name: str) -> Optional[Collector]:
         return self._collectors.get(name)
@@ -222,8 +219,7 @@ class Engine:
         ``together`` read in one batch, at the soonest any of them is due: readings at one
         interval that were planned apart (a screen shown while the pool kept its alarm's pace)
         then share their batches, and the UI one frame per interval."""
-        self._wanted = frozenset(names)  # a collector added later under one of these names polls then
-        newly, plan = self._schedule.activate(frozenset(n for n in self._wanted if n in self._collectors))
+        newly, plan = self._schedule.activate(frozenset(n for n in names if n in self._collectors))
         together = [name for name in together if name in self._collectors]
         self._schedule.align(together)
         self._wake_sources_of(together)
