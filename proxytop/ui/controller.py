@@ -90,6 +90,7 @@ class Controller:
         # A screen left keeps its rows for its return: 5,000 rules, 500 servers took 40-60 ms (README).
         self._parked: Dict[str, tuple] = {}
         self._activated: Tuple[str, ...] = ()
+        self._asked_early: List[str] = []  # names asked for before their collector was registered
         self._followed: frozenset = frozenset()  # the changes the screen's rows are made of
         self._alarm_plan: Tuple[Tuple[str, float], ...] = ()
         # Extra keys of a mode (a replay): an object with ``title``, ``bindings`` and
@@ -203,6 +204,7 @@ class Controller:
             # on the table, rows() sees the set differ and stops them
             names += [n for n in screen.detail_collectors(self.ui.detail_row) if n not in names]
         self._activated = tuple(names)
+        self._asked_early = [n for n in names if engine.collector(n) is None]  # polled once registered
         # The screen's rows change with its readings and with its sources' states (a server
         # going down changes its row without a new reading).
         sources = {getattr(engine.collector(n), "source", None) for n in own}
@@ -251,12 +253,18 @@ class Controller:
 
     # ----- the screen's rows: made again when a reading, the sort, the filter or the screen's
     # own token changed (a frame without news draws the rows made before) --------------------
+    def _registered_since(self) -> bool:
+        """A name asked for before its collector was registered has one now (the engine polls
+        only registered collectors): ask again."""
+        return not self.engine.replaying and any(self.engine.collector(n) is not None for n in self._asked_early)
+
     def rows(self) -> List[dict]:
         screen = self.screen
         names = tuple(screen.active_collectors())
-        if names != self._activated or self.alarm_plan() != self._alarm_plan:
+        if names != self._activated or self.alarm_plan() != self._alarm_plan or self._registered_since():
             # The screen's set changed (e.g. servers discovered at runtime), or the alarm's (a
-            # PostgreSQL side learnt on connecting, a pool read empty): poll the new set.
+            # PostgreSQL side learnt on connecting, a pool read empty), or a collector it asked
+            # for has been registered since (a node found by --cluster): poll the new set.
             self.activate()
         if not self.engine.replaying:  # a live engine numbers every change
             data = self.engine.last_changed(self._followed)
