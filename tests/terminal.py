@@ -70,6 +70,7 @@ class Terminal:
         self._lock = threading.Lock()
         self._fed_at = time.monotonic()  # when output last arrived (see wait_until)
         self.exit_status: Optional[int] = None
+        self._closing = threading.Event()
         argv = list(command or proxytop_command()) + list(args)
         environment = dict(os.environ)
         environment.update({"TERM": "xterm-256color", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
@@ -106,6 +107,8 @@ class Terminal:
             try:
                 ready, _, _ = select.select([self.fd], [], [], 0.2)
             except (OSError, ValueError):
+                return
+            if self._closing.is_set():
                 return
             if not ready:
                 if self.exit_status is not None:
@@ -192,6 +195,10 @@ class Terminal:
             except (ProcessLookupError, ChildProcessError):
                 pass
             self.exit_status = -9
+        # The reader stops before the descriptor is closed: the next Terminal's pty may be given
+        # the same number, and a reader still looping would take that program's first output.
+        self._closing.set()
+        self._reader.join(2.0)
         try:
             os.close(self.fd)
         except OSError:
