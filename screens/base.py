@@ -60,6 +60,11 @@ def seconds_between(previous: Optional[Snapshot], current: Optional[Snapshot]) -
     return elapsed if elapsed > 0 else None
 
 
+class Cells(tuple):
+    """A note line laid out in columns (segments padded to line up with the lines below it):
+    a narrow terminal cuts it, with '…', where a sentence would be wrapped."""
+
+
 @dataclass(frozen=True)
 class Detail:
     """A drill-down view: a title and lines of (text, style) segments, scrollable."""
@@ -83,6 +88,7 @@ class Screen:
 
     key = "screen"  # --screen NAME
     title = "Screen"  # tab title
+    short_title = ""  # the tab's title on a narrow terminal (the title when not set)
     columns: Sequence[Column] = ()
     default_sort: Tuple[str, bool] = ("", False)  # (column key, descending)
     tiebreak: Sequence[str] = ()

@@ -19,7 +19,7 @@ from proxytop.metrics import cluster, units
 from proxytop.metrics.rates import to_number
 from proxytop.collectors.nodes import reach_name
 from proxytop.polling import nodes
-from proxytop.screens.base import DataView, Screen
+from proxytop.screens.base import Cells, DataView, Screen
 from proxytop.screens.keys import Binding
 from proxytop.screens.table import Column, Row
 
@@ -134,15 +134,16 @@ def node_rows(servers, latest, samples, found, current_checksums, clients, node_
     return rows
 
 
-def matrix_lines(found: Sequence[cluster.Module], order: Sequence[str], name_of) -> List[List[Segment]]:
+def matrix_lines(found: Sequence[cluster.Module], order: Sequence[str], name_of) -> List[Sequence[Segment]]:
     """Modules against nodes: each cell the short checksum and version, a differing one
-    highlighted, diff_check shown (with an arrow) where it climbs."""
+    highlighted, diff_check shown (with an arrow) where it climbs; the explanation of the
+    arrow below them when one shows."""
     if not found:
         return []
     head: List[Segment] = [(f"{'module':<{MODULE_WIDTH}}", "label")]
     for label in order:
         head.append((f"{name_of(label)[:CELL_WIDTH - 1]:<{CELL_WIDTH}}", "label"))
-    lines = [head]
+    lines: List[Sequence[Segment]] = [Cells(head)]
     for module in found:
         line: List[Segment] = [(f"{module.name[:MODULE_WIDTH - 1]:<{MODULE_WIDTH}}", "danger" if module.differing else None)]
         for label in order:
@@ -155,7 +156,7 @@ def matrix_lines(found: Sequence[cluster.Module], order: Sequence[str], name_of)
                 text += f" \u2191{units.scaled(cell.diff_check)}"
             style = "danger" if label in module.differing else ("dim" if not module.differing else "good")
             line.append((f"{text[:CELL_WIDTH - 1]:<{CELL_WIDTH}}", style))
-        lines.append(line)
+        lines.append(Cells(line))
     if any(cell.climbing and cell.diff_check for module in found for cell in module.cells.values()):
         lines.append([("\u2191N: diff_check, how many checks in a row this node's checksum has differed from "
                        "the watched node's (ProxySQL syncs after cluster_<module>_diffs_before_sync)", "dim")])
@@ -165,6 +166,7 @@ def matrix_lines(found: Sequence[cluster.Module], order: Sequence[str], name_of)
 class ClusterScreen(Screen):
     key = "cluster"
     title = "Cluster"
+    short_title = "Clu"
     default_sort = ("node", False)
     tiebreak = ("node",)
     columns = (
@@ -316,7 +318,7 @@ class ClusterScreen(Screen):
         seen = {label for module in found for label in module.cells}
         order = [n.label for n in node_set.nodes if n.label in seen] if node_set is not None else []
         order += sorted(seen - set(order))
-        lines = [tuple(first)] + [tuple(line) for line in matrix_lines(found, order, name_of)]
+        lines = [tuple(first)] + matrix_lines(found, order, name_of)
         return lines
 
     def _modules(self, pair) -> List[cluster.Module]:

@@ -213,6 +213,7 @@ def _latency_column(key: str, title: str, fraction: str, priority: int) -> Colum
 class ComCountScreen(SidedScreen, Screen):
     key = "comcount"
     title = "ComCount"
+    short_title = "Cmds"
     default_sort = ("rate", True)
     tiebreak = ("command",)
     columns = (

@@ -356,6 +356,7 @@ def read_only_monitored(monitor) -> bool:
 class ConnPoolScreen(SidedScreen, Screen):
     key = "connpool"
     title = "ConnPool"
+    short_title = "Pool"
     group_key = "hostgroup"
     default_sort = ("hostgroup", False)
     tiebreak = ("server",)

@@ -168,6 +168,7 @@ def age_text(value: Any) -> str:
 class ErrorsScreen(SidedScreen, Screen):
     key = "errors"
     title = "Errors"
+    short_title = "Err"
     default_sort = ("errors_s", True)
     tiebreak = ("last_seen_age",)  # then the most recently seen
     default_interval = 1.0

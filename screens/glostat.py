@@ -284,6 +284,7 @@ def max_connections_usage(stats: Mapping[str, str], variables: Optional[Mapping[
 class GloStatScreen(SidedScreen, Screen):
     key = "glostat"
     title = "GloStat"
+    short_title = "Stat"
     default_sort = ("name", False)
     columns = (
         Column("name", "Variable", 44, "<", numeric=False, priority=0),

@@ -287,6 +287,7 @@ def source_lines(a: Assessment) -> List[DetailLine]:
 class InnoDBScreen(Screen):
     key = "innodb"
     title = "InnoDB"
+    short_title = "Inno"
     default_sort = ("server", False)
     tiebreak = ("server",)
     live_detail = True  # the detail panel follows new readings

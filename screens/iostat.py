@@ -280,6 +280,7 @@ def manual_baselines(config) -> Dict[str, Tuple[float, float]]:
 class IOstatScreen(Screen):
     key = "iostat"
     title = "IOstat"
+    short_title = "IO"
     default_sort = ("util", True)
     tiebreak = ("device",)
     bindings = (

@@ -328,6 +328,7 @@ NO_PGSQL_KILL = ("killing is not available on the PostgreSQL side: ProxySQL's KI
 class ProcListScreen(SidedScreen, Screen):
     key = "proclist"
     title = "ProcList"
+    short_title = "Proc"
     default_sort = ("time_ms", True)
     tiebreak = ("id",)
     default_interval = ProcessList.default_interval

@@ -411,6 +411,7 @@ def _clock(epoch: Any) -> str:
 class QueriesScreen(SidedScreen, Screen):
     key = "queries"
     title = "Queries"
+    short_title = "Qry"
     columns = COLUMNS
     pgsql_titles = {"schema": ("Database", "databases it ran in")}
     default_sort = ("time_s", True)

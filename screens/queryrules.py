@@ -376,6 +376,7 @@ STATS_COLUMNS = tuple(c for c in ADMIN_COLUMNS if c.key in ("rule_id", "hits_s",
 class QueryRulesScreen(SidedScreen, Screen):
     key = "queryrules"
     title = "QueryRules"
+    short_title = "Rules"
     default_sort = ("rule_id", False)
     pgsql_titles = {"schema": ("Database", "database the rule applies to")}
 

@@ -432,7 +432,7 @@ def table_rows(lines: Sequence) -> int:
     """Rows the status line says the table has."""
     from proxytop.ui.view import screen_text
 
-    match = re.search(r"(?:(\d+)/)?(\d+) rows", screen_text(lines))
+    match = re.search(r"(?:(\d+)/)?(\d+) rows?", screen_text(lines))
     return int(match.group(2)) if match else 0
 
 
@@ -514,7 +514,7 @@ HEADERS = {  # a screen is on the terminal when its column titles are (sort arro
 }
 FILTERS = {"connpool": "status:SHUN", "queryrules": "hg=7", "proclist": "user:app3"}
 _SORTED = re.compile(r"^sort (.+?) [\u2191\u2193]", re.MULTILINE)
-_ROWS = re.compile(r"^sort .*?(?:(\d+)/)?(\d+) rows", re.MULTILINE)
+_ROWS = re.compile(r"^sort .*?(?:(\d+)/)?(\d+) rows?", re.MULTILINE)
 
 
 def plain(screen: str) -> str:
@@ -685,10 +685,10 @@ def bench_terminal_at_scale(fleet: Optional[MySQLFleet], rounds: int) -> Tuple[D
                 text = FILTERS[key]
                 for _ in range(max(1, rounds // 2)):
                     driver.type("/" + text, lambda s, t=text: f"filter: {t}" in s)
-                    pattern = re.compile(rf"^sort .*filter {re.escape(text)}\s+\d+/\d+ rows", re.MULTILINE)
+                    pattern = re.compile(rf"^sort .*filter {re.escape(text)}\s+\d+/\d+ rows?", re.MULTILINE)
                     latencies["filter"].append(driver.press("\r", lambda s, p=pattern: p.search(s) is not None))
                     latencies["filter"].append(driver.press(
-                        "\\", lambda s: re.search(r"^sort .* \d+ rows", s, re.MULTILINE) is not None
+                        "\\", lambda s: re.search(r"^sort .* \d+ rows?", s, re.MULTILINE) is not None
                         and not re.search(r"^sort .*filter ", s, re.MULTILINE)))
             shown = SCREENS[-1]
             for _ in range(max(1, rounds // 3)):

@@ -99,7 +99,7 @@ def test_demo_starts_in_the_terminal_and_every_screen_shows_rows(proxytop_term):
         term.send(keys[expected.key])
         state = expected.initial_state()
         sort_title = next(c.title.strip() for c in expected.columns if c.key == state.sort_key)
-        status = re.compile(rf"^sort {re.escape(sort_title)} [\u2191\u2193]  (?:filter .*  )?(\d+)(?:/\d+)? rows",
+        status = re.compile(rf"^sort {re.escape(sort_title)} [\u2191\u2193]  (?:filter .*  )?(\d+)(?:/\d+)? rows?",
                             re.MULTILINE)
 
         def populated(text: str) -> bool:  # this screen's status line, with rows

@@ -36,7 +36,30 @@ def test_the_footer_follows_the_screen_the_mode_and_messages():
     ctl.ui.mode = "detail"
     assert view.footer_line(ctl, 100)[0][0].startswith("Esc back")
     ctl.ui.mode = "table"
-    assert view.footer_line(ctl, 20)[0][0] == view.footer_line(ctl, 100)[0][0][:20]
+    # narrow: whole hints only, the later ones giving way first; quitting and the help stay
+    narrow = view.footer_line(ctl, 30)[0][0]
+    assert narrow == "x explode  q quit  ? help", narrow
+    assert view.footer_line(ctl, 16)[0][0] == "q quit  ? help"
+
+
+def test_a_narrow_tab_line_keeps_every_number():
+    ctl = Controller(Engine(), [Plain(), WithKeys(), Plain(), WithKeys()], None)
+    for screen, short in zip(ctl.screens, ("P", "K", "P", "K")):
+        screen.short_title = short
+    assert view.screen_text([view.tab_line(ctl, 40)]) == "1:Plain 2:Keyed 3:Plain 4:Keyed"
+    assert view.screen_text([view.tab_line(ctl, 25)]) == "1:Plain 2:K 3:P 4:K"
+    assert view.screen_text([view.tab_line(ctl, 15)]) == "1:Plain 2 3 4"
+
+
+def test_a_narrow_header_drops_whole_fields_and_wraps_a_disconnection():
+    line = view.fit_fields([(0, [("proxytop ", None)]), (1, [("127.0.0.1:6032", None)]),
+                            (4, [("  up 3m", None)]), (1, [("  Q/s 1,234", None)]), (2, [("  conn 11", None)]),
+                            (3, [("  trx 2", None)])], 50)
+    assert view.screen_text([line]) == "proxytop 127.0.0.1:6032  Q/s 1,234  conn 11  trx 2"
+    cut = view.fit_fields([(0, [("proxytop ", None)]), (0, [("a-very-long-host-name:6032", None)])], 20)
+    assert view.screen_text([cut]) == "proxytop a-very-lon\u2026"
+    wrapped = view.wrap([("retrying in 4s: connection refused (is ProxySQL running?)", "danger")], 30)
+    assert [view.screen_text([l]) for l in wrapped] == ["retrying in 4s: connection", "  refused (is ProxySQL", "  running?)"]
 
 
 def test_the_tab_line_follows_the_current_screen_and_the_titles():

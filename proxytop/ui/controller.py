@@ -341,8 +341,8 @@ class Controller:
         self._rows_token = None
 
     def _sort_step(self, step: int) -> None:
-        # the columns on screen (all of them before the first frame)
-        columns = [c for c in self.screen.columns if c.key in self.visible_keys] or list(self.screen.columns)
+        # every column, those a narrow terminal hides too: the sort column always shows
+        columns = list(self.screen.columns)
         if columns:
             key = table.next_sort_key(columns, self.state.sort_key, step)
             # Numbers read best largest first; text columns A to Z.

@@ -4,6 +4,7 @@ The curses layer only paints these lines; tests and the benchmark can call rende
 """
 from __future__ import annotations
 
+import re
 import time
 from typing import List, Optional, Sequence, Tuple
 
@@ -11,6 +12,7 @@ from proxytop.collectors.proxysql import ConnectionPool
 from proxytop.collectors.sides import twin_name
 from proxytop.metrics import units
 from proxytop.metrics.sides import MYSQL, PGSQL
+from proxytop.screens.base import Cells
 from proxytop.screens.connpool import header_queries
 from proxytop.screens.sided import header_label, header_readings
 from proxytop.screens import keys, table
@@ -19,83 +21,152 @@ Segment = Tuple[str, Optional[str]]
 Line = List[Segment]
 
 
+ELLIPSIS = "\u2026"
+
+
 def fit(line: Line, width: int) -> Line:
-    """Cut a line of segments to width characters."""
+    """Cut a line of segments to width characters; a line that was cut ends in '…'.
+
+    >>> fit([("ab", None), ("cd", "x")], 4), fit([("ab", None), ("cdef", "x")], 4)
+    ([('ab', None), ('cd', 'x')], [('ab', None), ('c', 'x'), ('…', 'x')])
+    """
+    if sum(len(text) for text, _ in line) <= width:
+        return list(line)
     out: Line = []
     used = 0
+    room = width - 1  # the ellipsis takes the last cell
     for text, style in line:
-        if used >= width:
+        piece = text[: max(0, room - used)]
+        if piece:
+            out.append((piece, style))
+            used += len(piece)
+        if used >= room:
+            if width > 0:
+                out.append((ELLIPSIS, style))
             break
-        piece = text[: width - used]
-        out.append((piece, style))
-        used += len(piece)
     return out
+
+
+def wrap(line: Line, width: int, indent: int = 2, most: int = 4) -> List[Line]:
+    """A line of segments broken at spaces into lines of at most ``width`` characters, the
+    ones after the first indented; at most ``most`` lines, the last cut with '…'. A message
+    that matters is wrapped rather than cut.
+
+    >>> [screen_text([l]) for l in wrap([("a connection was refused", "danger")], 12)]
+    ['a connection', '  was', '  refused']
+    """
+    if sum(len(text) for text, _ in line) <= width or width < 8:
+        return [fit(line, width)]
+    words: List[Segment] = [(word, style) for text, style in line for word in re.findall(r"\s+|\S+", text)]
+    lines: List[Line] = [[]]
+    used = 0
+    for word, style in words:
+        if used + len(word) > width and used > indent and lines[-1]:
+            if word.isspace():
+                continue  # the break replaces the space
+            lines.append([(" " * indent, None)])
+            used = indent
+        if word.isspace() and used == indent and len(lines) > 1:
+            continue
+        lines[-1].append((word, style))
+        used += len(word)
+    if len(lines) > most:
+        lines = lines[: most - 1] + [lines[most - 1] + [(" ", None)] + [seg for l in lines[most:] for seg in l]]
+    return [fit(l, width) for l in lines]
+
+
+def fit_fields(fields: Sequence[Tuple[int, Line]], width: int) -> Line:
+    """A line made of whole fields: (priority, segments), 0 the most important. Fields give
+    way, least important and rightmost first, until the line fits; fields of priority 0 never
+    give way (what they can't show is cut with '…').
+
+    >>> screen_text([fit_fields([(0, [("proxytop ", None)]), (2, [("up 5s", None)]), (1, [("  Q/s 9", None)])], 16)])
+    'proxytop   Q/s 9'
+    """
+    kept = list(enumerate(fields))
+
+    def length(chosen) -> int:
+        return sum(len(text) for _, (_, segments) in chosen for text, _ in segments)
+
+    while length(kept) > width:
+        candidates = [f for f in kept if f[1][0] > 0]
+        if not candidates:
+            break
+        kept.remove(max(candidates, key=lambda f: (f[1][0], f[0])))
+    return fit([segment for _, (_, segments) in kept for segment in segments], width)
 
 
 def header_lines(ctl, width: int) -> List[Line]:
     """proxytop, the ProxySQL watched, its version, the side, uptime, Q/s, conn and trx; the
-    interval, the data's age and the connection; the backend alarm."""
+    interval, the data's age and the connection; the backend alarm. A narrow terminal drops
+    whole fields, the least important first (fit_fields), and a disconnection's reason is
+    wrapped onto lines of its own rather than cut."""
     engine = ctl.engine
     now, replaying = engine.now(), engine.replaying
     source, state = engine.source("proxysql"), engine.state("proxysql")
     session = getattr(source, "session", None)
-    first: Line = [("proxytop ", "header_title")]
-    if replaying:
-        first.append(("REPLAY ", "warning_bold"))
+    title: Line = [("proxytop ", "header_title")] + ([("REPLAY ", "warning_bold")] if replaying else [])
+    first: List[Tuple[int, Line]] = [(0, title)]
     if hasattr(source, "watched_title"):  # several ProxySQL nodes: "node 2/3 10.0.0.2:6032 node-2"
-        first.append((source.watched_title(), "header"))
+        first.append((1, [(source.watched_title(), "header")]))
     else:
-        first.append((source.endpoint.label if source is not None else "no ProxySQL", "header"))
+        first.append((1, [(source.endpoint.label if source is not None else "no ProxySQL", "header")]))
     if session is not None and session.version_text:
-        first.append((f"  ProxySQL {session.version_text.split('-')[0]}", "header"))
+        first.append((5, [(f"  ProxySQL {session.version_text.split('-')[0]}", "header")]))
         if not session.is_admin:
-            first.append(("  (stats user)", "dim"))
+            first.append((3, [("  (stats user)", "dim")]))
         if getattr(session, "encryption", None):
-            first.append(("  TLS", "good"))  # the admin connection is encrypted
+            first.append((6, [("  TLS", "good")]))  # the admin connection is encrypted
     side = header_label(ctl.screen, session)
     if side is not None:
-        first.append((f"  {side}", "warning_bold" if side == "PgSQL" else "header"))
+        first.append((1, [(f"  {side}", "warning_bold" if side == "PgSQL" else "header")]))
     previous, current = header_readings(engine.last_two, ctl.screen)
     if current is not None and current.data:
         stats = current.data
         # Questions; on the PostgreSQL side of 3.0 (no Questions) the queries sent to backends
         pool_pair = engine.last_two(twin_name(ConnectionPool.name, PGSQL))
         qps, counted = header_queries(getattr(ctl.screen, "side", MYSQL), (previous, current), pool_pair)
-        first += [("  up ", "label"), (units.duration(stats.get("ProxySQL_Uptime")), "header"),
-                  ("  Q/s ", "label"), (units.number(qps) if qps is not None else units.MISSING, "header")]
-        if counted:
-            first.append((f" {counted}", "dim"))
-        first += [
-            ("  conn ", "label"), (units.number(stats.get("Client_Connections_connected")), "header"),
-            ("  trx ", "label"), (units.number(stats.get("Active_Transactions")), "header"),
-        ]
+        first.append((4, [("  up ", "label"), (units.duration(stats.get("ProxySQL_Uptime")), "header")]))
+        first.append((1, [("  Q/s ", "label"), (units.number(qps) if qps is not None else units.MISSING, "header")]
+                      + ([(f" {counted}", "dim")] if counted else [])))
+        first.append((2, [("  conn ", "label"), (units.number(stats.get("Client_Connections_connected")), "header")]))
+        first.append((3, [("  trx ", "label"), (units.number(stats.get("Active_Transactions")), "header")]))
+    second: List[Tuple[int, Line]]
     if replaying:
-        second: Line = list(ctl.overlay.status(ctl))  # proxytop.recordings.replay.ReplayControls
+        second = [(0, list(ctl.overlay.status(ctl)))]  # proxytop.recordings.replay.ReplayControls
     else:
-        second = [("every ", "label"), (units.interval(ctl.interval()), "header")]
+        second = [(1, [("every ", "label"), (units.interval(ctl.interval()), "header")])]
         minimum = ctl.minimum_interval(ctl.screen)
         if minimum > 0.5:
-            second.append((f" (min {minimum:g}s)", "dim"))
+            second.append((5, [(f" (min {minimum:g}s)", "dim")]))
     latest = ctl.newest_of_screen()
     if latest is not None and engine.paused and not replaying:
         # frozen: when it was read, which says how stale it is without a redraw every second
         read_at = time.strftime("%H:%M:%S", time.localtime(latest.wall_time))
-        second += [("  data read at ", "label"), (read_at, "header")]
+        second.append((2, [("  data read at ", "label"), (read_at, "header")]))
     elif latest is not None:
-        second += [("  data ", "label"), (f"{units.duration(max(0.0, now - latest.taken_at))} old", "header")]
+        second.append((2, [("  data ", "label"), (f"{units.duration(max(0.0, now - latest.taken_at))} old", "header")]))
     if engine.paused and not replaying:
-        second.append(("  PAUSED", "warning_bold"))
+        second.append((0, [("  PAUSED", "warning_bold")]))
+    reason: Line = []
     if state is not None:  # the header's own reading comes from ProxySQL on every screen (IOstat's too)
         if state.connected:
-            second.append(("  connected", "good"))
+            second.append((3, [("  connected", "good")]))
         elif state.error:
-            second.append((f"  disconnected, {state.retry_text(now)}: {state.error}", "danger"))
+            second.append((0, [("  disconnected", "danger")]))
+            reason = [(f"{state.retry_text(now)}: {state.error}", "danger")]
         else:
-            second.append(("  connecting\u2026", "warning"))
-    lines = [fit(first, width), fit(second, width)]
+            second.append((0, [("  connecting\u2026", "warning")]))
+    lines = [fit_fields(first, width), fit_fields(second, width)]
+    if reason:
+        line = lines[1]
+        if sum(len(text) for text, _ in line + reason) + 2 <= width:
+            lines[1] = line + [(", ", "danger")] + reason
+        else:
+            lines += wrap([("  ", None)] + reason, width, indent=2, most=2)
     alarm = _backend_alarm(ctl)
     if alarm:
-        lines.append(fit([("! ", "danger"), (alarm, "danger")], width))
+        lines += wrap([("! ", "danger"), (alarm, "danger")], width, most=2)
     return lines
 
 
@@ -109,24 +180,47 @@ def _backend_alarm(ctl) -> Optional[str]:
 
 
 def tab_line(ctl, width: int) -> Line:
-    line: Line = []
-    for i, screen in enumerate(ctl.screens):
-        style = "tab_active" if i == ctl.ui.index else ("tab" if screen.built else "tab_dim")
-        line += [(f"{(i + 1) % 10}:{screen.title}", style), (" ", None)]
+    """Every screen's number key and title; on a narrower terminal the short titles, then the
+    numbers alone beside the current screen's title: every number stays visible."""
+    for level in ("title", "short_title", None):
+        line: Line = []
+        for i, screen in enumerate(ctl.screens):
+            current = i == ctl.ui.index
+            style = "tab_active" if current else ("tab" if screen.built else "tab_dim")
+            name = screen.title if current else ((getattr(screen, level) or screen.title) if level else "")
+            line += [(" ", None)] if line else []
+            line.append((f"{(i + 1) % 10}:{name}" if name else f"{(i + 1) % 10}", style))
+        if sum(len(text) for text, _ in line) <= width:
+            break
     return fit(line, width)
 
 
 def status_line(ctl, shown: int, total: int, width: int) -> Line:
+    """The sort, the filter, how many rows, how many columns the width hides (and the keys
+    that reach them: the sort column always shows), and the screen's problem."""
     state = ctl.state
-    line: Line = [("sort ", "label"), (ctl.column_title(state.sort_key) + (" \u2193" if state.descending else " \u2191"), "header")]
+    fields: List[Tuple[int, Line]] = [
+        (0, [("sort ", "label"), (ctl.column_title(state.sort_key) + (" \u2193" if state.descending else " \u2191"),
+                                  "header")])]
     if not state.filter.empty:
-        line += [("  filter ", "label"), (state.filter.text, "warning_bold"), (f"  {shown}/{total} rows", "label")]
+        fields += [(0, [("  filter ", "label"), (state.filter.text, "warning_bold")]),
+                   (1, [(f"  {shown}/{total} row{'' if total == 1 else 's'}", "label")])]
     else:
-        line.append((f"  {total} rows", "label"))
+        fields.append((1, [(f"  {total} row{'' if total == 1 else 's'}", "label")]))
+    columns = ctl.screen.columns
+    hidden = len(columns) - len(table.fit_columns(columns, width, keep=state.sort_key)) if columns else 0
     problem = ctl.screen.status(ctl.view)
     if problem:
-        line.append((f"  {problem}", "danger"))
-    return fit(line, width)
+        fields.append((0, [(f"  {problem}", "danger")]))
+    if hidden:
+        room = width - len(screen_text([fit_fields(fields, width)]))
+        plural = "s" if hidden > 1 else ""
+        marker = next((text for text in (f"  +{hidden} column{plural} hidden: s/</> sort by one to show it, "
+                                         "? lists all", f"  +{hidden} column{plural} hidden (s/</> show)",
+                                         f"  +{hidden} hidden (s/</>)") if len(text) <= room), None)
+        if marker:
+            fields.insert(len(fields) - bool(problem), (0, [(marker, "warning")]))
+    return fit_fields(fields, width)
 
 
 def footer_line(ctl, width: int) -> Line:
@@ -146,7 +240,19 @@ def footer_line(ctl, width: int) -> Line:
         hints = ["Esc back", "\u2191\u2193 scroll"] + [_hint(ctl, b) for b in ctl.detail_bindings() if b.hint] + ["q quit"]
     else:
         hints = [_hint(ctl, b) for b in ctl.bindings() if b.hint]
-    return fit([("  ".join(hints), "footer")], width)
+    # whole hints only: the later ones give way first, never quitting, the help and going back
+    fields = [(0 if hint in ("q quit", "? help", "Esc back") else 1 + i, [(("  " if i else "") + hint, "footer")])
+              for i, hint in enumerate(hints)]
+    text = screen_text([fit_fields(fields, width)]).lstrip()
+    return [(text, "footer")] if text else []
+
+
+def footer_lines(ctl, width: int) -> List[Line]:
+    """The bottom line; a message too long for it is wrapped onto the lines above it."""
+    message = ctl.current_message()
+    if message is not None and ctl.ui.mode not in ("filter", "prompt") and len(message[0]) > width:
+        return wrap([message], width, most=3)
+    return [footer_line(ctl, width)]
 
 
 def _hint(ctl, binding) -> str:
@@ -217,14 +323,22 @@ def detail_lines(ctl, width: int) -> List[Line]:
     if detail is None:
         return []
     return [fit([(detail.title, "header_title"), ("   Esc back", "dim")], width)] + \
-        [fit(list(line), width) for line in detail.lines]
+        [part for line in detail.lines for part in wrap(list(line), width, indent=_hanging(line, width))]
+
+
+def _hanging(line, width: int) -> int:
+    """How far a wrapped detail line's next lines are indented: under the text that follows
+    its label (field() pads labels to one column), else a little."""
+    if line and line[0][1] == "label" and len(line[0][0]) < width // 2:
+        return len(line[0][0])
+    return 4
 
 
 def confirm_lines(ctl, width: int) -> List[Line]:
     confirm = ctl.ui.confirm
     lines: List[Line] = [[("Confirm", "warning_bold")], []]
     for text in confirm.question:
-        lines.append(fit([(text, None)], width))
+        lines += wrap([(text, None)], width)
     lines += [[], [("y", "warning_bold"), (" = yes, any other key = no", None)]]  # (the footer is blank)
     return lines
 
@@ -233,8 +347,8 @@ def render(ctl, width: int, height: int) -> List[Line]:
     """The whole screen as lines. Small terminals keep the header, tabs and footer first."""
     width = max(1, width)
     lines: List[Line] = header_lines(ctl, width) + [tab_line(ctl, width)]
-    footer = footer_line(ctl, width)
-    room = height - len(lines) - 1
+    footer = footer_lines(ctl, width - 1)  # (the shell never writes the screen's last cell)
+    room = height - len(lines) - len(footer)
     if ctl.ui.mode in ("help", "detail", "confirm"):
         ctl.page_rows = max(1, room - 1)
         if ctl.ui.mode == "help":
@@ -253,12 +367,20 @@ def render(ctl, width: int, height: int) -> List[Line]:
         lines += content[:max(0, room)]
     else:
         rows = ctl.rows()
-        notes = [fit(list(n), width) for n in ctl.screen.notes(ctl.view)]
+        notes = [part for note in ctl.screen.notes(ctl.view)
+                 for part in ([fit(list(note), width)] if isinstance(note, Cells) else wrap(list(note), width, most=3))]
         lines.append(status_line(ctl, ctl.shown_rows, ctl.total_rows, width))
-        lines += notes[: max(0, room - 3)]
-        lines += table_lines(ctl, rows, width, height - len(lines) - 1)
-    lines = lines[: max(0, height - 1)]
-    lines += [[] for _ in range(height - 1 - len(lines))] + [footer]
+        body = room - 1
+        # the table keeps its titles and some rows (half the room, or all of them): notes take the rest
+        kept = min(len(rows) + 1, max(3, body // 2)) if ctl.screen.columns else 0
+        if len(notes) > body - kept:
+            shown = max(0, body - kept - 1)
+            notes = notes[:shown] + [fit([(f"\u2026 {len(notes) - shown} more note lines: a taller terminal shows them",
+                                           "dim")], width)]
+        lines += notes
+        lines += table_lines(ctl, rows, width, height - len(lines) - len(footer))
+    lines = lines[: max(0, height - len(footer))]
+    lines += [[] for _ in range(height - len(footer) - len(lines))] + footer
     return lines[:height] if height > 0 else []
 
 
