@@ -4,14 +4,15 @@
 - ``col:regex``  a regular expression (case-insensitive) on one column
 - ``col>N`` ``col<N`` ``col>=N`` ``col<=N`` ``col=N``  numeric comparison on one column
 Several terms separated by spaces must all match. Column names are matched against a column's
-key or title, case-insensitively, ignoring ``/s`` and punctuation.
+key or title, case-insensitively, ignoring ``/s`` and punctuation. A quoted term (``"id=5"``)
+is text to look for, whatever it contains; an unquoted term that names no column before a
+comparison or a colon is refused, so that a typo never quietly filters everything out.
 """
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from proxytop.metrics.rates import to_number
 
@@ -53,7 +54,21 @@ def normalise(name: str) -> str:
     return re.sub(r"[^a-z0-9%]", "", name.lower())
 
 
-def resolve_column(name: str, columns: Sequence) -> str:
+def words(text: str) -> List[Tuple[bool, str]]:
+    """The terms of a filter as (quoted, text); FilterError for a quote left open.
+
+    >>> words('hg=10 "id=5" "a b"')
+    [(False, 'hg=10'), (True, 'id=5'), (True, 'a b')]
+    """
+    found = []
+    for double, single, plain in re.findall(r'"([^"]*)"|\'([^\']*)\'|(\S+)', text):
+        if plain and plain[0] in "\"'":
+            raise FilterError(f"filter: a quote is not closed: {plain}")
+        found.append((not plain, plain or double or single))
+    return found
+
+
+def resolve_column(name: str, columns: Sequence, hint: str = "") -> str:
     """The key of the column a user means by ``name`` (key or title); FilterError if none."""
     wanted = normalise(name)
     for column in columns:
@@ -63,7 +78,7 @@ def resolve_column(name: str, columns: Sequence) -> str:
     if len(matches) == 1:
         return matches[0]
     known = ", ".join(c.title.strip() for c in columns)
-    raise FilterError(f"no column '{name}' (columns: {known})")
+    raise FilterError(f"no column '{name}' (columns: {known}){hint}")
 
 
 def parse(text: str, columns: Sequence) -> Filter:
@@ -71,25 +86,20 @@ def parse(text: str, columns: Sequence) -> Filter:
     text = text.strip()
     if not text:
         return EMPTY
-    try:
-        words = shlex.split(text)
-    except ValueError as exc:
-        raise FilterError(f"filter: {exc}") from None
     terms = []
-    for word in words:
+    for quoted, word in words(text):
+        if quoted:
+            terms.append(Term("text", None, word.lower()))
+            continue
         compare = _COMPARE.match(word)
         if compare:
             name, op, value = compare.groups()
+            column = resolve_column(name, columns, hint=f'; to look for the text, quote it: "{word}"')
             number = _number(value)
-            if number is not None:
-                terms.append(Term("compare", resolve_column(name, columns), word, op=op, number=number))
-                continue
-            try:
-                column = resolve_column(name, columns)
-            except FilterError:
-                column = None  # not a column: the word is text to look for ("id=5")
-            if column is not None:
+            if number is None:
                 raise FilterError(f"'{value}' is not a number: {name}{op} compares numbers (e.g. {name}{op}100, 1.5k)")
+            terms.append(Term("compare", column, word, op=op, number=number))
+            continue
         column_term = _COLUMN_TERM.match(word)
         if column_term and column_term.group(2):
             name, expression = column_term.groups()
@@ -97,7 +107,8 @@ def parse(text: str, columns: Sequence) -> Filter:
                 pattern = re.compile(expression, re.IGNORECASE)
             except re.error as exc:
                 raise FilterError(f"bad regular expression '{expression}': {exc}") from None
-            terms.append(Term("regex", resolve_column(name, columns), expression, pattern=pattern))
+            terms.append(Term("regex", resolve_column(name, columns, hint=f'; to look for the text, quote it: "{word}"'),
+                              expression, pattern=pattern))
             continue
         terms.append(Term("text", None, word.lower()))
     return Filter(text, tuple(terms))

@@ -221,6 +221,15 @@ def fit_columns(columns: Sequence[Column], width: int, gap: int = 1, keep: Optio
     return result
 
 
+def rows_word(count: int) -> str:
+    """'row' or 'rows' after a count.
+
+    >>> f"1 {rows_word(1)}, 0 {rows_word(0)}"
+    '1 row, 0 rows'
+    """
+    return "row" if count == 1 else "rows"
+
+
 def clip(text: str, width: int, align: str = "<") -> str:
     """Fit text in a cell: cut with '…' when too long, pad by alignment."""
     if width <= 0:

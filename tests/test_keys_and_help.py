@@ -63,7 +63,7 @@ def test_the_help_scrolls_says_how_and_where(proxytop_term, proxysql_double):
     term = live(proxytop_term, proxysql_double, cols=60, rows=15)
     term.send("?")
     first = term.wait_until(lambda s: re.search(r"proxytop keys   lines 1-\d+ of \d+", s) is not None
-                            and "PgUp PgDn scroll  any other key closes" in footer(s), what="the help")
+                            and "PgUp PgDn scroll  q quit  any other key closes" in footer(s), what="the help")
     shown, total = map(int, re.search(r"lines 1-(\d+) of (\d+)", first).groups())
     assert total > shown and "0-9go" not in first
     term.send(DOWN)
@@ -73,6 +73,11 @@ def test_the_help_scrolls_says_how_and_where(proxytop_term, proxysql_double):
     term.wait_until(lambda s: f"of {total}" in s and "Weight" in s, what="the end of the help, the last columns")
     term.send("x")  # any other key closes
     term.wait_until(lambda s: "proxytop keys" not in s and "q quit" in footer(s), what="the table again")
+    term.send("?")
+    term.wait_for("proxytop keys")
+    term.send("p")  # closes the help, and only that: nothing is paused
+    screen = term.wait_until(lambda s: "proxytop keys" not in s, what="the help closed by p")
+    assert "PAUSED" not in screen, screen
 
 
 def test_the_help_aligns_its_keys_and_lists_every_column_of_the_screen():

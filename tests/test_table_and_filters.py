@@ -51,11 +51,21 @@ def test_terms_are_anded():
     ("nosuch:x", "no column 'nosuch'"),
     ("status:(", "bad regular expression"),
     ('"unclosed', "filter:"),
+    # two terms typed without the space: no column 'foo', and never a silent text search
+    ("foo>1/queries/s>1k", "no column 'foo'"),
+    ("queries/s>1kstatus:[", "is not a number"),
+    ("id=5", 'quote it: "id=5"'),
 ])
 def test_bad_filters_raise_a_clear_error(text, message):
     with pytest.raises(filters.FilterError) as info:
         parse(text)
     assert message in str(info.value)
+
+
+def test_a_quoted_term_is_text_whatever_it_contains():
+    rows = ROWS + [{"_id": 4, "hostgroup": 30, "server": "db4", "status": "ONLINE", "comment": "id=5 here"}]
+    assert [r["_id"] for r in arrange(rows, COLUMNS, TableState("hostgroup", filter=parse('"id=5"')))] == [4]
+    assert [r["_id"] for r in arrange(rows, COLUMNS, TableState("hostgroup", filter=parse("'id=5 here' hg=30")))] == [4]
 
 
 def test_column_names_match_titles_and_keys():

@@ -287,10 +287,16 @@ class ProxySQLSource(PyMySQLSource):
         self.endpoint = endpoint
         self.description = f"ProxySQL {endpoint.label}"
         self.session: Optional[AdminSession] = None  # the latest session, for the header
+        self._answered: set = set()  # the endpoints that answered as ProxySQL (private: not recorded)
+
+    def opened(self, session: AdminSession) -> None:
+        """A session was opened to ``session.endpoint``: it is the header's from now on."""
+        self.session = session
+        self._answered.add(session.endpoint.label)
 
     def connect(self) -> AdminSession:
         session = open_admin(self.endpoint)
-        self.session = session
+        self.opened(session)
         log.info("connected to %s as %s, version %s, %s", self.endpoint.label, self.endpoint.user,
                  session.version_text, session.encryption or "no TLS")
         return session
@@ -299,6 +305,9 @@ class ProxySQLSource(PyMySQLSource):
         return errors.is_connection_error(exc)
 
     def describe_error(self, exc: BaseException) -> str:
+        if isinstance(exc, errors.NotMySQL) and exc.silent and self.endpoint.label in self._answered:
+            # It answered as ProxySQL before: now hung, stopped or overloaded, not the wrong port.
+            exc = TimeoutError("timed out")
         return errors.describe(exc, password=self.endpoint.password, timeout=self.endpoint.timeout,
                                server=self.endpoint.socket or self.endpoint.host)
 

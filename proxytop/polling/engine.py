@@ -72,9 +72,10 @@ class SourceState:
         return None if left is None else math.ceil(left - 1e-9)
 
     def retry_text(self, now: float) -> str:
-        """"retrying in 3s" (or "retrying" with no attempt planned)."""
+        """"retrying in 3s"; "retrying now" while the attempt is under way (it may take the
+        whole connect timeout); "retrying" with no attempt planned."""
         shown = self.retry_seconds(now)
-        return "retrying" if shown is None else f"retrying in {shown}s"
+        return "retrying" if shown is None else "retrying now" if shown == 0 else f"retrying in {shown}s"
 
     def countdown_changes_in(self, now: float) -> Optional[float]:
         """Seconds until :meth:`retry_seconds` shows another number (None with no countdown),

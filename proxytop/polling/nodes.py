@@ -212,7 +212,7 @@ class WatchedProxySQLSource(ProxySQLSource):
         node = self.nodes.watched
         self._arrive(node)
         session = open_admin(node.endpoint)
-        self.session = session
+        self.opened(session)
         log.info("connected to %s as %s, version %s", node.label, node.endpoint.user, session.version_text)
         self._learn(session)
         return WatchedSession(session, node)
@@ -232,7 +232,7 @@ class WatchedProxySQLSource(ProxySQLSource):
         close_quietly(handle.session.conn)  # the old node may be gone already
         handle.node = node
         handle.session = open_admin(node.endpoint)  # a failure is a lost connection: retried
-        self.session = handle.session
+        self.opened(handle.session)
         self._learn(handle.session)
         log.info("now watching %s", node.label)
 

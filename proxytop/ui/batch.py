@@ -36,7 +36,7 @@ from proxytop.screens.base import Screen
 from proxytop.screens.sided import header_collector
 from proxytop.screens import filters, table
 from proxytop.ui import view
-from proxytop.screens.table import Column, Row, TableState
+from proxytop.screens.table import Column, Row, TableState, rows_word
 
 FORMATS = ("table", "json", "csv")
 CONNECT_ATTEMPTS = 3  # ProxySQL failures in a row (retried with backoff) before giving up
@@ -182,9 +182,9 @@ class Block:
         title = next((c.title for c in screen.columns if c.key == state.sort_key), state.sort_key)
         parts = [screen.title + (" (PgSQL)" if pgsql else ""), f"sort {title} {'desc' if state.descending else 'asc'}"]
         if not state.filter.empty:
-            parts.append(f"filter {state.filter.text}  {len(self.data_rows)}/{self.total} rows")
+            parts.append(f"filter {state.filter.text}  {len(self.data_rows)}/{self.total} {rows_word(self.total)}")
         else:
-            parts.append(f"{self.total} rows")
+            parts.append(f"{self.total} {rows_word(self.total)}")
         return "  ".join(parts + ([self.status] if self.status else []))
 
 

@@ -115,6 +115,16 @@ class Controller:
         taken = {k for b in first for k in b.keys}
         return first + [b for b in keys.GLOBAL_BINDINGS if not set(b.keys) <= taken]
 
+    def offers(self, binding: keys.Binding) -> bool:
+        """Whether a key can do anything now: the footer names only those. Stepping through
+        ProxySQL nodes needs several, watched live; watching another node needs a live view."""
+        if binding.action in ("next_node", "previous_node"):
+            node_set = nodes.nodes_of(self.view)
+            return not self.engine.replaying and node_set is not None and node_set.several
+        if binding.action == "watch":
+            return not self.engine.replaying
+        return True
+
     def handle_key(self, ch) -> bool:
         name = keys.key_name(ch)
         if self.ui.mode != "table":  # a mode takes every key until it ends

@@ -153,17 +153,15 @@ def header_lines(ctl, width: int) -> List[Line]:
         if state.connected:
             second.append((3, [("  connected", "good")]))
         elif state.error:
-            second.append((0, [("  disconnected", "danger")]))
-            reason = [(f"{state.retry_text(now)}: {state.error}", "danger")]
+            reason = [(f"disconnected, {state.retry_text(now)}: {state.error}", "danger")]
         else:
             second.append((0, [("  connecting\u2026", "warning")]))
     lines = [fit_fields(first, width), fit_fields(second, width)]
-    if reason:
-        line = lines[1]
-        if sum(len(text) for text, _ in line + reason) + 2 <= width:
-            lines[1] = line + [(", ", "danger")] + reason
+    if reason:  # on the line if it fits, else on lines of its own: never cut
+        if len(screen_text([lines[1] + reason])) + 2 <= width:
+            lines[1] = lines[1] + [("  ", None)] + reason
         else:
-            lines += wrap([("  ", None)] + reason, width, indent=2, most=2)
+            lines += wrap(reason, width, indent=2, most=3)
     alarm = _backend_alarm(ctl)
     if alarm:
         lines += wrap([("! ", "danger"), (alarm, "danger")], width, most=2)
@@ -204,9 +202,9 @@ def status_line(ctl, shown: int, total: int, width: int) -> Line:
                                   "header")])]
     if not state.filter.empty:
         fields += [(0, [("  filter ", "label"), (state.filter.text, "warning_bold")]),
-                   (1, [(f"  {shown}/{total} row{'' if total == 1 else 's'}", "label")])]
+                   (1, [(f"  {shown}/{total} {table.rows_word(total)}", "label")])]
     else:
-        fields.append((1, [(f"  {total} row{'' if total == 1 else 's'}", "label")]))
+        fields.append((1, [(f"  {total} {table.rows_word(total)}", "label")]))
     columns = ctl.screen.columns
     hidden = len(columns) - len(table.fit_columns(columns, width, keep=state.sort_key)) if columns else 0
     problem = ctl.screen.status(ctl.view)
@@ -235,11 +233,11 @@ def footer_line(ctl, width: int) -> Line:
     if mode == "confirm":  # its panel says which keys do what
         return []
     if mode == "help":  # (its title says which lines show)
-        return fit([("\u2191\u2193 PgUp PgDn scroll  any other key closes", "footer")], width)
+        return fit([("\u2191\u2193 PgUp PgDn scroll  q quit  any other key closes", "footer")], width)
     if mode == "detail":
         hints = ["Esc back", "\u2191\u2193 scroll"] + [_hint(ctl, b) for b in ctl.detail_bindings() if b.hint] + ["q quit"]
     else:
-        hints = [_hint(ctl, b) for b in ctl.bindings() if b.hint]
+        hints = [_hint(ctl, b) for b in ctl.bindings() if b.hint and ctl.offers(b)]
     # whole hints only: the later ones give way first, never quitting, the help and going back
     fields = [(0 if hint in ("q quit", "? help", "Esc back") else 1 + i, [(("  " if i else "") + hint, "footer")])
               for i, hint in enumerate(hints)]
