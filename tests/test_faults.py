@@ -168,6 +168,23 @@ def test_servers_that_accept_and_never_answer(proxytop_term, proxysql_double):
         assert time.monotonic() - started < 3  # a worker stuck on the silent server delays nothing
 
 
+def test_a_proxysql_that_hangs_after_connecting_holds_up_no_key(proxytop_term, proxysql_double):
+    """Connected, then ProxySQL stops answering (as under SIGSTOP): switching screens, whose
+    readings the hung connection can't give, answers at once (it took a second), and the
+    header says the server stopped answering, not that the port is not MySQL."""
+    term = proxytop_term("-P", str(proxysql_double.port), "--connect-timeout", "2", "--no-discover", cols=160, rows=30)
+    term.wait_for("127.0.0.1:3313")
+    proxysql_double.hang(True)
+    term.wait_for("disconnected, retrying", timeout=15)
+    for key in "2345671":
+        assert answers(term, key, showing(key), within=0.6) < 0.6
+    screen = term.wait_for("the server did not answer in time", timeout=15)
+    assert "not answer as a MySQL server would" not in screen
+    proxysql_double.hang(False)
+    term.wait_until(lambda s: "disconnected" not in s.splitlines()[1], timeout=15, what="connected again")
+    leaves_cleanly(term)
+
+
 def test_a_down_servers_reason_is_readable_at_140_columns(proxytop_term, proxysql_double):
     # The reason runs over the InnoDB numbers the server could not give instead of being cut.
     with silent_server() as port:
