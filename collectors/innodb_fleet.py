@@ -1,16 +1,27 @@
-"""The MySQL servers the InnoDB screen watches (its fleet): those given with --mysql /
---mysql-socket and those ProxySQL's runtime_mysql_servers lists, each with its own source
-and collectors registered with the engine, and how often a large fleet is read.
+"""The MySQL servers proxytop watches (its fleet): those given with --mysql / --mysql-socket
+and those ProxySQL's runtime_mysql_servers lists, each with its own source and collectors
+registered with the engine, and how often a large fleet is read. The screens of the MySQL
+servers (Servers, InnoDB, IOstat) share one fleet; the InnoDB screen registers it.
 """
 from __future__ import annotations
 
+import getpass
+import os
 from dataclasses import dataclass, replace
 from typing import Dict, List, Optional
 
 from proxytop.collectors.innodb import (DISCOVERY, DiscoveredServer, Discovery, MySQLDiscovery, MySQLSource,
                                         server_collectors, server_label, source_name)
-from proxytop.config.mysql_options import DEFAULT_PORT, Credentials
+from proxytop.collectors.mysql_server import ServerStatus
+from proxytop.config.endpoints import DEFAULT_TIMEOUT
+from proxytop.config.mysql_options import DEFAULT_PORT, Credentials, login_name, resolve_credentials
+from proxytop.errors import OptionError
 from proxytop.polling.connection import Endpoint
+
+
+def fleet_collectors(endpoint: Endpoint):
+    """Every collector of one server: its InnoDB readings and its own state (Servers)."""
+    return server_collectors(endpoint) + [ServerStatus(endpoint)]
 
 
 @dataclass
@@ -30,7 +41,8 @@ class Server:
         self.status_name = f"innodb.status.{self.key}"
         self.vars_name = f"innodb.vars.{self.key}"
         self.engine_name = f"innodb.engine.{self.key}"
-        self.names = (self.status_name, self.vars_name, self.engine_name)
+        self.names = (self.status_name, self.vars_name, self.engine_name)  # the InnoDB screen's
+        self.server_name = f"mysql.server.{self.key}"  # the Servers screen's
 
     @property
     def proxysql_label(self) -> str:
@@ -67,6 +79,22 @@ class Fleet:
         self._discovery_seen = None
 
     @classmethod
+    def from_config(cls, config, prompt=getpass.getpass) -> "Fleet":
+        """The fleet the options describe, with the MySQL credentials resolved (a password
+        prompted for when the options ask for one)."""
+        args = getattr(config, "args", None) if config is not None else None
+        endpoint = getattr(config, "endpoint", None)
+        try:
+            credentials = resolve_credentials(args, os.environ, prompt)
+        except (KeyboardInterrupt, EOFError):
+            raise SystemExit(130) from None
+        except OptionError:
+            # Only a replay gets here (live options were checked when parsed): it connects
+            # to no MySQL server, so the login path or certificate it names doesn't matter.
+            credentials = Credentials(user=login_name())
+        return cls.from_options(args, credentials, getattr(endpoint, "timeout", DEFAULT_TIMEOUT))
+
+    @classmethod
     def from_options(cls, args, credentials: Credentials, timeout: float) -> "Fleet":
         """The servers named by --mysql and --mysql-socket; discovery unless --no-discover."""
         fleet = cls(credentials, timeout, discover=not getattr(args, "no_discover", False))
@@ -95,7 +123,7 @@ class Fleet:
     def collectors(self):
         made = [MySQLDiscovery(monitor_credentials=not self.credentials.given)] if self.discover else []
         for server in self.servers.values():
-            made += server_collectors(server.endpoint)
+            made += fleet_collectors(server.endpoint)
         return made
 
     def attach(self, engine) -> None:
@@ -114,7 +142,7 @@ class Fleet:
         listed = self.listed()
         floor = fleet_min_interval(len(listed))
         for server in listed:
-            for name in (server.status_name, server.engine_name):
+            for name in (server.status_name, server.engine_name, server.server_name):
                 collector = self._engine.collector(name)
                 if collector is not None:
                     collector.min_interval = max(type(collector).min_interval, floor)
@@ -145,7 +173,7 @@ class Fleet:
                                 discovered=found, monitor_user=use_monitor)
                 self.servers[key] = server
                 engine.add_source(MySQLSource(server.endpoint, description=f"MySQL {key} (from ProxySQL)"))
-                for collector in server_collectors(server.endpoint):
+                for collector in fleet_collectors(server.endpoint):
                     engine.add_collector(collector)
             else:
                 server.discovered = found

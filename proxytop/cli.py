@@ -46,15 +46,17 @@ def build(config, engine=None):
     may be given instead of a live one (a replay)."""
     live = engine is None
     engine = engine if engine is not None else Engine()
-    if live:  # the watched node of one or several ProxySQL nodes
+    with_proxysql = getattr(config, "proxysql", True)  # False: only MySQL servers were named
+    if live and with_proxysql:  # the watched node of one or several ProxySQL nodes
         source, node_set = nodes.make_source(config)
         engine.add_source(source)
         attach_nodes(engine, node_set, source)
-    else:
+    elif with_proxysql:
         engine.add_source(ProxySQLSource(config.endpoint))
     engine.add_source(HostSource())
-    engine.add_collector(GlobalStatus())
-    engine.add_collector(HeaderStatus())  # the header's rows of it, on screens that don't read it whole
+    if with_proxysql:
+        engine.add_collector(GlobalStatus())
+        engine.add_collector(HeaderStatus())  # the header's rows of it, on screens that don't read it whole
     screens = all_screens(config)
     for screen in screens:
         for source in screen.sources():

@@ -24,7 +24,7 @@ from proxytop.config.endpoints import HostError, endpoint_list, split_hosts
 from proxytop.config import tls
 from proxytop.config.endpoints import DEFAULT_TIMEOUT, Endpoint
 from proxytop.config.mysql_options import PROMPT, resolve_credentials  # PROMPT: -p given without a value
-from proxytop.screens import SCREENS, add_all_arguments
+from proxytop.screens import HALVES, MYSQL_HALF, SCREENS, add_all_arguments
 
 PASSWORD_OPTIONS = ("-p", "--password", "--mysql-password")  # a value of their own is optional
 DEFAULTS_GROUPS = ("proxysqladmin", "proxytop")
@@ -45,6 +45,7 @@ class Config:
     origins: Mapping[str, str] = field(default_factory=dict)  # setting -> where it came from
     endpoints: Tuple[Endpoint, ...] = ()  # every admin endpoint (-H a,b); the first is `endpoint`
     cluster: bool = False  # --cluster: also watch the nodes the first one lists
+    proxysql: bool = True  # False when only MySQL servers were named: no ProxySQL is looked for
 
 
 def positive_seconds(text: str) -> float:
@@ -253,16 +254,24 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str],
         # starts); the screen resolves them again, asking for a password then, when it is built.
         resolve_credentials(args, environ, prompt=lambda text: "")
     color = not args.no_color and not environ.get("NO_COLOR")
+    # Only --mysql / --mysql-socket, and nothing about a ProxySQL anywhere (options, login path,
+    # environment, configuration file): the MySQL servers alone.
+    mysql_only = bool(getattr(args, "mysql", None) or getattr(args, "mysql_socket", None)) and not hosts \
+        and not getattr(args, "cluster", False) and all(origin == "default" for origin in origins.values())
+    if mysql_only and args.screen and args.screen != "all" and args.screen not in HALVES[MYSQL_HALF]:
+        raise OptionError(f"--screen {args.screen} is a ProxySQL screen, and only MySQL servers were named "
+                          f"(theirs: {', '.join(HALVES[MYSQL_HALF])}; -H/-P name a ProxySQL)")
     return Config(
         endpoint=endpoint,
         delay=args.delay if args.delay is not None else 1.0,
-        screen=args.screen if args.screen and args.screen != "all" else "connpool",
+        screen=args.screen if args.screen and args.screen != "all" else ("servers" if mysql_only else "connpool"),
         color=color,
         log_file=args.log_file,
         args=args,
         origins=origins,
         endpoints=endpoints,
         cluster=bool(getattr(args, "cluster", False)),
+        proxysql=not mysql_only,
     )
 
 

@@ -1,14 +1,18 @@
-"""The screens, in tab order (keys 1-9, then 0 for the tenth).
+"""The screens, and the two halves of proxytop that show them: the ProxySQL screens and the
+MySQL servers' screens (InnoDB and IOstat are in both). Each half numbers its tabs from 1
+(keys 1-9, then 0 for the tenth).
 
 Each screen lives in screens/<key>.py and defines ``SCREEN`` (its class) and, optionally,
-``add_arguments(parser)`` for options of its own.
+``add_arguments(parser)`` for options of its own. The screens of the MySQL servers share one
+fleet of servers (``uses_fleet``), which the InnoDB screen registers with the engine.
 """
 from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
+from proxytop.collectors.innodb_fleet import Fleet
 from proxytop.screens.base import Placeholder, Screen
 
 SCREENS = (
@@ -22,7 +26,15 @@ SCREENS = (
     ("queries", "Queries"),
     ("errors", "Errors"),
     ("cluster", "Cluster"),
+    ("servers", "Servers"),
 )
+PROXYSQL_HALF, MYSQL_HALF = "proxysql", "mysql"
+HALVES: Dict[str, Tuple[str, ...]] = {  # each half's screens, in tab order
+    PROXYSQL_HALF: ("connpool", "queryrules", "glostat", "proclist", "comcount", "innodb", "iostat", "queries",
+               "errors", "cluster"),
+    MYSQL_HALF: ("servers", "innodb", "iostat"),
+}
+HALF_TITLES = {PROXYSQL_HALF: "ProxySQL", MYSQL_HALF: "MySQL servers"}
 
 
 def screen_key(index: int) -> str:
@@ -48,8 +60,21 @@ def add_all_arguments(parser) -> None:
 
 
 def all_screens(config=None) -> List[Screen]:
+    """Every screen of this run: with no ProxySQL to watch (``config.proxysql`` false: only
+    MySQL servers were named) the MySQL servers' screens alone."""
+    with_proxysql = getattr(config, "proxysql", True)
+    fleet = None
     screens: List[Screen] = []
     for key, title in SCREENS:
         module = _module(key)
-        screens.append(module.SCREEN(config) if module is not None else Placeholder(key, title, config))
+        if module is None:
+            screens.append(Placeholder(key, title, config))
+            continue
+        if not with_proxysql and key not in HALVES[MYSQL_HALF]:
+            continue
+        if getattr(module.SCREEN, "uses_fleet", False):
+            fleet = fleet if fleet is not None else Fleet.from_config(config)
+            screens.append(module.SCREEN(config, fleet=fleet))
+        else:
+            screens.append(module.SCREEN(config))
     return screens

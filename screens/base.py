@@ -160,6 +160,11 @@ class Screen:
         ``active_collectors()``); the table view stops them again."""
         return []
 
+    def mysql_server(self, row: Row) -> Optional[str]:
+        """The MySQL server a row is about (host:port, as the fleet names it), or None: M on
+        such a row opens the Servers screen on it."""
+        return None
+
     def initial_state(self) -> TableState:
         key, descending = self.default_sort
         return TableState(sort_key=key or (self.columns[0].key if self.columns else ""), descending=descending)

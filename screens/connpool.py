@@ -392,6 +392,9 @@ class ConnPoolScreen(SidedScreen, Screen):
 
     live_detail = True  # the health view follows new readings
 
+    def mysql_server(self, row: Row) -> Optional[str]:
+        return row.get("server") if row.get("_kind") != "subtotal" and getattr(self, "side", MYSQL) == MYSQL else None
+
     def columns_for(self, side, present=(), base=None):
         """The PostgreSQL side without Lag, and with RO only when ``present`` has it (its
         monitor reads a read_only log: ProxySQL 3.0.1 has none)."""

@@ -10,18 +10,15 @@ never enabled.
 from __future__ import annotations
 
 import getpass
-import os
 from typing import Dict, List, Mapping, Optional, Tuple
 
 from proxytop.collectors.innodb import DISCOVERY, Discovery
 from proxytop.collectors.innodb_fleet import Fleet, Server
 from proxytop.metrics import units
-from proxytop.config.endpoints import DEFAULT_TIMEOUT
 from proxytop.metrics.innodb import (ASYNC, ENABLE_HINT, FLUSH_TYPE_METRICS, NEEDS_PROCESS, OK, SYNC, Assessment, EngineReading,
                              assess, bar)
-from proxytop.errors import OptionError
 from proxytop.config import mysql_options
-from proxytop.config.mysql_options import Credentials, login_name, resolve_credentials
+from proxytop.config.mysql_options import Credentials
 from proxytop.metrics.rates import to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.table import Column, Row
@@ -287,6 +284,7 @@ def source_lines(a: Assessment) -> List[DetailLine]:
 class InnoDBScreen(Screen):
     key = "innodb"
     title = "InnoDB"
+    uses_fleet = True
     short_title = "Inno"
     default_sort = ("server", False)
     tiebreak = ("server",)
@@ -327,10 +325,8 @@ class InnoDBScreen(Screen):
                help="connection state, what needs PROCESS, collector errors"),
     )
 
-    def __init__(self, config=None, prompt=getpass.getpass):
+    def __init__(self, config=None, prompt=getpass.getpass, fleet: Optional[Fleet] = None):
         super().__init__(config)
-        args = getattr(config, "args", None) if config is not None else None
-        endpoint = getattr(config, "endpoint", None)
         # server -> (the readings, state and errors its row was made of, the row): at 500
         # servers read every 5 s, a frame makes the rows of the fifty read since the last one,
         # not all 500 (about 50 us each).
@@ -338,15 +334,8 @@ class InnoDBScreen(Screen):
         self._alarms: Dict[str, List[str]] = {ASYNC: [], SYNC: []}  # servers by state, as of the last rows
         self._down = 0
         self._listed = 0
-        try:
-            credentials = resolve_credentials(args, os.environ, prompt)
-        except (KeyboardInterrupt, EOFError):
-            raise SystemExit(130) from None
-        except OptionError:
-            # Only a replay gets here (live options were checked when parsed): it connects
-            # to no MySQL server, so the login path or certificate it names doesn't matter.
-            credentials = Credentials(user=login_name())
-        self.fleet = Fleet.from_options(args, credentials, getattr(endpoint, "timeout", DEFAULT_TIMEOUT))
+        # The fleet the Servers screen shows too; this screen registers it with the engine.
+        self.fleet = fleet if fleet is not None else Fleet.from_config(config, prompt)
 
     @property
     def servers(self) -> Dict[str, Server]:

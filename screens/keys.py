@@ -69,7 +69,7 @@ def describe(binding: Binding) -> str:
 # The actions of the key table (and of a replay's) that also work in a detail view, whose own
 # keys are Esc/Backspace/← (back), the arrows, PgUp/PgDn and Home/g (scroll) and q: pausing
 # ("press p to resume" is said there too), the interval and playback speed, stepping a replay.
-DETAIL_ACTIONS = frozenset(("pause", "faster", "slower", "step_back", "step_forward", "redraw"))
+DETAIL_ACTIONS = frozenset(("pause", "faster", "slower", "step_back", "step_forward", "redraw", "switch_half"))
 
 
 GLOBAL_BINDINGS: Sequence[Binding] = (
@@ -88,6 +88,8 @@ GLOBAL_BINDINGS: Sequence[Binding] = (
     Binding(("-",), "slower", "longer refresh interval"),
     Binding(("p", " "), "pause", "pause / resume polling", "p pause"),
     Binding(("m",), "switch_side", "ProxySQL screens: switch between the MySQL and the PostgreSQL side (ProxySQL 3.0+)"),
+    Binding(("M",), "switch_half", "the MySQL servers' screens, and back to the ProxySQL screens "
+            "(on a backend's row or health view: the Servers screen on that server)", "M servers"),
     Binding(("KEY_UP",), "up", "move the cursor up"),
     Binding(("KEY_DOWN",), "down", "move the cursor down"),
     Binding(("KEY_PPAGE",), "page_up", "page up"),

@@ -43,6 +43,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from proxytop import __version__
 from proxytop.core import Snapshot, Table
 from proxytop.collectors.diskstats import DiskSnapshot
+from proxytop.collectors.mysql_server import Channel, ServerReading
 from proxytop.collectors.innodb import DiscoveredServer, Discovery, MySQLSession
 from proxytop.collectors.monitor import MonitorReadings, ServerMonitor
 from proxytop.metrics.digests import Reading as DigestReading
@@ -148,6 +149,8 @@ TYPES: Dict[str, type] = {
     "DiskCounters": DiskCounters,
     "DiskBaseline": Baseline,
     "DigestReading": DigestReading,
+    "MySQLServerReading": ServerReading,
+    "MySQLChannel": Channel,
 }
 _NAMES = {cls: name for name, cls in TYPES.items()}
 

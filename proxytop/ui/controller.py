@@ -16,7 +16,7 @@ from proxytop.polling import nodes
 from proxytop.screens.base import Confirm, DataView, Detail, Screen
 from proxytop.screens.connpool import alarm_collectors
 from proxytop.screens.sided import header_collector, switch_side
-from proxytop.screens import allnodes, filters, keys, table
+from proxytop.screens import HALVES, MYSQL_HALF, PROXYSQL_HALF, allnodes, filters, keys, table
 
 INTERVAL_LADDER = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)  # the intervals + and - step through
 
@@ -49,10 +49,12 @@ class UIState:
     controller's, not kept here."""
 
     index: int  # the screen shown (of Controller.screens)
+    half: str  # the half of proxytop shown: its tabs (proxytop.screens.HALVES)
     tables: Dict[str, table.TableState]  # per screen: sort and filter
     cursor: Dict[str, int]  # per screen: the selected row
     scroll: Dict[str, int]  # per screen: the first row shown
     cursor_id: Dict[str, object] = field(default_factory=dict)  # per screen: the selected row's _id
+    left_in: Dict[str, int] = field(default_factory=dict)  # per half: the screen shown when it was left
     intervals: Dict[str, float] = field(default_factory=dict)  # per screen: seconds between readings
     mode: str = "table"  # table | filter | prompt | help | detail | confirm
     input: str = ""  # the filter or prompt text typed
@@ -69,6 +71,23 @@ class UIState:
     repaint: bool = False  # ^L asked the shell to send every cell again
 
 
+def halves_of(screens: Sequence[Screen], with_proxysql: bool = True) -> Dict[str, List[int]]:
+    """Each half's screens (their indices in ``screens``), in its tab order; a half with no
+    screen is left out, the ProxySQL half when no ProxySQL is watched, and a screen no half
+    names is a ProxySQL one.
+
+    >>> halves_of([Screen(), Screen()])
+    {'proxysql': [0, 1]}
+    """
+    index = {screen.key: i for i, screen in enumerate(screens)}
+    halves = {half: [index[key] for key in keys if key in index] for half, keys in HALVES.items()}
+    named = {i for shown in halves.values() for i in shown}
+    halves[PROXYSQL_HALF] += [i for i in range(len(screens)) if i not in named]
+    if not with_proxysql:
+        del halves[PROXYSQL_HALF]
+    return {half: shown for half, shown in halves.items() if shown}
+
+
 def count_data_rows(rows: Sequence[dict]) -> int:
     """The rows that are not subtotal lines."""
     return sum(1 for row in rows if row.get("_kind") != "subtotal")
@@ -79,7 +98,9 @@ class Controller:
         self.engine, self.screens, self.config, self.clock = engine, list(screens), config, clock
         self.view = DataView(engine, config)
         start = next((i for i, s in enumerate(self.screens) if s.key == (config.screen if config else "connpool")), 0)
-        self.ui = UIState(index=start, tables={s.key: s.initial_state() for s in self.screens},
+        self.halves = halves_of(self.screens, with_proxysql=getattr(config, "proxysql", True))
+        self.ui = UIState(index=start, half=next(h for h, shown in self.halves.items() if start in shown),
+                          tables={s.key: s.initial_state() for s in self.screens},
                           cursor={s.key: 0 for s in self.screens}, scroll={s.key: 0 for s in self.screens})
         self.page_rows = 10  # set by the renderer from the terminal height
         self.visible_keys: List[str] = []  # set by the renderer: the columns that fit
@@ -123,6 +144,8 @@ class Controller:
             return not self.engine.replaying and node_set is not None and node_set.several
         if binding.action == "watch":
             return not self.engine.replaying
+        if binding.action == "switch_half":
+            return len(self.halves) > 1
         return True
 
     def handle_key(self, ch) -> bool:
@@ -140,7 +163,7 @@ class Controller:
         if binding is None:
             return False
         if binding.action == "goto_screen":
-            self.do_goto_screen((int(name) - 1) % 10)  # "0" is the tenth screen
+            self.do_goto_screen((int(name) - 1) % 10)  # "0" is the tenth screen of the half
         else:
             getattr(self, "do_" + binding.action)()
         return True
@@ -161,14 +184,45 @@ class Controller:
     def state(self) -> table.TableState:
         return self.ui.tables[self.screen.key]
 
+    @property
+    def tabs(self) -> List[int]:
+        """The screens of the half shown, in tab order (indices of ``screens``)."""
+        return self.halves[self.ui.half]
+
     def _step_screen(self, step: int) -> None:
-        self.switch((self.ui.index + step) % len(self.screens))
+        tabs = self.tabs
+        here = tabs.index(self.ui.index) if self.ui.index in tabs else 0
+        self.switch(tabs[(here + step) % len(tabs)])
 
     do_next_screen, do_previous_screen = partialmethod(_step_screen, +1), partialmethod(_step_screen, -1)
 
-    def do_goto_screen(self, index: int):
-        if 0 <= index < len(self.screens):
-            self.switch(index)
+    def do_goto_screen(self, tab: int):
+        """The screen of the tab numbered tab + 1 in the half shown."""
+        if 0 <= tab < len(self.tabs):
+            self.switch(self.tabs[tab])
+
+    def do_switch_half(self):
+        """From the ProxySQL screens to the MySQL servers' and back, each half showing the
+        screen it showed when it was left. On a row that names a MySQL server (a ConnPool
+        backend, its health view), the Servers screen opens on that server."""
+        others = [half for half in self.halves if half != self.ui.half]
+        if not others:
+            self.say("only the MySQL servers are watched: no ProxySQL was named (-H, -P)" if self.ui.half == MYSQL_HALF
+                     else "no MySQL server is watched: add one with --mysql HOST[:PORT]")
+            return
+        row = self.ui.detail_row if self.ui.mode == "detail" else self.selected_row()
+        server = self.screen.mysql_server(row) if row is not None else None
+        self.ui.left_in[self.ui.half] = self.ui.index
+        self.ui.half = others[0]
+        target = self.ui.left_in.get(self.ui.half, self.tabs[0])
+        if server is not None:
+            servers = next((i for i in self.tabs if self.screens[i].key == "servers"), None)
+            if servers is not None:
+                target = servers
+                self.ui.cursor_id["servers"] = server
+        self.ui.mode = "table"
+        self.switch(target)
+        self._rows_token = None
 
     def switch(self, index: int) -> None:
         if index != self.ui.index:

@@ -15,7 +15,7 @@ from proxytop.metrics.sides import MYSQL, PGSQL
 from proxytop.screens.base import Cells
 from proxytop.screens.connpool import header_queries
 from proxytop.screens.sided import header_label, header_readings
-from proxytop.screens import keys, table
+from proxytop.screens import HALF_TITLES, MYSQL_HALF, keys, table
 
 Segment = Tuple[str, Optional[str]]
 Line = List[Segment]
@@ -100,7 +100,9 @@ def header_lines(ctl, width: int) -> List[Line]:
     """proxytop, the ProxySQL watched, its version, the side, uptime, Q/s, conn and trx; the
     interval, the data's age and the connection; the backend alarm. A narrow terminal drops
     whole fields, the least important first (fit_fields), and a disconnection's reason is
-    wrapped onto lines of its own rather than cut."""
+    wrapped onto lines of its own rather than cut. The MySQL servers' half has its own."""
+    if ctl.ui.half == MYSQL_HALF:
+        return mysql_header_lines(ctl, width)
     engine = ctl.engine
     now, replaying = engine.now(), engine.replaying
     source, state = engine.source("proxysql"), engine.state("proxysql")
@@ -131,23 +133,7 @@ def header_lines(ctl, width: int) -> List[Line]:
                       + ([(f" {counted}", "dim")] if counted else [])))
         first.append((2, [("  conn ", "label"), (units.number(stats.get("Client_Connections_connected")), "header")]))
         first.append((3, [("  trx ", "label"), (units.number(stats.get("Active_Transactions")), "header")]))
-    second: List[Tuple[int, Line]]
-    if replaying:
-        second = [(0, list(ctl.overlay.status(ctl)))]  # proxytop.recordings.replay.ReplayControls
-    else:
-        second = [(1, [("every ", "label"), (units.interval(ctl.interval()), "header")])]
-        minimum = ctl.minimum_interval(ctl.screen)
-        if minimum > 0.5:
-            second.append((5, [(f" (min {minimum:g}s)", "dim")]))
-    latest = ctl.newest_of_screen()
-    if latest is not None and engine.paused and not replaying:
-        # frozen: when it was read, which says how stale it is without a redraw every second
-        read_at = time.strftime("%H:%M:%S", time.localtime(latest.wall_time))
-        second.append((2, [("  data read at ", "label"), (read_at, "header")]))
-    elif latest is not None:
-        second.append((2, [("  data ", "label"), (f"{units.duration(max(0.0, now - latest.taken_at))} old", "header")]))
-    if engine.paused and not replaying:
-        second.append((0, [("  PAUSED", "warning_bold")]))
+    second = timing_fields(ctl)
     reason: Line = []
     if state is not None:  # the header's own reading comes from ProxySQL on every screen (IOstat's too)
         if state.connected:
@@ -168,6 +154,55 @@ def header_lines(ctl, width: int) -> List[Line]:
     return lines
 
 
+def timing_fields(ctl) -> List[Tuple[int, Line]]:
+    """The header's second line but the connection: the interval (a replay: where it is), how
+    old the data is (paused: when it was read), PAUSED."""
+    engine = ctl.engine
+    now, replaying = engine.now(), engine.replaying
+    second: List[Tuple[int, Line]]
+    if replaying:
+        second = [(0, list(ctl.overlay.status(ctl)))]  # proxytop.recordings.replay.ReplayControls
+    else:
+        second = [(1, [("every ", "label"), (units.interval(ctl.interval()), "header")])]
+        minimum = ctl.minimum_interval(ctl.screen)
+        if minimum > 0.5:
+            second.append((5, [(f" (min {minimum:g}s)", "dim")]))
+    latest = ctl.newest_of_screen()
+    if latest is not None and engine.paused and not replaying:
+        # frozen: when it was read, which says how stale it is without a redraw every second
+        read_at = time.strftime("%H:%M:%S", time.localtime(latest.wall_time))
+        second.append((2, [("  data read at ", "label"), (read_at, "header")]))
+    elif latest is not None:
+        second.append((2, [("  data ", "label"), (f"{units.duration(max(0.0, now - latest.taken_at))} old", "header")]))
+    if engine.paused and not replaying:
+        second.append((0, [("  PAUSED", "warning_bold")]))
+    return second
+
+
+def mysql_header_lines(ctl, width: int) -> List[Line]:
+    """The MySQL servers' half: how many servers, how many down, and the ProxySQL they were
+    found through; the interval and the data's age; the backend alarm."""
+    engine = ctl.engine
+    fleet = next((s.fleet for s in ctl.screens if getattr(s, "fleet", None) is not None), None)
+    listed = fleet.listed() if fleet is not None else []
+    states = [engine.state(server.source) for server in listed]
+    down = sum(1 for state in states if state is not None and state.error and not state.connected)
+    first: List[Tuple[int, Line]] = [
+        (0, [("proxytop ", "header_title")] + ([("REPLAY ", "warning_bold")] if engine.replaying else [])),
+        (0, [(f"{len(listed)} MySQL server{'' if len(listed) == 1 else 's'}", "header")])]
+    if down:
+        first.append((0, [(f"  {down} down", "danger")]))
+    source, state = engine.source("proxysql"), engine.state("proxysql")
+    if source is not None:
+        first.append((3, [("  through ProxySQL ", "label"), (source.endpoint.label, "header")]
+                      + ([("  (disconnected)", "danger")] if state is not None and state.error else [])))
+    lines = [fit_fields(first, width), fit_fields(timing_fields(ctl), width)]
+    alarm = _backend_alarm(ctl)
+    if alarm:
+        lines += wrap([("! ", "danger"), (alarm, "danger")], width, most=2)
+    return lines
+
+
 def _backend_alarm(ctl) -> Optional[str]:
     """One line while any backend is not ONLINE or lags past its threshold (screens.connpool)."""
     for screen in ctl.screens:
@@ -178,18 +213,25 @@ def _backend_alarm(ctl) -> Optional[str]:
 
 
 def tab_line(ctl, width: int) -> Line:
-    """Every screen's number key and title; on a narrower terminal the short titles, then the
-    numbers alone beside the current screen's title: every number stays visible."""
+    """The number key and title of every screen of the half shown; on a narrower terminal the
+    short titles, then the numbers alone beside the current screen's title: every number
+    stays visible. With both halves, which half and the key to the other, where there is room."""
     for level in ("title", "short_title", None):
         line: Line = []
-        for i, screen in enumerate(ctl.screens):
+        for tab, i in enumerate(ctl.tabs):
+            screen = ctl.screens[i]
             current = i == ctl.ui.index
             style = "tab_active" if current else ("tab" if screen.built else "tab_dim")
             name = screen.title if current else ((getattr(screen, level) or screen.title) if level else "")
             line += [(" ", None)] if line else []
-            line.append((f"{(i + 1) % 10}:{name}" if name else f"{(i + 1) % 10}", style))
+            line.append((f"{(tab + 1) % 10}:{name}" if name else f"{(tab + 1) % 10}", style))
         if sum(len(text) for text, _ in line) <= width:
             break
+    if len(ctl.halves) > 1:
+        other = next(HALF_TITLES[h] for h in ctl.halves if h != ctl.ui.half)
+        for hint in (f"   {HALF_TITLES[ctl.ui.half]} screens; M: {other}", f"   M: {other}"):
+            if len(screen_text([line])) + len(hint) <= width:
+                return line + [(hint, "dim")]
     return fit(line, width)
 
 
@@ -254,9 +296,11 @@ def footer_lines(ctl, width: int) -> List[Line]:
 
 
 def _hint(ctl, binding) -> str:
-    """A binding's footer hint; pausing's says "resume" while paused."""
+    """A binding's footer hint; pausing's says "resume" while paused, M where it goes."""
     if binding.action == "pause" and ctl.engine.paused:
         return binding.hint.replace("pause", "resume")
+    if binding.action == "switch_half" and ctl.ui.half == MYSQL_HALF:
+        return "M proxysql"
     return binding.hint
 
 
