@@ -92,7 +92,9 @@ class Fleet:
             # Only a replay gets here (live options were checked when parsed): it connects
             # to no MySQL server, so the login path or certificate it names doesn't matter.
             credentials = Credentials(user=login_name())
-        return cls.from_options(args, credentials, getattr(endpoint, "timeout", DEFAULT_TIMEOUT))
+        fleet = cls.from_options(args, credentials, getattr(endpoint, "timeout", DEFAULT_TIMEOUT))
+        fleet.discover = fleet.discover and getattr(config, "proxysql", True)  # no ProxySQL: none to ask
+        return fleet
 
     @classmethod
     def from_options(cls, args, credentials: Credentials, timeout: float) -> "Fleet":

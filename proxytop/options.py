@@ -256,7 +256,7 @@ def resolve(args: argparse.Namespace, environ: Mapping[str, str],
     color = not args.no_color and not environ.get("NO_COLOR")
     # Only --mysql / --mysql-socket, and nothing about a ProxySQL anywhere (options, login path,
     # environment, configuration file): the MySQL servers alone.
-    mysql_only = bool(getattr(args, "mysql", None) or getattr(args, "mysql_socket", None)) and not hosts \
+    mysql_only = not replaying and bool(getattr(args, "mysql", None) or getattr(args, "mysql_socket", None)) and not hosts \
         and not getattr(args, "cluster", False) and all(origin == "default" for origin in origins.values())
     if mysql_only and args.screen and args.screen != "all" and args.screen not in HALVES[MYSQL_HALF]:
         raise OptionError(f"--screen {args.screen} is a ProxySQL screen, and only MySQL servers were named "

@@ -336,6 +336,8 @@ class InnoDBScreen(Screen):
         self._listed = 0
         # The fleet the Servers screen shows too; this screen registers it with the engine.
         self.fleet = fleet if fleet is not None else Fleet.from_config(config, prompt)
+        if not getattr(config, "proxysql", True):  # no ProxySQL: no hostgroups to show
+            self.columns = tuple(c for c in self.columns if c.key != "proxysql")
 
     @property
     def servers(self) -> Dict[str, Server]:

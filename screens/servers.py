@@ -141,6 +141,8 @@ class ServersScreen(Screen):
         super().__init__(config)
         self.fleet = fleet if fleet is not None else Fleet.from_config(config)
         self._down = 0
+        if not getattr(config, "proxysql", True):  # no ProxySQL: no hostgroups to show
+            self.columns = tuple(c for c in self.columns if c.key != "proxysql")
 
     def active_collectors(self) -> List[str]:
         names = [DISCOVERY] if self.fleet.discover else []

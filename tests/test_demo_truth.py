@@ -8,9 +8,9 @@ import re
 from proxytop.metrics import health
 from proxytop.recordings.recording import loads, scan
 from proxytop.recordings.replay import DEMO_FILE
-from proxytop.screens import all_screens, screen_key
+from proxytop.screens import HALVES, PROXYSQL_HALF, screen_key
 
-KEYS = {s.key: screen_key(i) for i, s in enumerate(all_screens())}
+KEYS = {key: screen_key(i) for i, key in enumerate(HALVES[PROXYSQL_HALF])}  # the ProxySQL screens' tabs
 DOWN = "\x1b[B"
 
 

@@ -408,7 +408,7 @@ class BatchRun:
 def main(config, engine, controller, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr) -> int:
     """Run --batch over a built engine and controller (live or replay; not started yet)."""
     args = config.args
-    screen_name = getattr(args, "screen", None) or "connpool"
+    screen_name = getattr(args, "screen", None) or config.screen
     screens = choose_screens(controller.screens, screen_name)
     states = table_states(screens, getattr(args, "sort", None), getattr(args, "filter", None),
                           strict=screen_name != "all")

@@ -55,6 +55,9 @@ class UIState:
     scroll: Dict[str, int]  # per screen: the first row shown
     cursor_id: Dict[str, object] = field(default_factory=dict)  # per screen: the selected row's _id
     left_in: Dict[str, int] = field(default_factory=dict)  # per half: the screen shown when it was left
+    # per screen: a row the cursor goes to once it shows (M on a backend: its server, which
+    # the Servers screen may list only after its next discovery reading)
+    sought: Dict[str, object] = field(default_factory=dict)
     intervals: Dict[str, float] = field(default_factory=dict)  # per screen: seconds between readings
     mode: str = "table"  # table | filter | prompt | help | detail | confirm
     input: str = ""  # the filter or prompt text typed
@@ -99,7 +102,7 @@ class Controller:
         self.view = DataView(engine, config)
         start = next((i for i, s in enumerate(self.screens) if s.key == (config.screen if config else "connpool")), 0)
         self.halves = halves_of(self.screens, with_proxysql=getattr(config, "proxysql", True))
-        self.ui = UIState(index=start, half=next(h for h, shown in self.halves.items() if start in shown),
+        self.ui = UIState(index=start, half=next((h for h, shown in self.halves.items() if start in shown), PROXYSQL_HALF),
                           tables={s.key: s.initial_state() for s in self.screens},
                           cursor={s.key: 0 for s in self.screens}, scroll={s.key: 0 for s in self.screens})
         self.page_rows = 10  # set by the renderer from the terminal height
@@ -187,12 +190,13 @@ class Controller:
     @property
     def tabs(self) -> List[int]:
         """The screens of the half shown, in tab order (indices of ``screens``)."""
-        return self.halves[self.ui.half]
+        return self.halves.get(self.ui.half, [])
 
     def _step_screen(self, step: int) -> None:
         tabs = self.tabs
-        here = tabs.index(self.ui.index) if self.ui.index in tabs else 0
-        self.switch(tabs[(here + step) % len(tabs)])
+        if tabs:
+            here = tabs.index(self.ui.index) if self.ui.index in tabs else 0
+            self.switch(tabs[(here + step) % len(tabs)])
 
     do_next_screen, do_previous_screen = partialmethod(_step_screen, +1), partialmethod(_step_screen, -1)
 
@@ -219,7 +223,7 @@ class Controller:
             servers = next((i for i in self.tabs if self.screens[i].key == "servers"), None)
             if servers is not None:
                 target = servers
-                self.ui.cursor_id["servers"] = server
+                self.ui.cursor_id["servers"] = self.ui.sought["servers"] = server
         self.ui.mode = "table"
         self.switch(target)
         self._rows_token = None
@@ -379,9 +383,11 @@ class Controller:
             for i, row in enumerate(self._rows):
                 if row.get("_id") == wanted:
                     self.ui.cursor[key] = i
+                    self.ui.sought.pop(key, None)
                     return
         self.ui.cursor[key] = min(self.ui.cursor[key], max(0, len(self._rows) - 1))
-        self._remember_cursor()
+        if key not in self.ui.sought:
+            self._remember_cursor()
 
     def _remember_cursor(self) -> None:
         key = self.screen.key
@@ -390,6 +396,7 @@ class Controller:
 
     def _move(self, rows_down: int, pages_down: int = 0) -> None:
         rows = self.rows()
+        self.ui.sought.pop(self.screen.key, None)  # the user moves the cursor: no row is sought any more
         if rows:
             key, delta = self.screen.key, rows_down + pages_down * self.page_rows
             self.ui.cursor[key] = max(0, min(len(rows) - 1, self.ui.cursor[key] + delta))

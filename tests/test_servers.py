@@ -1,0 +1,110 @@
+"""The MySQL servers' half: the Servers screen over real MariaDB servers, proxytop with only
+--mysql (no ProxySQL looked for), and M between the halves (from a backend's row to its server)."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+from tests.mariadb import MariaDBServer, mariadb  # noqa: F401 - the fixture
+from tests.terminal import DOWN, ENTER, proxytop_command
+
+
+def mysql_args(*servers) -> list:
+    args = []
+    for server in servers:
+        args += ["--mysql", server.address]
+    return args + ["--mysql-user", servers[0].user, "--mysql-password", servers[0].password]
+
+
+def row_of(screen: str, address: str) -> str:
+    return next((line for line in screen.splitlines() if line.startswith(address)), "")
+
+
+def test_only_mysql_named_shows_the_servers_half_alone(proxytop_term, mariadb):  # noqa: F811
+    term = proxytop_term(*mysql_args(mariadb), "-d", "1", cols=160, rows=24)
+    screen = term.wait_until(lambda s: re.search(r"MariaDB 10\.\d+\.\d+\s+primary", row_of(s, mariadb.address))
+                             is not None, timeout=15, what="the server's row")
+    lines = screen.splitlines()
+    assert lines[0].startswith("proxytop 1 MySQL server") and "ProxySQL" not in lines[0]
+    assert lines[2].startswith("1:Servers 2:InnoDB 3:IOstat") and "ConnPool" not in screen
+    assert "disconnected" not in screen  # no ProxySQL is looked for
+    # Questions/s from two readings: proxytop's own statements at least
+    term.wait_until(lambda s: re.search(r"primary\s+\S+\s+[\d.]+k?\s+\d+\s+\d+", row_of(s, mariadb.address)) is not None,
+                    what="a Q/s rate")
+    term.send("M")
+    term.wait_for("only the MySQL servers are watched: no ProxySQL was named")
+    term.send("2")
+    term.wait_until(lambda s: "CkptAge" in s and mariadb.address in s, what="the InnoDB screen of the half")
+    term.send("q")
+    assert term.wait_exit(5) == 0
+
+
+def test_a_proxysql_screen_is_refused_when_only_mysql_is_named(mariadb):  # noqa: F811
+    result = subprocess.run(list(proxytop_command()) + mysql_args(mariadb) + ["--batch", "--screen", "connpool"],
+                            capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+    assert result.returncode == 2
+    assert "--screen connpool is a ProxySQL screen" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_batch_all_offers_the_mysql_screens_alone(mariadb):  # noqa: F811
+    result = subprocess.run(list(proxytop_command()) + mysql_args(mariadb)
+                            + ["--batch", "--count", "2", "-d", "1", "--screen", "all", "--format", "json"],
+                            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr
+    reports = [json.loads(line) for line in result.stdout.splitlines()]
+    assert {r["screen"] for r in reports} == {"servers", "innodb", "iostat"}
+    servers = [r for r in reports if r["screen"] == "servers"][-1]
+    row = next(r for r in servers["rows"] if r["server"] == mariadb.address)
+    assert row["version"].startswith("MariaDB 10.") and row["role"] == "primary"
+    assert row["uptime"] > 0 and row["connected"] >= 1 and row["qps"] is not None
+
+
+def test_a_server_stopped_mid_run_stays_on_its_row_with_the_reason(proxytop_term, mariadb):  # noqa: F811
+    others = [MariaDBServer(name=f"servers-{n}").start() for n in (2, 3)]
+    try:
+        doomed = others[1]
+        term = proxytop_term(*mysql_args(mariadb, *others), "-d", "1", cols=200, rows=24)
+        term.wait_until(lambda s: all("primary" in row_of(s, server.address) for server in [mariadb] + others),
+                        timeout=20, what="three servers up")
+        doomed.process.kill()  # no clean shutdown: its connection just breaks
+        doomed.process.wait(10)
+        # the connection lost, then refused when tried again
+        screen = term.wait_until(lambda s: re.search(r"DOWN\s+down, retrying (in \d+s|now): connection refused",
+                                                     row_of(s, doomed.address)) is not None,
+                                 timeout=20, what="the stopped server's row")
+        assert "1 of 3 server(s) down" in screen and "1 down" in screen.splitlines()[0]
+        for server in (mariadb, others[0]):
+            assert "primary" in row_of(screen, server.address)
+        term.send("q")
+        assert term.wait_exit(5) == 0
+    finally:
+        for server in others:
+            server.stop()
+
+
+def test_a_read_only_server_says_so(proxytop_term):
+    server = MariaDBServer({"read_only": "ON"}, name="servers-ro").start()
+    try:
+        term = proxytop_term(*mysql_args(server), cols=160, rows=20)
+        term.wait_until(lambda s: "read-only" in row_of(s, server.address), timeout=15, what="read-only")
+        term.send(ENTER)
+        term.wait_for("This server replicates from no source")
+    finally:
+        server.stop()
+
+
+def test_m_on_a_backend_row_opens_its_server_and_m_comes_back(proxytop_term, proxysql_double, mariadb):  # noqa: F811
+    term = proxytop_term("-P", str(proxysql_double.port), *mysql_args(mariadb), cols=200, rows=30)
+    term.wait_for("127.0.0.1:3313")
+    term.send(DOWN)
+    term.send(DOWN)  # 127.0.0.1:3313 (10: 3311, then 20: 3312, 3313)
+    term.send("M")  # its server, which the Servers screen lists after its first discovery reading
+    screen = term.wait_until(lambda s: s.startswith("proxytop 4 MySQL servers") and "1:Servers" in s,
+                             what="the Servers screen")
+    assert "through ProxySQL 127.0.0.1:" in screen.splitlines()[0]
+    term.send(ENTER)
+    term.wait_for("Replication of 127.0.0.1:3313")  # the cursor was put on that server
+    term.send("M")  # back where it was: ConnPool
+    term.wait_until(lambda s: s.splitlines()[2].startswith("1:ConnPool") and "hostgroup 20 total" in s,
+                    what="ConnPool again")
