@@ -1,10 +1,14 @@
-"""proxytop --demo tells the truth: its monitor checks are on the recording's clock and follow
-the pool's statuses, its Cluster screen agrees with the header, and the detail views say what
-a replay is (no other node to watch, no baseline file written) and where a server came from."""
+"""proxytop --demo tells the truth: its monitor checks are on the recording's clock, follow
+the pool's statuses and are listed once each; every monitor log a real 2.7.2 has is read; a
+replay that jumps back forgets the state changes it saw later; its Cluster screen agrees with
+the header and counts nothing from before the watched node started; and the detail views say
+what a replay is (no other node to watch, no baseline file written) and where a server came from."""
 from __future__ import annotations
 
 import re
 
+from proxytop.collectors.monitor import MonitorLogs
+from proxytop.core import Table
 from proxytop.metrics import health
 from proxytop.recordings.recording import loads, scan
 from proxytop.recordings.replay import DEMO_FILE
@@ -112,3 +116,37 @@ def test_a_shunned_server_whose_checks_pass_again_says_so():
     assert "last failed ping at" in health.reason("SHUNNED", None, recovered)
     assert "every ping and connect check listed passes" in \
         health.reason("SHUNNED", None, health.ServerMonitor(ping=((1, 300, None, None),)))
+
+
+# ----- every check once --------------------------------------------------------------------------
+
+class WholeSecondProxySQL:
+    """A session answering the collector's monitor query as ProxySQL does: its clock
+    (strftime('%s','now')) in whole seconds, its checks stamped to the microsecond; one ping of
+    127.0.0.1:3311 every 2 s, each at .978 s, read 15 ms later (the demo's pace)."""
+
+    def __init__(self):
+        self.now_us = 100_993_000
+        self.pings = []
+
+    def tick(self) -> None:
+        self.pings.append(self.now_us + 1_985_000)
+        self.now_us += 2_000_000
+
+    def query(self, sql):
+        match = re.search(r"mysql_server_ping_log where time_start_us > (\d+)", sql)
+        after = int(match.group(1)) if match else 0
+        rows = [("now", None, None, self.now_us // 1_000_000 * 1_000_000, None, None, None)]
+        rows += [("ping", "127.0.0.1", "3311", at, 500, None, None) for at in self.pings if at > after]
+        return Table(("kind", "hostname", "port", "time_start_us", "success_us", "error", "value"), tuple(rows))
+
+
+def test_a_check_from_the_current_second_is_kept_once():
+    """A check made in the second ProxySQL's clock is in is after that clock (whole seconds): the
+    collector reads it again next time, and keeps it only once."""
+    proxysql, collector = WholeSecondProxySQL(), MonitorLogs()
+    for _ in range(6):
+        proxysql.tick()
+        data = collector.collect(proxysql)
+    times = [entry[0] for entry in data.server("127.0.0.1", "3311").ping]
+    assert times == proxysql.pings
