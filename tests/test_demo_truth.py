@@ -8,14 +8,17 @@ from __future__ import annotations
 import re
 
 from proxytop.collectors.monitor import MonitorLogs
-from proxytop.core import Table
+from proxytop.core import Snapshot, Table
 from proxytop.metrics import health
 from proxytop.recordings.recording import loads, scan
 from proxytop.recordings.replay import DEMO_FILE
 from proxytop.screens import all_screens, screen_key
+from proxytop.screens.connpool import ConnPoolScreen
 
 KEYS = {s.key: screen_key(i) for i, s in enumerate(all_screens())}
 DOWN = "\x1b[B"
+ENTER = "\r"
+ESC = "\x1b"
 
 
 def readings(collector: str):
@@ -150,3 +153,79 @@ def test_a_check_from_the_current_second_is_kept_once():
         data = collector.collect(proxysql)
     times = [entry[0] for entry in data.server("127.0.0.1", "3311").ping]
     assert times == proxysql.pings
+
+
+# ----- nothing from the future after a jump back -------------------------------------------------
+
+SHUNNED_AT = re.compile(r"(\d\d:\d\d:\d\d)\s+ONLINE \u2192 SHUNNED")
+RECORDED_AT = re.compile(r"recorded \d{4}-\d\d-\d\d (\d\d:\d\d:\d\d)")
+
+
+def open_health_of_3313(term) -> str:
+    term.send(KEYS["connpool"])
+    term.wait_until(lambda s: "127.0.0.1:3313" in s and "Health of" not in s, timeout=20, what="ConnPool's rows")
+    term.send("/")
+    term.send("3313" + ENTER)
+    term.wait_until(lambda s: "filter 3313" in s and "127.0.0.1:3312" not in s, timeout=10, what="3313 alone")
+    term.send(ENTER)
+    return term.wait_until(lambda s: "Health of 127.0.0.1:3313" in s and "State changes seen" in s, timeout=10,
+                           what="the health view of 3313")
+
+
+class PoolAt:
+    """A view whose latest pool reading is the one given (a replay's, at its position)."""
+
+    def __init__(self):
+        self.current = None
+
+    def show(self, taken_at: float, status: str) -> None:
+        table = Table(("hostgroup", "srv_host", "srv_port", "status"), (("20", "127.0.0.1", "3313", status),))
+        self.current = Snapshot("proxysql.connection_pool", table, taken_at, 0.0, wall_time=1000.0 + taken_at)
+
+    def latest(self, name: str):
+        return self.current
+
+
+def test_the_status_log_starts_over_when_the_replay_goes_back():
+    screen, view = ConnPoolScreen(), PoolAt()
+    for taken_at, status in ((1.0, "ONLINE"), (2.0, "SHUNNED"), (3.0, "ONLINE")):
+        view.show(taken_at, status)
+        screen.observe(view)
+    assert [(c.old, c.new) for c in screen.status_log.changes] == [("ONLINE", "SHUNNED"), ("SHUNNED", "ONLINE")]
+    screen.observe(view, reading=Snapshot("proxysql.connection_pool", view.current.data, 2.5, 0.0))
+    assert len(screen.status_log.changes) == 2  # an older reading given (the previous one): nothing new
+    view.show(1.0, "ONLINE")  # back at the start
+    screen.observe(view)
+    assert screen.status_log.changes == ()
+    assert screen.status_log.since[("20", "127.0.0.1", "3313")] == ("ONLINE", 1001.0, False)
+
+
+def test_after_a_jump_back_the_health_view_lists_no_change_from_later(proxytop_term):
+    """3313 is shunned 49 s into the demo. Seen there, then the replay jumps back to the start (as
+    when the demo loops, or with t or \u2190): the health view lists no change later than the
+    replay's clock."""
+    term = proxytop_term("--demo", cols=140, rows=50)
+    term.wait_until(lambda s: "playing 1x" in s.splitlines()[1], timeout=15, what="the demo playing")
+    term.send("p")
+    term.send("t")
+    term.wait_for("jump to: ")
+    term.send("+55s" + ENTER)
+    screen = open_health_of_3313(term)
+    screen = term.wait_until(lambda s: SHUNNED_AT.search(s) is not None, timeout=10, what="the shun, seen")
+    assert SHUNNED_AT.search(screen).group(1) <= RECORDED_AT.search(screen).group(1)
+    term.send(ESC, pause=0.4)
+    term.wait_until(lambda s: "Health of" not in s, timeout=10, what="the health view closed")
+    term.send("t")
+    term.wait_for("jump to: ")
+    term.send("start" + ENTER)
+    term.wait_for(r"  0:00 / ")
+    term.send("p")  # the first readings come a moment after the start
+    screen = term.wait_until(lambda s: "127.0.0.1:3313" in s, timeout=10, what="3313 at the start")
+    assert "SHUNNED" not in screen
+    term.send(ENTER)
+    screen = term.wait_until(lambda s: "Health of 127.0.0.1:3313" in s and "State changes seen" in s, timeout=10,
+                             what="the health view of 3313 at the start")
+    assert SHUNNED_AT.search(screen) is None, screen
+    assert "none seen since" in screen
+    term.send("q")
+    assert term.wait_exit(5) == 0
