@@ -14,6 +14,7 @@ from proxytop.recordings.recording import loads, scan
 from proxytop.recordings.replay import DEMO_FILE
 from proxytop.screens import all_screens, screen_key
 from proxytop.screens.connpool import ConnPoolScreen
+from tests.proxysql_double import UNREAD_MONITOR_LOGS, Recording
 
 KEYS = {s.key: screen_key(i) for i, s in enumerate(all_screens())}
 DOWN = "\x1b[B"
@@ -229,3 +230,24 @@ def test_after_a_jump_back_the_health_view_lists_no_change_from_later(proxytop_t
     assert "none seen since" in screen
     term.send("q")
     assert term.wait_exit(5) == 0
+
+
+# ----- the monitor logs a real 2.7.2 has ---------------------------------------------------------
+
+def test_the_double_serves_every_monitor_log_of_2_7_2_shaped_as_recorded():
+    """The read_only and replication-lag logs have the columns of 2.7.2's tables (the cluster
+    recording's SHOW CREATE TABLE); the 2.7 recording's ProxySQL checked neither (no replication
+    hostgroups, every max_replication_lag 0), so they are empty there, as they were."""
+    created = Recording.load("cluster").create
+    for table, columns in UNREAD_MONITOR_LOGS.items():
+        ddl = created[table]
+        assert re.findall(r"^\s*(\w+) (?:VARCHAR|INT)", ddl, re.MULTILINE) == columns, ddl
+    single = Recording.load()
+    listed = {row[0] for row in single.fixed[("admin", "SHOW TABLES FROM monitor")]["rows"]}
+    assert set(UNREAD_MONITOR_LOGS) <= listed
+    servers = single.fixed[("admin", "select * from runtime_mysql_servers")]
+    lag_at = servers["columns"].index("max_replication_lag")
+    assert all(row[lag_at] == "0" for row in servers["rows"])
+    assert not any("replication_hostgroups" in sql and "CREATE" not in sql for _user, sql in single.fixed)
+    for table in UNREAD_MONITOR_LOGS:
+        assert single.series[table] == [(UNREAD_MONITOR_LOGS[table], [])]
