@@ -427,6 +427,11 @@ class ProxySQLDouble:
         with self._lock:
             self.frames[table] = frame
 
+    def rewind(self) -> None:
+        """Serve every time series from ``start_frame`` again, as to a client that just came."""
+        with self._lock:
+            self.frames.clear()
+
     def replace_table(self, table: str, rows: Rows) -> None:
         """Give a configuration or runtime table new rows (same columns) in every session, as
         an admin's edits would: ``runtime_mysql_query_rules`` replaced is a LOAD MYSQL QUERY
