@@ -5,11 +5,13 @@ the header and counts nothing from before the watched node started; and the deta
 what a replay is (no other node to watch, no baseline file written) and where a server came from."""
 from __future__ import annotations
 
+import bisect
 import re
+from collections import Counter
 
 from proxytop.collectors.monitor import MonitorLogs
 from proxytop.core import Snapshot, Table
-from proxytop.metrics import health
+from proxytop.metrics import cluster, health
 from proxytop.recordings.recording import loads, scan
 from proxytop.recordings.replay import DEMO_FILE
 from proxytop.screens import all_screens, screen_key
@@ -123,6 +125,18 @@ def test_a_shunned_server_whose_checks_pass_again_says_so():
 
 
 # ----- every check once --------------------------------------------------------------------------
+
+def test_no_monitor_reading_in_the_demo_holds_a_check_twice():
+    """Each ping or connect check is one row of ProxySQL's log: listed once. (Every reading used
+    to list the checks of the second it was read in twice: "19:58:16 ok in 0.99ms" two times.)"""
+    found = readings("proxysql.monitor_logs")
+    assert found
+    for wall, data in found:
+        for server, monitor in data.servers.items():
+            for kind in ("ping", "connect", "read_only", "lag"):
+                twice = [at for at, n in Counter(entry[0] for entry in monitor.entries(kind)).items() if n > 1]
+                assert not twice, (wall, server, kind, twice)
+
 
 class WholeSecondProxySQL:
     """A session answering the collector's monitor query as ProxySQL does: its clock
@@ -251,3 +265,44 @@ def test_the_double_serves_every_monitor_log_of_2_7_2_shaped_as_recorded():
     assert not any("replication_hostgroups" in sql and "CREATE" not in sql for _user, sql in single.fixed)
     for table in UNREAD_MONITOR_LOGS:
         assert single.series[table] == [(UNREAD_MONITOR_LOGS[table], [])]
+
+
+def test_the_demo_reads_every_monitor_log_and_says_what_they_hold(proxytop_term):
+    """Not "Monitor logs not read (read_only, lag): not in this ProxySQL.": a 2.7.2 has them."""
+    term = proxytop_term("--demo", cols=140, rows=50)
+    term.wait_until(lambda s: "playing 1x" in s.splitlines()[1], timeout=15, what="the demo playing")
+    screen = open_health_of_3313(term)
+    screen = term.wait_until(lambda s: "ping: last" in s, timeout=10, what="the monitor's checks")
+    assert "not in this ProxySQL" not in screen
+    assert "read_only: no checks (not monitored for this server)" in screen
+    assert "replication lag: no checks (not monitored for this server)" in screen
+    term.send(ESC, pause=0.4)
+    screen = term.wait_until(lambda s: "Health of" not in s and "127.0.0.1:3313" in s, timeout=10,
+                             what="ConnPool again")
+    assert "Monitor logs not read" not in screen
+    term.send("q")
+    assert term.wait_exit(5) == 0
+    for wall, data in readings("proxysql.monitor_logs"):
+        assert data.unavailable == (), wall
+
+
+# ----- a cluster node counts only what it has seen since it started ------------------------------
+
+def test_the_demo_cluster_counts_no_check_from_before_the_watched_node_started():
+    """diff_check counts the watched node's checks, one a second since it started, and a drift it
+    reports began when it started at the earliest: neither exceeds its ProxySQL_Uptime (the
+    header's "up"). (The demo showed "differs on node-3 for 1m43s", \u2191103, 41 s after the start.)"""
+    uptimes = readings("proxysql.global")
+    walls = [wall for wall, _ in uptimes]
+    checked = 0
+    for wall, table in readings("proxysql.cluster_checksums"):
+        at = bisect.bisect_right(walls, wall + 0.5) - 1  # the status read with it (same poll)
+        assert at >= 0
+        uptime = float(uptimes[at][1]["ProxySQL_Uptime"]) + 1  # +1: read up to a second apart
+        diff_checks = [float(row["diff_check"]) for row in table.dicts()]
+        assert max(diff_checks) <= uptime, (wall, max(diff_checks), uptime)
+        for module in cluster.modules(None, table):
+            if module.since is not None:
+                assert module.since <= uptime, (wall, module.name, module.since, uptime)
+        checked += 1
+    assert checked >= 30
