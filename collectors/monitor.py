@@ -12,7 +12,9 @@ newer than the last one seen, from all four logs at once (UNION ALL), plus Proxy
 
 "Last seen" is capped at ProxySQL's current time: ProxySQL 3.0.1 wrote rows stamped about 80
 minutes in the future, and a reader that trusted them would see no new rows until then. Rows
-from the future are therefore read again each time and kept only once.
+from the future are therefore read again each time and kept only once, also after the clock has
+passed them: ProxySQL's clock (SQLite's strftime('%s','now')) is in whole seconds, so every check
+of the current second is from its future and comes again with the next reading.
 
 The first reading starts one minute before the newest row of each log. A log this ProxySQL
 doesn't have (older versions) or that this user may not read is left out of later readings and
@@ -168,20 +170,20 @@ class MonitorLogs(Collector):
             if taken >= ROWS_PER_READING:
                 break  # the rest comes with the next reading, which starts after the last kept
             taken += 1
-            if now_us is not None and start > now_us:
-                key = (kind, host, port, start)
-                if key in self._future:
-                    continue
-                self._future.add(key)
             newest[kind] = max(newest.get(kind, start), start)
+            key = (kind, host, port, start)
+            if key in self._future:
+                continue  # kept when it was ahead of ProxySQL's clock, read again since
+            if now_us is not None and start > now_us:
+                self._future.add(key)
             entry: Entry = (start, _int(success), error, value)
             fresh.setdefault(f"{host}:{port}", {}).setdefault(kind, []).append(entry)
         for kind, last in newest.items():
             capped = min(last, now_us) if now_us is not None else last
             before = self._after.get(kind)
             self._after[kind] = capped if before is None else max(before, capped)
-        if now_us is not None:
-            self._future = {key for key in self._future if key[3] > now_us}
+        # forgotten once no reading can bring them again (they are not after the kind's bound)
+        self._future = {key for key in self._future if key[3] > (self._after.get(key[0]) or 0)}
         servers = dict(self._servers)
         for server, kinds in fresh.items():
             old = servers.get(server) or ServerMonitor()

@@ -441,7 +441,11 @@ class ConnPoolScreen(SidedScreen, Screen):
         if current is None or current.data is None or not current.data.has("status"):
             return
         log = self.status_logs[side.key]
-        if log.readings and current.taken_at <= log.readings[-1]:
+        if log.readings and current.taken_at < log.readings[-1] and reading is None:
+            # the latest reading is older than one folded: a replay went back (it looped, or ←
+            # or t): the changes seen since have not happened yet there
+            log = health.StatusLog()
+        elif log.readings and current.taken_at <= log.readings[-1]:
             return  # folded already (this runs for every frame drawn)
         self.status_logs[side.key] = health.track(log, pool_statuses(current), current.wall_time, current.taken_at)
 

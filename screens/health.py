@@ -71,7 +71,7 @@ def entry_text(kind: str, entry: Entry, now_us: Optional[float]) -> Line:
     """One monitor check: time, age, result."""
     start, success, error, value = entry
     age = health.ago(None if now_us is None else (now_us - start) / 1e6)
-    head = (f"  {health.clock(start)} ({age} ago)  ", "label")
+    head = (f"  {health.clock(start)} ({age if age == 'now' else age + ' ago'})  ", "label")
     if error:
         return _line(head, (f"error: {health.first_line(error, 200)}", "danger"))
     if kind in ("ping", "connect") and not health.has_result(entry):

@@ -332,6 +332,15 @@ OWN_METRICS = {"Uptime_s": "ProxySQL_Uptime", "Queries": "Questions",  # metrics
                "Client_Connections_created": "Client_Connections_created"}
 
 
+def served_global(double: ProxySQLDouble) -> Dict[str, str]:
+    """The watched ProxySQL's counters now: the 2.7 recording's stats_mysql_global reading
+    served last (variable -> value)."""
+    served = max(0, double.frames.get("stats_mysql_global", 1) - 1)
+    frames = double.recording.series["stats_mysql_global"]
+    _columns, rows = frames[min(served, len(frames) - 1)]
+    return {row[0]: row[1] for row in rows}
+
+
 def own_metrics(double: ProxySQLDouble) -> Callable:
     """A test-double transform of stats_proxysql_servers_metrics: the watched node's own row
     reports the watched ProxySQL's counters (the 2.7 recording's stats_mysql_global reading
@@ -347,14 +356,43 @@ def own_metrics(double: ProxySQLDouble) -> Callable:
             row = list(row)
             if row[port] == str(ADMIN_PORT):
                 if reported.get("report") != row[uptime]:  # a new report: the counters of now
-                    served = max(0, double.frames.get("stats_mysql_global", 1) - 1)
-                    frames = double.recording.series["stats_mysql_global"]
-                    global_columns, global_rows = frames[min(served, len(frames) - 1)]
-                    values = {r[0]: r[1] for r in global_rows}
+                    values = served_global(double)
                     reported.update(report=row[uptime], values={
                         column: values[name] for column, name in OWN_METRICS.items() if name in values})
                 for column, value in reported["values"].items():
                     row[columns.index(column)] = value
+            out.append(row)
+        return columns, out
+
+    return transform
+
+
+def checks_since_start(double: ProxySQLDouble) -> Callable:
+    """A test-double transform of stats_proxysql_servers_checksums: nothing the watched node
+    saw or counted before it started. The grafted cluster's node 1 had been up about a minute
+    longer than the watched ProxySQL (the 2.7 recording's): as recorded, its diff_check (one
+    check a second since it started) and changed_at went back before the watched node's start
+    ("differs on node-3 for 1m43s", ↑103, beside an uptime of 41 s). On the cluster's clock
+    (updated_at) the watched node started its ProxySQL_Uptime ago; a changed_at before that
+    becomes that moment (the node's first check), diff_check is at most the checks made since
+    (cluster_check_interval_ms 1000: one a second), and the node's own configuration was loaded
+    (epoch) when it started at the earliest."""
+
+    def transform(columns: List[str], rows: List[list]) -> Tuple[List[str], List[list]]:
+        if not rows or "diff_check" not in columns:
+            return columns, rows
+        port, epoch, changed_at, updated_at, diff_check = (
+            columns.index(c) for c in ("port", "epoch", "changed_at", "updated_at", "diff_check"))
+        now = max(int(row[updated_at]) for row in rows)
+        uptime = int(served_global(double).get("ProxySQL_Uptime", now))
+        started = now - uptime
+        out = []
+        for row in rows:
+            row = list(row)
+            row[changed_at] = str(max(int(row[changed_at]), started))
+            row[diff_check] = str(min(int(row[diff_check]), max(0, int(row[updated_at]) - started)))
+            if row[port] == str(ADMIN_PORT):
+                row[epoch] = str(max(int(row[epoch]), started))
             out.append(row)
         return columns, out
 
@@ -467,9 +505,6 @@ def main(argv=None) -> int:
         recording = Recording.load()
         graft_cluster_tables(recording)
         double = ProxySQLDouble(port=ADMIN_PORT, recording=recording)
-        double.transforms["stats_mysql_errors"] = recorded_errors(start_frame=20)  # errors the 2.7 recording lacks
-        double.transforms["stats_mysql_query_digest"] = digests_seen_now()
-        double.set_frame("stats_mysql_query_digest", 1)  # reading 0 (t≈0, before the load) is empty
         double.start()
         probes = SingleRequests(writer.basedir).start()
         output = os.path.abspath(args.output)
@@ -484,10 +519,18 @@ def main(argv=None) -> int:
             print(f"learning the single-request awaits of {disk} (at most {WARM_UP_LIMIT:.0f} s)", file=sys.stderr)
             samples = warm_up(command, env, state_file, disk)
             print(f"baseline samples of {disk}: {samples} (needed {RULES.min_samples} each)", file=sys.stderr)
+            # the warm-up's header took readings of the pool and the counters (a reading per
+            # second for up to two minutes): the recorded minute starts where it would without
+            # one, and never runs past the 2.7 recording's end into its start (a ProxySQL restart)
+            double.rewind()
+            double.transforms["stats_mysql_errors"] = recorded_errors(start_frame=20)  # errors the 2.7 recording lacks
+            double.transforms["stats_mysql_query_digest"] = digests_seen_now()
+            double.set_frame("stats_mysql_query_digest", 1)  # reading 0 (t≈0, before the load) is empty
             load.start()
             # from here on the monitor's checks follow the pool's readings, on the run's clock
             double.transforms.update(monitor_on_run_clock(double))
             double.transforms["stats_proxysql_servers_metrics"] = own_metrics(double)
+            double.transforms["stats_proxysql_servers_checksums"] = checks_since_start(double)
             time.sleep(3)  # let the load get going before the first reading
             recording = command + ["--screen", "all", "--count", str(args.seconds), "--record", output]
             if any(count < RULES.min_samples for count in samples.values()):

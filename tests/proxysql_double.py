@@ -81,6 +81,17 @@ COLUMNS_1_4_DROPPED = {
     "runtime_mysql_servers": {"gtid_port"},
 }
 
+# The monitor logs of ProxySQL 2.7.2 (SHOW CREATE TABLE monitor.<t> in the cluster recording;
+# 3.0.1's are the same) that a recording may list (SHOW TABLES FROM monitor) without reading them.
+# ProxySQL checks read_only only on the servers of mysql_replication_hostgroups and replication
+# lag only on servers with max_replication_lag > 0: a recording configured with neither (the 2.7
+# and 3.0 recordings) had these tables, empty.
+UNREAD_MONITOR_LOGS = {
+    "mysql_server_read_only_log": ["hostname", "port", "time_start_us", "success_time_us", "read_only", "error"],
+    "mysql_server_replication_lag_log": ["hostname", "port", "time_start_us", "success_time_us", "repl_lag",
+                                         "error"],
+}
+
 Rows = List[list]
 Transform = Callable[[List[str], Rows], Tuple[List[str], Rows]]
 
@@ -139,6 +150,10 @@ class Recording:
             for name, frames in first.series.items():
                 if name not in rec.series and (name.startswith("stats_") or is_monitor_log(name)):
                     rec.series[name] = [(frames[0][0], [])]
+        listed = rec.fixed.get(("admin", "SHOW TABLES FROM monitor"), {}).get("rows") or ()
+        for (name,) in listed:
+            if name in UNREAD_MONITOR_LOGS and name not in rec.series:
+                rec.series[name] = [(list(UNREAD_MONITOR_LOGS[name]), [])]
         for name in [t for t in rec.series if is_monitor_log(t)]:
             rec.series[name] = _accumulated(rec.series[name])
         return rec
@@ -411,6 +426,11 @@ class ProxySQLDouble:
     def set_frame(self, table: str, frame: int) -> None:
         with self._lock:
             self.frames[table] = frame
+
+    def rewind(self) -> None:
+        """Serve every time series from ``start_frame`` again, as to a client that just came."""
+        with self._lock:
+            self.frames.clear()
 
     def replace_table(self, table: str, rows: Rows) -> None:
         """Give a configuration or runtime table new rows (same columns) in every session, as
