@@ -43,6 +43,7 @@ class Server:
         self.engine_name = f"innodb.engine.{self.key}"
         self.names = (self.status_name, self.vars_name, self.engine_name)  # the InnoDB screen's
         self.server_name = f"mysql.server.{self.key}"  # the Servers screen's
+        self.sessions_name = f"mysql.sessions.{self.key}"  # the Sessions screen's
 
     @property
     def proxysql_label(self) -> str:

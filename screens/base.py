@@ -8,7 +8,7 @@ filters and lays out — for the curses screen and the non-interactive output al
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.core import Collector, Snapshot, Source
 from proxytop.screens.keys import Binding
@@ -159,6 +159,10 @@ class Screen:
         """Collectors that poll only while the drill-down of ``row`` is open (besides
         ``active_collectors()``); the table view stops them again."""
         return []
+
+    def on_show(self, selected: Mapping[str, Any]) -> None:
+        """The screen is about to be shown; ``selected`` is every screen's selected row ``_id``
+        by screen key (a screen about one server follows the Servers screen's cursor)."""
 
     def mysql_server(self, row: Row) -> Optional[str]:
         """The MySQL server a row is about (host:port, as the fleet names it), or None: M on

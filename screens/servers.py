@@ -5,7 +5,7 @@ Each server's own figures (its ``mysql.server.<server>`` readings, collectors.my
 version, role, uptime, Questions/s, threads connected and running, slow queries and aborted
 connects per second, InnoDB row operations per second, the buffer pool's hit ratio, the
 history list length, and the replication channels' threads and lag. A server that is down or
-refuses stays on its row with the reason. Enter shows every channel's state and errors.
+refuses stays on its row with the reason. Enter shows the server's sessions, c its channels.
 """
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from proxytop.collectors.mysql_server import ServerReading
 from proxytop.metrics import units
 from proxytop.metrics.rates import rate
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
+from proxytop.screens.keys import Binding
 from proxytop.screens.table import Column, Row
 
 ROW_OPERATIONS = ("Innodb_rows_read", "Innodb_rows_inserted", "Innodb_rows_updated", "Innodb_rows_deleted")
@@ -109,6 +110,11 @@ class ServersScreen(Screen):
     uses_fleet = True
     default_sort = ("server", False)
     tiebreak = ("server",)
+    bindings = (
+        Binding(("ENTER",), "sessions", "the sessions of the selected server (the Sessions screen)", "Enter sessions"),
+        Binding(("c",), "channels", "the replication channels of the selected server: threads, lag, errors",
+                "c channels"),
+    )
     columns = (
         Column("server", "Server", 18, "<", numeric=False, priority=0),
         Column("proxysql", "HG/Status", 12, "<", numeric=False, priority=6,
@@ -203,11 +209,16 @@ class ServersScreen(Screen):
         row["_note_style"] = "danger" if channel_problems(reading.channels) else "warning"
         return row
 
+    def action_sessions(self, controller) -> None:
+        controller.show_screen("sessions")
+
+    def action_channels(self, controller) -> None:
+        controller.do_open()
+
     def notes(self, view: DataView):
         listed = self.fleet.listed()
         if listed:
-            return [((f"{len(listed)} MySQL server(s)", "label"),
-                     ("  Enter: a server's replication channels", "dim"))]
+            return []
         how = ("add one with --mysql HOST[:PORT] or --mysql-socket PATH"
                + (", or let ProxySQL's runtime_mysql_servers list them (an admin user)" if self.fleet.discover else ""))
         return [((f"No MySQL server to watch: {how}.", "warning"),)]

@@ -6,8 +6,8 @@ import json
 import re
 import subprocess
 
-from tests.mariadb import MariaDBServer, mariadb  # noqa: F401 - the fixture
-from tests.terminal import DOWN, ENTER, proxytop_command
+from tests.mariadb import MariaDBServer
+from tests.terminal import DOWN, proxytop_command
 
 
 def mysql_args(*servers) -> list:
@@ -21,7 +21,7 @@ def row_of(screen: str, address: str) -> str:
     return next((line for line in screen.splitlines() if line.startswith(address)), "")
 
 
-def test_only_mysql_named_shows_the_servers_half_alone(proxytop_term, mariadb):  # noqa: F811
+def test_only_mysql_named_shows_the_servers_half_alone(proxytop_term, mariadb):
     term = proxytop_term(*mysql_args(mariadb), "-d", "1", cols=160, rows=24)
     screen = term.wait_until(lambda s: re.search(r"MariaDB 10\.\d+\.\d+\s+primary", row_of(s, mariadb.address))
                              is not None, timeout=15, what="the server's row")
@@ -40,14 +40,14 @@ def test_only_mysql_named_shows_the_servers_half_alone(proxytop_term, mariadb): 
     assert term.wait_exit(5) == 0
 
 
-def test_a_proxysql_screen_is_refused_when_only_mysql_is_named(mariadb):  # noqa: F811
+def test_a_proxysql_screen_is_refused_when_only_mysql_is_named(mariadb):
     result = subprocess.run(list(proxytop_command()) + mysql_args(mariadb) + ["--batch", "--screen", "connpool"],
                             capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
     assert result.returncode == 2
     assert "--screen connpool is a ProxySQL screen" in result.stderr and len(result.stderr.splitlines()) == 1
 
 
-def test_batch_all_offers_the_mysql_screens_alone(mariadb):  # noqa: F811
+def test_batch_all_offers_the_mysql_screens_alone(mariadb):
     result = subprocess.run(list(proxytop_command()) + mysql_args(mariadb)
                             + ["--batch", "--count", "2", "-d", "1", "--screen", "all", "--format", "json"],
                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
@@ -60,7 +60,7 @@ def test_batch_all_offers_the_mysql_screens_alone(mariadb):  # noqa: F811
     assert row["uptime"] > 0 and row["connected"] >= 1 and row["qps"] is not None
 
 
-def test_a_server_stopped_mid_run_stays_on_its_row_with_the_reason(proxytop_term, mariadb):  # noqa: F811
+def test_a_server_stopped_mid_run_stays_on_its_row_with_the_reason(proxytop_term, mariadb):
     others = [MariaDBServer(name=f"servers-{n}").start() for n in (2, 3)]
     try:
         doomed = others[1]
@@ -88,13 +88,13 @@ def test_a_read_only_server_says_so(proxytop_term):
     try:
         term = proxytop_term(*mysql_args(server), cols=160, rows=20)
         term.wait_until(lambda s: "read-only" in row_of(s, server.address), timeout=15, what="read-only")
-        term.send(ENTER)
+        term.send("c")
         term.wait_for("This server replicates from no source")
     finally:
         server.stop()
 
 
-def test_m_on_a_backend_row_opens_its_server_and_m_comes_back(proxytop_term, proxysql_double, mariadb):  # noqa: F811
+def test_m_on_a_backend_row_opens_its_server_and_m_comes_back(proxytop_term, proxysql_double, mariadb):
     term = proxytop_term("-P", str(proxysql_double.port), *mysql_args(mariadb), cols=200, rows=30)
     term.wait_for("127.0.0.1:3313")
     term.send(DOWN)
@@ -103,7 +103,7 @@ def test_m_on_a_backend_row_opens_its_server_and_m_comes_back(proxytop_term, pro
     screen = term.wait_until(lambda s: s.startswith("proxytop 4 MySQL servers") and "1:Servers" in s,
                              what="the Servers screen")
     assert "through ProxySQL 127.0.0.1:" in screen.splitlines()[0]
-    term.send(ENTER)
+    term.send("c")
     term.wait_for("Replication of 127.0.0.1:3313")  # the cursor was put on that server
     term.send("M")  # back where it was: ConnPool
     term.wait_until(lambda s: s.splitlines()[2].startswith("1:ConnPool") and "hostgroup 20 total" in s,

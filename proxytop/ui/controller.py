@@ -122,6 +122,8 @@ class Controller:
         self.overlay = None
         for screen in self.screens:
             self.ui.intervals[screen.key] = max(config.delay if config else 1.0, self.minimum_interval(screen))
+        if self.screens:
+            self.screen.on_show(self.ui.cursor_id)
 
     # ----- messages -------------------------------------------------------------------------
     def say(self, text: str, style: str = "message") -> None:
@@ -236,7 +238,16 @@ class Controller:
             self.visible_keys = []
             self.ui.mode = "table"
             self.ui.message = None  # what was said belongs to the screen left
+            self.screen.on_show(self.ui.cursor_id)
             self.activate()
+
+    def show_screen(self, key: str) -> None:
+        """Show the screen ``key`` of the half shown (a screen's key that leads to another)."""
+        index = next((i for i in self.tabs if self.screens[i].key == key), None)
+        if index is None:
+            self.say(f"no {key} screen here")
+        else:
+            self.switch(index)
 
     def _step_node(self, step: int) -> None:
         self.say(nodes.step(self, step))
