@@ -7,13 +7,14 @@ minimum interval of their own; configuration tables change rarely and keep their
 """
 from __future__ import annotations
 
+import time
 from array import array
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
 from proxytop.core import Collector, Table, unconcatenated
 from proxytop.collectors.proxysql import PROXYSQL, GlobalStatus, HeaderStatus, TableCollector
-from proxytop.metrics.rates import RATE_WINDOW
+from proxytop.metrics.rates import COUNTER_REFRESH, RATE_WINDOW, counter_total
 
 __all__ = [
     "GlobalStatus", "HeaderStatus", "RuleHits", "QueryRuleHits", "RuntimeQueryRules", "ConfigQueryRules", "ProcessList",
@@ -216,13 +217,76 @@ class ProcessList(TableCollector):
 
 
 class CommandCounters(TableCollector):
-    """stats_mysql_commands_counters: counts, total time and latency buckets per command."""
+    """stats_mysql_commands_counters: counts, total time and latency buckets per command.
+
+    Each read makes ProxySQL rebuild the whole table before answering
+    (ProxySQL_Admin::stats___mysql_commands_counters: 54 rows of 15 values, each row an INSERT
+    parsed anew, then the stats schema vacuumed), whatever columns or rows the query selects:
+    reading less often is the only way to ask less of it. While no command runs (the counters'
+    total has stood still for longer than ProxySQL takes to publish its threads' counts) the
+    table is read every ``idle_steps`` steps of the screen's pace, and at that pace again from
+    the first reading that shows a change. Two steps stay short of what
+    proxytop.metrics.rates.is_gap takes for a gap in the readings (three), so the rates' spans
+    run on through the slower readings, and they fall on the header's readings (one wake-up).
+
+    It keeps its own pace (``own_pace``) only so that the controller does not take the idle
+    pace for the screen's minimum; ``default_interval`` is the floor, so it follows the screen.
+    """
 
     name = "proxysql.commands_counters"
     table = "stats_mysql_commands_counters"
-    default_interval = 1.0
-    min_interval = 0.5
-    history = 2 + int(RATE_WINDOW / min_interval)  # rates span RATE_WINDOW seconds of readings
+    default_interval = 0.5
+    floor = 0.5  # the minimum interval while commands run
+    own_pace = True
+    history = 2 + int(RATE_WINDOW / floor)  # rates span RATE_WINDOW seconds of readings
+    idle_steps = 2  # while no command runs, one read every this many steps of the screen's pace
+    rebuilt = "54 rows"  # what ProxySQL rebuilds for each read: one row per command it knows
+    slower_while = "while no command runs"  # said of the idle pace (screens.asks)
+
+    # What the pace is decided by. Class defaults: the all-nodes view's per-node collectors
+    # don't run an __init__ here, and a PostgreSQL-side twin is a copy with state of its own.
+    clock = staticmethod(time.monotonic)
+    idle = False  # the counters' total has stood still: reading at the idle pace
+    _total: Any = None  # the sum of Total_cnt in the last reading
+    _still_since: Optional[float] = None  # when that sum was first read
+    _last_read: Optional[float] = None
+    _steps: Tuple[float, ...] = ()  # the last seconds between reads while commands ran
+
+    @property
+    def min_interval(self) -> float:  # type: ignore[override]
+        """The floor while commands run; ``idle_steps`` of the screen's pace while none does
+        (the shortest recent step is the pace: a step across a hidden spell is no pace; to a
+        tenth of a second, as intervals are set)."""
+        if self.idle and self._steps:
+            return max(self.floor, self.idle_steps * round(min(self._steps), 1))
+        return self.floor
+
+    def collect(self, session) -> Optional[Table]:
+        now = self.clock()
+        table = super().collect(session)
+        if not self.idle and self._last_read is not None:
+            self._steps = self._steps[-4:] + (now - self._last_read,)
+        self._last_read = now
+        total = command_total(table)
+        if total is None or total != self._total:
+            self._total, self._still_since, self.idle = total, now, False
+        else:
+            # ProxySQL's worker threads add their counts to this table about once a second
+            # (MySQL_Thread's maintenance loop): a total unchanged for longer is no traffic.
+            self.idle = now - self._still_since > COUNTER_REFRESH
+        return table
+
+
+def command_total(table: Any) -> Any:
+    """The sum of Total_cnt (every execution adds one); None without that column.
+
+    >>> command_total(Table(("Command", "Total_cnt"), (("SELECT", "10"), ("COMMIT", "2"))))
+    12
+    """
+    if not isinstance(table, Table) or not table.has("Total_cnt"):
+        return None
+    at = table.columns.index("Total_cnt")
+    return counter_total([row[at] for row in table.rows])
 
 
 class MemoryMetrics(Collector):

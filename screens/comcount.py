@@ -20,6 +20,7 @@ from proxytop.metrics.rates import SteadyPair, counter_total, covers_text, rate,
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
 from proxytop.screens import allnodes
+from proxytop.screens.asks import asks_line
 from proxytop.screens.keys import Binding
 from proxytop.screens.table import Column, Row
 
@@ -233,6 +234,8 @@ class ComCountScreen(SidedScreen, Screen):
         Binding(("i",), "toggle_unused", "show / hide commands never executed", "i unused"),
     )
 
+    asks = (CommandCounters,)  # what this screen asks of ProxySQL (screens.asks)
+
     def collectors(self):
         return [CommandCounters()]
 
@@ -275,7 +278,7 @@ class ComCountScreen(SidedScreen, Screen):
         cached = getattr(self, "_notes_of", None)
         if cached is None or cached[0] is not previous or cached[1] is not current or cached[2] != unused:
             self._notes_of = (previous, current, unused, self._summary(previous, current, seconds, view))
-        return self._notes_of[3]
+        return self._notes_of[3] + [asks_line(self, view, self.asks)]
 
     def _summary(self, previous, current, seconds, view: DataView):
         rows = self._every_row(previous, current, seconds)

@@ -21,6 +21,7 @@ from proxytop.collectors.sides import twin_name
 from proxytop.metrics import health, units
 from proxytop.metrics.rates import rate, to_number, to_numbers
 from proxytop.metrics.sides import MYSQL, PGSQL, Side, pgsql_problem
+from proxytop.screens.asks import asks_line
 from proxytop.screens.base import DataView, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
 from proxytop.screens import allnodes
@@ -422,6 +423,8 @@ class ConnPoolScreen(SidedScreen, Screen):
     def status_log(self, log: health.StatusLog) -> None:
         self.status_logs[self.side.key] = log
 
+    asks = (ConnectionPool,)  # the stats table this screen asks ProxySQL to rebuild (screens.asks)
+
     def collectors(self):
         return [ConnectionPool(), RuntimeServers(), MonitorLogs(), ReplicationHostgroups(),
                 BackendErrors(), FreeConnections()]
@@ -489,6 +492,7 @@ class ConnPoolScreen(SidedScreen, Screen):
                 notes.append(((f"Monitor logs not read ({', '.join(kinds)}): {why}.", "dim"),))
             if not monitor.data.servers and len(reasons) == 0:
                 notes.append((("The monitor logs are empty: is mysql-monitor_enabled false?", "dim"),))
+        notes.append(asks_line(self, view, self.asks))
         return notes
 
     def status(self, view: DataView) -> Optional[str]:

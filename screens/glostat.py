@@ -19,6 +19,7 @@ from proxytop.collectors.proxysql_stats import GlobalStatus, MemoryMetrics, MySQ
 from proxytop.metrics import units
 from proxytop.metrics.rates import RATE_WINDOW, RATES_PENDING, UpdateTracker, covers_text, delta, rate, to_number
 from proxytop.metrics.sides import digest_memory
+from proxytop.screens.asks import asks_line
 from proxytop.screens.base import DataView, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
 from proxytop.screens.table import Column, Row, TableState, filter_rows, sort_rows
@@ -297,6 +298,8 @@ class GloStatScreen(SidedScreen, Screen):
         Column("section", "Section", 19, "<", numeric=False, priority=4, flexible=True),
     )
 
+    asks = (GlobalStatus,)  # what this screen asks of ProxySQL each refresh (screens.asks)
+
     def collectors(self):
         return [GlobalStatus(), MemoryMetrics(), MySQLVariables()]
 
@@ -353,13 +356,16 @@ class GloStatScreen(SidedScreen, Screen):
         name = self.on_side(GlobalStatus.name)
         history = view.history(name)
         tracker = self._tracker_of(name, history)
-        spans = [seconds for _, seconds in steady_bases(history, tracker=tracker, classify=self.classify_of()).values()]
+        bases = steady_bases(history, tracker=tracker, classify=self.classify_of())
+        # The span named is the moving counters': one that never moved is a 0 over the whole
+        # time proxytop has watched it, which says nothing of what the rates cover.
+        spans = [seconds for name, (_, seconds) in bases.items() if tracker.moved(name)] or \
+            [seconds for _, seconds in bases.values()]
         covers = covers_text(spans, seconds_between(previous, current))
         if covers:
             pending = tracker.pending()
             later = f"; {pending} counters {RATES_PENDING}" if pending and spans else ""
-            lines.append(((f"Per second: {covers}{later} (some counters move only when ProxySQL's threads "
-                           "add their share, about once a second)", "dim"),))
+            lines.append(((f"Per second: {covers}{later}", "dim"),))
         mux = multiplexing(stats)
         if mux:
             lines.append((("Multiplexing  ", "label"), (mux, None)))
@@ -386,6 +392,7 @@ class GloStatScreen(SidedScreen, Screen):
             age = max(0.0, view.now() - memory.taken_at)
             lines.append(((f"Memory: stats_memory_metrics every {MemoryMetrics.min_interval:g}s at most "
                            f"(it takes the digest lock), {units.duration(age)} old", "dim"),))
+        lines.append(asks_line(self, view, self.asks))
         return lines
 
 

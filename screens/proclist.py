@@ -16,6 +16,7 @@ from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.collectors.proxysql_stats import ProcessList
 from proxytop.metrics import units
+from proxytop.screens.asks import asks_line
 from proxytop.screens.base import Confirm, DataView, Detail, Screen
 from proxytop.screens.sided import SidedScreen
 from proxytop.screens.filters import Filter
@@ -359,6 +360,8 @@ class ProcListScreen(SidedScreen, Screen):
         super().__init__(config)
         self._summary_of: Optional[Tuple[Any, str, int]] = None  # (reading's time, text, idle count)
 
+    asks = (ProcessList,)  # what this screen asks of ProxySQL (screens.asks)
+
     def collectors(self):
         collector = ProcessList()
         chosen = getattr(getattr(self.config, "args", None), "proclist_min_interval", None)
@@ -399,6 +402,7 @@ class ProcListScreen(SidedScreen, Screen):
                            "dim"),))
         elif session is not None and not session.is_admin:
             lines.append((("Killing a session (k) needs an admin user.", "dim"),))
+        lines.append(asks_line(self, view, self.asks))
         return lines
 
     def arrange(self, rows: Sequence[Row], state: TableState) -> List[Row]:

@@ -17,6 +17,7 @@ from proxytop.collectors.digest import QueryDigest
 from proxytop.collectors.proxysql_stats import ConfigQueryRules, QueryRuleHits, RuleHits, RuntimeQueryRules
 from proxytop.metrics import units
 from proxytop.metrics.rates import COUNTER_REFRESH, SteadyPair, counter_total, covers_text, rate, to_number, whole_numbers
+from proxytop.screens.asks import asks_line
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.queries import CaughtQueries, caught_section, digest_collector, taken_at
 from proxytop.screens.sided import SidedScreen
@@ -401,6 +402,8 @@ class QueryRulesScreen(SidedScreen, Screen):
         """The stats user can't read rule definitions: only ids and hits are shown then."""
         return self.columns_for(self.side, base=ADMIN_COLUMNS if self.admin else STATS_COLUMNS)
 
+    asks = (QueryRuleHits,)  # what this screen asks of ProxySQL each refresh (screens.asks)
+
     def collectors(self):
         return [QueryRuleHits(), RuntimeQueryRules(), ConfigQueryRules(), digest_collector(self.config)]
 
@@ -445,7 +448,7 @@ class QueryRulesScreen(SidedScreen, Screen):
     def notes(self, view: DataView):
         covers = getattr(self, "_covers", None)  # set by rows(): what span hits/s covers
         extra = [((covers + " (ProxySQL updates rule hits about once a second)", "dim"),)] if covers else []
-        return self._notes(view) + extra
+        return self._notes(view) + extra + [asks_line(self, view, self.asks)]
 
     def _notes(self, view: DataView):
         self._learn_user(view)

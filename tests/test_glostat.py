@@ -217,6 +217,9 @@ def test_notes_say_when_memory_metrics_are_missing():
         def source(self, name):
             return None
 
+        def collector(self, name):
+            return None  # none registered: no interval in force
+
         def now(self):
             return 53.0
 

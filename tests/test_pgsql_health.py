@@ -102,6 +102,9 @@ class View:
     def now(self):
         return 101.0
 
+    def interval_in_force(self, name):
+        return 1.0
+
 
 def pool(name, statuses, at):
     rows = tuple((hg, host, port, status, "0", "0", "4", "94", "4", "219836", "1", "1", "206")
