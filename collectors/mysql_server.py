@@ -25,6 +25,7 @@ from proxytop.polling.connection import Endpoint
 STATUS = (
     "Uptime", "Questions", "Threads_connected", "Threads_running", "Slow_queries", "Aborted_connects",
     "Innodb_rows_read", "Innodb_rows_inserted", "Innodb_rows_updated", "Innodb_rows_deleted",
+    "Rows_read", "Handler_write", "Handler_update", "Handler_delete",  # MariaDB 10.6+ has no Innodb_rows_*
     "Innodb_buffer_pool_read_requests", "Innodb_buffer_pool_reads", "Innodb_history_list_length",
     "wsrep_cluster_status", "wsrep_local_state_comment", "wsrep_cluster_size",
 )

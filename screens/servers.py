@@ -21,6 +21,21 @@ from proxytop.screens.keys import Binding
 from proxytop.screens.table import Column, Row
 
 ROW_OPERATIONS = ("Innodb_rows_read", "Innodb_rows_inserted", "Innodb_rows_updated", "Innodb_rows_deleted")
+# MariaDB 10.6 and newer count no Innodb_rows_*: the rows read and written by any engine instead
+HANDLER_OPERATIONS = ("Rows_read", "Handler_write", "Handler_update", "Handler_delete")
+
+
+def row_operations(before: Mapping, status: Mapping, seconds) -> Optional[float]:
+    """Row operations per second: InnoDB's row counters where the server has them, else the
+    rows every engine read and wrote.
+
+    >>> row_operations({"Rows_read": 10, "Handler_write": 0, "Handler_update": 0, "Handler_delete": 0},
+    ...                {"Rows_read": 30, "Handler_write": 5, "Handler_update": 5, "Handler_delete": 0}, 2.0)
+    15.0
+    """
+    names = ROW_OPERATIONS if ROW_OPERATIONS[0] in status else HANDLER_OPERATIONS
+    rates = [rate(before.get(name), status.get(name), seconds) for name in names if name in status]
+    return sum(rates) if rates and None not in rates else None
 
 
 def role(reading: ServerReading) -> str:
@@ -130,7 +145,8 @@ class ServersScreen(Screen):
         Column("aborted_s", "AbConn/s", 8, fmt=units.scaled, priority=5,
                help="Aborted_connects per second: failed logins and handshakes"),
         Column("rows_s", "Rows/s", 7, fmt=units.scaled, priority=3,
-               help="InnoDB row operations per second (Innodb_rows_read + inserted + updated + deleted)"),
+               help="row operations per second: Innodb_rows_read + inserted + updated + deleted (MariaDB 10.6+, "
+                    "which has none: Rows_read + Handler_write + Handler_update + Handler_delete, every engine's)"),
         Column("hit_pct", "BPhit%", 6, fmt=units.percent, priority=4,
                help="buffer pool hit ratio over the interval: page requests served without a disk read"),
         Column("hll", "HLL", 6, fmt=units.scaled, priority=5,
@@ -189,13 +205,12 @@ class ServersScreen(Screen):
         before = previous.data.status if previous is not None and isinstance(previous.data, ServerReading) else {}
         seconds = seconds_between(previous, current)
         per_second = {name: rate(before.get(name), status.get(name), seconds)
-                      for name in ("Questions", "Slow_queries", "Aborted_connects") + ROW_OPERATIONS}
-        operations = [per_second[name] for name in ROW_OPERATIONS if name in status]
+                      for name in ("Questions", "Slow_queries", "Aborted_connects")}
         row.update(
             role=role(reading), uptime=status.get("Uptime"), qps=per_second["Questions"],
             connected=status.get("Threads_connected"), running=status.get("Threads_running"),
             slow_s=per_second["Slow_queries"], aborted_s=per_second["Aborted_connects"],
-            rows_s=sum(operations) if operations and None not in operations else None,
+            rows_s=row_operations(before, status, seconds),
             hit_pct=hit_ratio(before, status), hll=status.get("Innodb_history_list_length"),
             lag=worst_lag(reading.channels), repl=replication_text(reading))
         notes = channel_problems(reading.channels)
