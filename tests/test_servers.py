@@ -6,6 +6,9 @@ import json
 import re
 import subprocess
 
+from proxytop.collectors.mysql_server import Channel, ServerReading, channels_from
+from proxytop.core import Table
+from proxytop.screens.servers import channel_problems, replication_text, role
 from tests.mariadb import MariaDBServer
 from tests.terminal import DOWN, proxytop_command
 
@@ -108,3 +111,20 @@ def test_m_on_a_backend_row_opens_its_server_and_m_comes_back(proxytop_term, pro
     term.send("M")  # back where it was: ConnPool
     term.wait_until(lambda s: s.splitlines()[2].startswith("1:ConnPool") and "hostgroup 20 total" in s,
                     what="ConnPool again")
+
+
+def test_channels_are_read_by_name_from_mysql_8s_show_replica_status():
+    """MySQL 8.0.22+ names the fields Replica_/Source_ (MySQL doc "SHOW REPLICA STATUS
+    Statement"): a shape written from the documentation, no MySQL 8 runs here."""
+    table = Table(("Replica_IO_State", "Source_Host", "Source_Port", "Replica_IO_Running", "Replica_SQL_Running",
+                   "Seconds_Behind_Source", "Last_IO_Errno", "Last_IO_Error", "Last_SQL_Errno", "Last_SQL_Error",
+                   "Channel_Name"),
+                  (("Waiting for source to send event", "10.0.0.1", "3306", "Yes", "Yes", "42", "0", "", "0", "",
+                    "europe"),))
+    channel = channels_from(table)[0]
+    assert (channel.name, channel.source, channel.io_running, channel.sql_running, channel.lag) == \
+        ("europe", "10.0.0.1:3306", "Yes", "Yes", 42)
+    reading = ServerReading({}, {"read_only": "ON"}, (channel,))
+    assert role(reading) == "replica" and replication_text(reading) == "Yes/Yes"
+    stopped = Channel("", "db1:3306", "Yes", "No", None, sql_errno=1062, sql_error="Duplicate entry '1'")
+    assert channel_problems((stopped,)) == ["SQL error 1062: Duplicate entry '1'"]
