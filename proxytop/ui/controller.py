@@ -49,10 +49,10 @@ class UIState:
     controller's, not kept here."""
 
     index: int  # the screen shown (of Controller.screens)
-    half: str  # the half of proxytop shown: its tabs (proxytop.screens.HALVES)
     tables: Dict[str, table.TableState]  # per screen: sort and filter
     cursor: Dict[str, int]  # per screen: the selected row
     scroll: Dict[str, int]  # per screen: the first row shown
+    half: str = PROXYSQL_HALF  # the half of tabs shown (proxytop.screens.HALVES)
     cursor_id: Dict[str, object] = field(default_factory=dict)  # per screen: the selected row's _id
     left_in: Dict[str, int] = field(default_factory=dict)  # per half: the screen shown when it was left
     # per screen: a row the cursor goes to once it shows (M on a backend: its server, which
