@@ -217,8 +217,8 @@ class ComCountScreen(SidedScreen, Screen):
     tiebreak = ("command",)
     columns = (
         Column("command", "Command", 20, "<", numeric=False, priority=0),
-        Column("total", "Total", 8, fmt=units.scaled, priority=3, help="executions since ProxySQL started"),
-        Column("rate", "Count/s", 9, fmt=units.scaled, priority=0, help="executions per second over the interval"),
+        Column("total", "Total", 8, fmt=units.number, priority=3, help="executions since ProxySQL started"),
+        Column("rate", "Count/s", 9, fmt=units.number, priority=0, help="executions per second over the interval"),
         Column("share", "Share", 6, fmt=units.percent, priority=2, help="share of all commands per second"),
         Column("avg_us", "Avg", 8, fmt=histogram.format_us, priority=1,
                help="average latency over the interval: \u0394Total_Time_us / \u0394Total_cnt"),

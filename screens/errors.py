@@ -173,9 +173,9 @@ class ErrorsScreen(SidedScreen, Screen):
     default_interval = 1.0
     live_detail = True
     columns = (
-        Column("errors_s", "Errors/s", 9, fmt=units.scaled, style=rate_style, summable=True, priority=0,
+        Column("errors_s", "Errors/s", 9, fmt=units.number, style=rate_style, summable=True, priority=0,
                help="errors per second (from count_star)"),
-        Column("count", "Count", 7, fmt=units.scaled, summable=True, priority=4, help="count_star: errors since the row appeared"),
+        Column("count", "Count", 7, fmt=units.number, summable=True, priority=4, help="count_star: errors since the row appeared"),
         Column("errno", "Errno", 8, fmt=errno_text, priority=0),  # 8: the title SQLSTATE on the PostgreSQL side
         Column("errno_name", "Name", 22, "<", numeric=False, priority=2, help="the error number's symbolic name"),
         Column("hostgroup", "HG", 4, fmt=units.plain, priority=1),

@@ -169,7 +169,7 @@ def value_text(row: Mapping) -> str:
         return str(value)
     unit = row.get("_unit")
     if unit == BYTES:
-        return units.human_bytes(value)
+        return units.size(value)
     if unit == SECONDS:
         return units.duration(value)
     return units.number(value)
@@ -189,7 +189,7 @@ def rate_text(row: Mapping) -> str:
     if value is None:
         return units.MISSING
     if row.get("_unit") == BYTES:
-        return units.bytes_rate(value)
+        return units.size_rate(value)
     return units.number(value)
 
 
@@ -380,7 +380,7 @@ class GloStatScreen(SidedScreen, Screen):
         elif memory is not None:
             digests = digest_memory(memory.data, self.side)
             if digests is not None:
-                lines.append((("Digests       ", "label"), (units.human_bytes(to_number(digests)), None),
+                lines.append((("Digests       ", "label"), (units.size(to_number(digests)), None),
                               (" of memory (stats_mysql_query_digest)", "dim")))
             age = max(0.0, view.now() - memory.taken_at)
             lines.append(((f"Memory: stats_memory_metrics every {MemoryMetrics.min_interval:g}s at most "

@@ -68,7 +68,7 @@ def fixed(value: Any) -> str:
         return f"{number:.1f}"
     if size < 10 ** 7:
         return f"{number:.0f}"
-    return units.scaled(number)
+    return units.number(number)
 
 
 def ratio(value: Any) -> str:

@@ -85,17 +85,17 @@ COLUMNS = (
     Column("text", "Digest text", 44, "<", fmt=text_cell, numeric=False, priority=0, flexible=True,
            help="the query with its literals replaced by ?, one line"),
     Column("hg", "HG", 11, "<", numeric=False, priority=1, help="hostgroups that served it; cache = the query cache (-1)"),
-    Column("count_s", "Count/s", 8, fmt=units.scaled, priority=0, help="executions per second over the interval"),
+    Column("count_s", "Count/s", 8, fmt=units.number, priority=0, help="executions per second over the interval"),
     Column("time_s", "Time/s", 8, fmt=per_second_ms, priority=0,
            help="ms of query time per second over the interval (Δsum_time/Δt; 1000 = one connection busy)"),
     Column("share", "Share", 6, fmt=units.percent, priority=1, help="share of all digests' Time/s"),
     Column("avg_ms", "Avg", 7, fmt=units.milliseconds, priority=1, help="average latency over the interval (Δsum_time/Δcount)"),
     Column("avg_life_ms", "AvgAll", 7, fmt=units.milliseconds, priority=3, help="average latency since first seen"),
     Column("max_ms", "Max", 7, fmt=units.milliseconds, priority=3, help="longest execution since first seen"),
-    Column("sent_s", "Rows/s", 7, fmt=units.scaled, priority=4, help="rows sent per second over the interval"),
-    Column("affected_s", "Aff/s", 7, fmt=units.scaled, priority=4, help="rows affected per second over the interval"),
+    Column("sent_s", "Rows/s", 7, fmt=units.number, priority=4, help="rows sent per second over the interval"),
+    Column("affected_s", "Aff/s", 7, fmt=units.number, priority=4, help="rows affected per second over the interval"),
     Column("seen_ago", "Last", 6, fmt=age, priority=5, help="seconds since last seen (last_seen)"),
-    Column("count", "Count", 8, fmt=units.scaled, priority=2, help="executions since first seen (count_star)"),
+    Column("count", "Count", 8, fmt=units.number, priority=2, help="executions since first seen (count_star)"),
     Column("user", "User", 10, "<", numeric=False, priority=6, help="users that sent it"),
     Column("schema", "Schema", 10, "<", numeric=False, priority=7, help="schemas it ran in"),
     Column("digest", "Digest", 18, "<", numeric=False, priority=9, help="digest hash"),
@@ -603,7 +603,7 @@ def caught_section(rule_id: Any, view: DataView, caught: CaughtQueries, side: Si
     if not shown:
         lines.append((("  no digest in the digest table meets this rule", "dim"),))
     for row in shown[:CAUGHT_SHOWN]:
-        lines.append(((f"  {per_second_ms(row.get('time_s')):>9} Time/s  {units.scaled(row.get('count_s')):>6}/s  ", None),
+        lines.append(((f"  {per_second_ms(row.get('time_s')):>9} Time/s  {units.number(row.get('count_s')):>6}/s  ", None),
                       (f"HG {row.get('hg') or units.MISSING:<10} ", "label"), (row.get("text") or "(no digest text)", None)))
     if len(shown) > CAUGHT_SHOWN:
         lines.append(((f"  \u2026 and {len(shown) - CAUGHT_SHOWN} more digests", "dim"),))

@@ -355,8 +355,8 @@ def rule_detail(row: Row, history: Sequence, runtime: Optional[Dict[Any, Mapping
 
 ADMIN_COLUMNS = (
     Column("rule_id", "Rule", 5, priority=0),
-    Column("hits_s", "Hits/s", 8, fmt=units.scaled, priority=0, help="hits per second over the interval"),
-    Column("hits", "Hits", 8, fmt=units.scaled, priority=1, help="hits since the rules were last loaded to runtime"),
+    Column("hits_s", "Hits/s", 8, fmt=units.number, priority=0, help="hits per second over the interval"),
+    Column("hits", "Hits", 8, fmt=units.number, priority=1, help="hits since the rules were last loaded to runtime"),
     Column("share", "Share", 6, fmt=units.percent, priority=2, help="share of all rule hits in the interval"),
     Column("active", "Active", 6, "<", numeric=False, priority=3,
            help="no = inactive (only in mysql_query_rules, dimmed); * = mysql_query_rules differs from runtime"),

@@ -60,9 +60,7 @@ def ago(seconds: Optional[float]) -> str:
         return units.MISSING
     if seconds < 0.5:
         return "now"
-    if seconds < 60:
-        return f"{seconds:.0f}s"
-    return units.duration(seconds)
+    return units.age(seconds)
 
 
 def clock(time_us: Optional[int]) -> str:
