@@ -24,6 +24,7 @@ The rules:
   sizes per second are shown without ``/s``); a title without one (``Latency``, ``Avg``)
   has the unit in every cell (``1.4ms``).
 * Positions and identifiers are not quantities: an LSN keeps every digit, :func:`exact`.
+* A setting is shown as it is set (``mysql-max_connections 2048``): :func:`plain`.
 """
 from __future__ import annotations
 
