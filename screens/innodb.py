@@ -149,7 +149,6 @@ def checkpoint_lines(a: Assessment) -> List[DetailLine]:
     lines.append(field("state", (a.state or units.MISSING, STATE_STYLE.get(a.state or ""))))
     age_text = units.size(a.age) if a.age is not None else units.MISSING
     lines.append(field("checkpoint age", (age_text, STATE_STYLE.get(a.state or "") if a.state != OK else None),
-                       (f"  {units.number(a.age)} bytes" if a.age is not None else "", "dim"),
                        (f"  {units.percent(a.age_pct)} of {units.size(capacity)} redo log" if capacity
                         else "", None)))
     if a.modified_age is not None:
@@ -179,9 +178,9 @@ def redo_rate_lines(a: Assessment) -> List[DetailLine]:
     """The LSNs, how fast redo is written, and how long until the limits at that rate."""
     lines: List[DetailLine] = []
     if a.lsn is not None:
-        lines.append(field("LSN", (units.number(a.lsn), None),
-                           ("  last checkpoint ", "label"), (units.number(a.checkpoint_lsn), None),
-                           ("  flushed to disk ", "label"), (units.number(a.flushed_lsn), None)))
+        lines.append(field("LSN", (units.exact(a.lsn), None),
+                           ("  last checkpoint ", "label"), (units.exact(a.checkpoint_lsn), None),
+                           ("  flushed to disk ", "label"), (units.exact(a.flushed_lsn), None)))
     lines.append(field("redo written", (units.size_rate(a.redo_rate), None),
                        (f"  ({a.redo_rate_source})" if a.redo_rate_source else "", "dim")))
     lines.append(field("sync flush in", (units.duration(a.full_in) if a.full_in is not None else units.MISSING, None),
@@ -297,16 +296,16 @@ class InnoDBScreen(Screen):
         Column("flavour", "Flavour", 13, "<", numeric=False, priority=5, help="product and release series"),
         Column("state", "State", 11, "<", numeric=False, style=state_style, priority=0,
                help="OK, ASYNC FLUSH (checkpoint age past the async limit) or SYNC FLUSH (writes stall)"),
-        Column("age", "CkptAge", 8, fmt=units.size, style=age_style, priority=2,
+        Column("age", "CkptAge", 9, fmt=units.size, style=age_style, priority=2,
                help="checkpoint age: LSN minus the last checkpoint, in bytes"),
-        Column("age_pct", "Age%", 6, fmt=units.percent, style=age_style, priority=1,
+        Column("age_pct", "Age%", 6, fmt=units.percent_figure, style=age_style, priority=1,
                help="checkpoint age as a share of the redo log capacity (innodb_log_file_size; "
                     "x innodb_log_files_in_group before MariaDB 10.5; innodb_redo_log_capacity on MySQL 8.0.30+)"),
-        Column("redo_rate", "Redo/s", 8, fmt=units.size_rate, priority=1, help="redo bytes written per second"),
+        Column("redo_rate", "Redo/s", 9, fmt=units.size, priority=1, help="redo bytes written per second"),
         Column("full_in", "Full in", 7, fmt=units.duration, priority=3,
                help="time until the sync flush limit (writes stall) at the current redo rate: "
                     "(sync limit - age) / Redo/s"),
-        Column("dirty_pct", "Dirty%", 6, fmt=units.percent, style=dirty_style, priority=2,
+        Column("dirty_pct", "Dirty%", 6, fmt=units.percent_figure, style=dirty_style, priority=2,
                help="dirty pages as a share of all buffer pool pages (Innodb_buffer_pool_pages_total), "
                     "compared with innodb_max_dirty_pages_pct"),
         Column("dirty", "Dirty", 6, fmt=units.number, priority=6, help="dirty pages in the buffer pool"),
