@@ -68,13 +68,14 @@ def per_second_ms(value: Any) -> str:
     """Time/s: milliseconds of query time per second (1,000 = one connection busy all the time).
 
     >>> per_second_ms(350.0), per_second_ms(2500), per_second_ms(None)
-    ('350.0ms', '2.50s', '—')
+    ('350ms', '2.5s', '—')
     """
     return units.milliseconds(value)
 
 
 def age(value: Any) -> str:
-    return units.MISSING if value is None else units.duration(value)
+    """Since last seen: ProxySQL's last_seen is whole seconds."""
+    return units.age(value)
 
 
 def text_cell(value: Any) -> str:
@@ -324,7 +325,7 @@ def digest_detail(row: Row, previous: Optional[digests.Reading], current: Option
     else:
         shown = text[:TEXT_IN_DETAIL]
         if len(text) > TEXT_IN_DETAIL:
-            lines.append([(f"  ({len(text):,} characters; the first {TEXT_IN_DETAIL:,} are shown)", "warning")])
+            lines.append([(f"  ({units.number(len(text))} characters; the first {units.number(TEXT_IN_DETAIL)} are shown)", "warning")])
         for paragraph in shown.splitlines() or [""]:
             for piece in textwrap.wrap(paragraph, WRAP, break_long_words=True, replace_whitespace=True) or [""]:
                 lines.append([("  " + piece, None)])
@@ -478,7 +479,7 @@ class QueriesScreen(SidedScreen, Screen):
         interval = view.interval_in_force(self.on_side(QueryDigest.name))
         current, now = frame.current, frame.now
         read_at = time.strftime("%H:%M:%S", time.localtime(current.wall_time))
-        return (("Digest  ", "label"), (f"{len(now.entries):,} rows, {len(now.texts):,} digests", None),
+        return (("Digest  ", "label"), (f"{units.number(len(now.entries))} rows, {units.number(len(now.texts))} digests", None),
                 (f"   read at {read_at} in {units.milliseconds(current.duration * 1000.0)}", None),
                 (f"   every {units.interval(interval)}" if interval else "", None),
                 (f"   by {self.grouping[0]} (b)", "label"),
