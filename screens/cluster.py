@@ -33,7 +33,7 @@ def reach_text(state, reach_ms: Optional[float], now: float) -> Tuple[str, Optio
 
     >>> from proxytop.polling.engine import SourceState
     >>> reach_text(SourceState("n", connected=True, connecting=False), 1.25, 0)
-    ('ok 1.2ms', 'good')
+    ('ok 1.25ms', 'good')
     >>> reach_text(SourceState("n", connected=False, connecting=False, error="Access denied for user 'x'"), None, 0)
     ("refused: Access denied for user 'x'", 'danger')
     >>> reach_text(SourceState("n", connected=False, connecting=False, error="connection refused"), None, 0)

@@ -220,7 +220,7 @@ class ErrorsScreen(SidedScreen, Screen):
                 pct = user["used_pct"]
                 style = "danger" if pct is not None and pct >= USED_WARNING else "header"
                 line += [(f"{user['user']} ", None),
-                         (f"{units.number(user['connections'])}/{units.number(user['limit'])} "
+                         (f"{units.number(user['connections'])}/{units.plain(user['limit'])} "
                           f"({units.percent(pct, 0)})", style), ("  ", None)]
             if len(users) > USERS_SHOWN:
                 line.append((f"+{len(users) - USERS_SHOWN} more", "dim"))

@@ -45,7 +45,7 @@ def test_cluster_screen_shows_every_node_drift_and_reachability(proxytop_term, t
     assert "differs: admin_variables, mysql_query_rules" in node_line(screen, three.ports[2])
     assert "in sync" in node_line(screen, three.ports[0])
     # Queries/s comes from two of node 1's own reports (every 10 s of its uptime)
-    screen = term.wait_until(lambda s: re.search(r"node-1\s+[\d.]+ms\s+\d+s\s+\S+\s+[\d.]+k?\s+\d+",
+    screen = term.wait_until(lambda s: re.search(r"node-1\s+[\d.]+(µs|ms|s)\s+\d+s\s+\S+\s+[\d.]+k?\s+\d+",
                                                  node_line(s, three.ports[0])) is not None,
                              timeout=30, what="node 1's Queries/s")
     print("\n" + screen)

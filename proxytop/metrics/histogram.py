@@ -238,12 +238,3 @@ def format_bound(value: Any) -> str:
     if number == INF:
         return ">" + short_us(UPPER_US[-2])
     return "\u2264" + short_us(number)
-
-
-def format_us(value: Any) -> str:
-    """A latency in microseconds, as every duration is shown (units.microseconds).
-
-    >>> format_us(85), format_us(1234), format_us(2_500_000), format_us(None)
-    ('85µs', '1.23ms', '2.5s', '—')
-    """
-    return units.microseconds(value)
