@@ -161,18 +161,15 @@ def value_text(row: Mapping) -> str:
     ('1.5KiB', 'false')
     >>> value_text({"value": 185, "type": "gauge", "_unit": "seconds"}), value_text({"value": 1234567, "type": "counter"})
     ('3m05s', '1.2M')
+    >>> value_text({"value": 2500000000, "type": "counter", "_unit": "ns"})
+    '2.5s'
     """
     value = row.get("value")
     if value is None:
         return units.MISSING
     if row.get("type") == TEXT:
         return str(value)
-    unit = row.get("_unit")
-    if unit == BYTES:
-        return units.size(value)
-    if unit == SECONDS:
-        return units.duration(value)
-    return units.number(value)
+    return in_unit(value, row.get("_unit"))
 
 
 def rate_text(row: Mapping) -> str:
@@ -189,8 +186,23 @@ def rate_text(row: Mapping) -> str:
     value = row.get("rate")
     if value is None:
         return units.MISSING
-    if row.get("_unit") == BYTES:
+    return in_unit(value, row.get("_unit"))
+
+
+def in_unit(value, unit: Optional[str]) -> str:
+    """A value (or its rate: time or bytes per second) in the unit of its variable.
+
+    >>> in_unit(2048, BYTES), in_unit(185, SECONDS), in_unit(1500000, NANOSECONDS), in_unit(250, MICROSECONDS)
+    ('2.0KiB', '3m05s', '1.5ms', '250µs')
+    """
+    if unit == BYTES:
         return units.size(value)
+    if unit == SECONDS:
+        return units.duration(value)
+    if unit == NANOSECONDS:
+        return units.duration(to_number(value) / 1e9)
+    if unit == MICROSECONDS:
+        return units.microseconds(value)
     return units.number(value)
 
 

@@ -257,7 +257,7 @@ def explain(route: Route, served: Sequence[str], user: Optional[Mapping[str, Any
         if expected is not None and number == expected:
             continue
         if str(hostgroup) == "-1":
-            reason = f"the query cache answered it (cache_ttl {route.cache_ttl} ms)" if route.cache_ttl else \
+            reason = f"the query cache answered it (cache_ttl {units.milliseconds(route.cache_ttl)})" if route.cache_ttl else \
                 "the query cache answered it (a rule set cache_ttl when it ran)"
             others.append(("cache", reason))
             continue
@@ -298,7 +298,7 @@ def route_lines(route: Route) -> List[List[Segment]]:
             if rule.destination is not None:
                 effects.append(f"\u2192 HG {rule.destination}")
             if rule.cache_ttl:
-                effects.append(f"cache {rule.cache_ttl} ms")
+                effects.append(f"cache {units.milliseconds(rule.cache_ttl)}")
             effects.append("apply: ends here" if rule.apply else "apply=0: continues")
             line: List[Segment] = [(head, "label"), ("matched ", "good"), (", ".join(step.fields), None),
                                    ("   " + ", ".join(effects), "header")]

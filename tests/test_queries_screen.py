@@ -98,11 +98,11 @@ def test_route_drill_down_explains_the_cache_and_transactions(proxytop_term, dou
     screen = term.wait_until(lambda s: "served by" in s and "Time/s" in s, timeout=20, what="the route")
     assert "Digest 0x" in screen and "SELECT c FROM sbtest1 WHERE id=?" in screen
     assert re.search(r"latency\s+min [\d.]+(µs|ms|s)\s+avg [\d.]+(µs|ms|s)\s+max [\d.]+(µs|ms|s) since first seen", screen)
-    assert re.search(r"rule 2\s+flagIN 0\s+matched match_digest \(CASELESS\)\s+\u2192 HG 20, cache 2000 ms, "
+    assert re.search(r"rule 2\s+flagIN 0\s+matched match_digest \(CASELESS\)\s+\u2192 HG 20, cache 2s, "
                      r"apply: ends here", screen)
     assert "destination hostgroup 20 (rule 2)" in screen
     assert "served by   10,20,cache" in screen
-    assert "cache: the query cache answered it (cache_ttl 2000 ms)" in screen
+    assert "cache: the query cache answered it (cache_ttl 2s)" in screen
     assert "10: inside a transaction: transaction_persistent=1 for sbtest" in screen
     assert re.search(r"hostgroup\s+(20|cache|10)\s+[\d.]+/s", screen)
 
