@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from proxytop.collectors.proxysql_stats import CommandCounters
 from proxytop.metrics import histogram, units
-from proxytop.metrics.rates import SteadyPair, counter_total, covers_text, rate, to_number
+from proxytop.metrics.rates import SteadyPair, counter_total, rate, to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
 from proxytop.screens import allnodes
@@ -289,7 +289,7 @@ class ComCountScreen(SidedScreen, Screen):
         unused = 0 if total_at is None else sum(1 for r in current.data.rows if not to_number(r[total_at]))
         notes = [tuple(line)]
         last_two = view.pair(self.on_side(CommandCounters.name))
-        covers = covers_text([seconds], seconds_between(*last_two))
+        covers = units.covers_text([seconds], seconds_between(*last_two))
         if covers:
             notes.append(((covers + " (ProxySQL updates this table about once a second)", "dim"),))
         if unused and not self.options.get("unused"):

@@ -17,7 +17,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.collectors.proxysql_stats import GlobalStatus, MemoryMetrics, MySQLVariables
 from proxytop.metrics import units
-from proxytop.metrics.rates import RATE_WINDOW, RATES_PENDING, UpdateTracker, covers_text, delta, rate, to_number
+from proxytop.metrics.rates import RATE_WINDOW, RATES_PENDING, UpdateTracker, delta, rate, to_number
 from proxytop.metrics.sides import digest_memory
 from proxytop.screens.base import DataView, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
@@ -367,7 +367,7 @@ class GloStatScreen(SidedScreen, Screen):
         history = view.history(name)
         tracker = self._tracker_of(name, history)
         spans = [seconds for _, seconds in steady_bases(history, tracker=tracker, classify=self.classify_of()).values()]
-        covers = covers_text(spans, seconds_between(previous, current))
+        covers = units.covers_text(spans, seconds_between(previous, current))
         if covers:
             pending = tracker.pending()
             later = f"; {pending} counters {RATES_PENDING}" if pending and spans else ""

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from proxytop.collectors.digest import QueryDigest
 from proxytop.collectors.proxysql_stats import ConfigQueryRules, QueryRuleHits, RuleHits, RuntimeQueryRules
 from proxytop.metrics import units
-from proxytop.metrics.rates import COUNTER_REFRESH, SteadyPair, counter_total, covers_text, rate, to_number, whole_numbers
+from proxytop.metrics.rates import COUNTER_REFRESH, SteadyPair, counter_total, rate, to_number, whole_numbers
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.queries import CaughtQueries, caught_section, digest_collector, taken_at
 from proxytop.screens.sided import SidedScreen
@@ -436,7 +436,7 @@ class QueryRulesScreen(SidedScreen, Screen):
         # hits/s spans whole updates of the hits (proxytop.metrics.rates.update_span), not one interval
         history = view.history(name)
         previous, current, seconds = steady[name](history)
-        self._covers = covers_text([seconds], seconds_between(*view.pair(name))) if history else None
+        self._covers = units.covers_text([seconds], seconds_between(*view.pair(name))) if history else None
         runtime, config = self._definitions(view)
         fields = self._cached("fields", self._definitions_taken(view), lambda: definition_fields(runtime, config))
         return rule_rows(previous, current, runtime, config, fields, seconds)

@@ -303,27 +303,6 @@ NO_RATE_YET = "no rates yet: they start at the second counter update proxytop se
 RATES_PENDING = "have no rate yet"  # some counters moved once, and start at their second update
 
 
-def covers_text(spans: Iterable[Optional[float]], interval: Optional[float]) -> Optional[str]:
-    """What a notes line says of the spans rates cover (seconds each; None: no rate yet), when
-    they differ from the refresh interval.
-
-    >>> covers_text([10.02], 1.0), covers_text([1.01], 1.0), covers_text([None], 1.0)
-    ('rates over the last 10s of counter updates', None, 'no rates yet: they start at the second counter update proxytop sees')
-    >>> covers_text([20.0, 18.2, 28.9, None], 1.0)
-    'rates over 18.2s to 28.9s of counter updates'
-    """
-    from proxytop.metrics.units import duration  # here: units itself imports this module
-    seconds = [s for s in spans if s]
-    if not seconds:
-        return NO_RATE_YET
-    low, high = min(seconds), max(seconds)
-    if interval and abs(high - interval) <= 0.1 * interval and abs(low - interval) <= 0.1 * interval:
-        return None
-    if high - low < 0.05:
-        return f"rates over the last {duration(high)} of counter updates"
-    return f"rates over {duration(low)} to {duration(high)} of counter updates"
-
-
 class UpdateTracker:
     """:func:`update_span` for many counters of one reading at a time (GloStat's hundred
     variables), kept up to date one reading at a time instead of walking every counter back
