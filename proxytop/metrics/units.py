@@ -36,6 +36,7 @@ MISSING = "\u2014"  # an em dash: "no value yet" (first sample, reset, unavailab
 
 COUNT_STEPS = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 BYTE_STEPS = ((1024**4, "TiB"), (1024**3, "GiB"), (1024**2, "MiB"), (1024, "KiB"))
+NEXT_UNIT_AT = 999.95 / 1024  # of a unit: what would print as 1000.0 of the one below
 
 
 def plain(value: Any) -> str:
@@ -92,17 +93,20 @@ def exact(value: Any) -> str:
 
 
 def size(value: Any) -> str:
-    """Bytes, always with a unit.
+    """Bytes, always with a unit; never four digits before the point (1000KiB is 1.0MiB), so
+    a size fits eight characters.
 
     >>> size(0), size(15), size(1536), size(36.0 * 1024**2), size(5 * 1024**3), size(None)
     ('0B', '15B', '1.5KiB', '36.0MiB', '5.0GiB', '—')
+    >>> size(999), size(1000), size(999.9 * 1024), size(1000 * 1024)
+    ('999B', '1.0KiB', '999.9KiB', '1.0MiB')
     """
     value = _number(value)
     if value is None:
         return MISSING
     magnitude = abs(value)
     for limit, suffix in BYTE_STEPS:
-        if magnitude >= limit:
+        if magnitude >= limit * NEXT_UNIT_AT:
             return f"{value / limit:.1f}{suffix}"
     return f"{value:.0f}B"
 
