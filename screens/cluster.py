@@ -33,7 +33,7 @@ def reach_text(state, reach_ms: Optional[float], now: float) -> Tuple[str, Optio
 
     >>> from proxytop.polling.engine import SourceState
     >>> reach_text(SourceState("n", connected=True, connecting=False), 1.25, 0)
-    ('ok 1.2ms', 'good')
+    ('ok 1.25ms', 'good')
     >>> reach_text(SourceState("n", connected=False, connecting=False, error="Access denied for user 'x'"), None, 0)
     ("refused: Access denied for user 'x'", 'danger')
     >>> reach_text(SourceState("n", connected=False, connecting=False, error="connection refused"), None, 0)
@@ -55,10 +55,7 @@ def age(seconds) -> str:
     >>> age(0.0), age(6.99), age(125), age(None)
     ('0s', '7s', '2m05s', '—')
     """
-    value = to_number(seconds)
-    if value is None:
-        return units.MISSING
-    return f"{round(value)}s" if value < 59.5 else units.duration(value)
+    return units.age(seconds)
 
 
 def restart_style(row) -> Optional[str]:
@@ -153,7 +150,7 @@ def matrix_lines(found: Sequence[cluster.Module], order: Sequence[str], name_of)
                 continue
             text = cell.short
             if cell.climbing and cell.diff_check:
-                text += f" \u2191{units.scaled(cell.diff_check)}"
+                text += f" \u2191{units.number(cell.diff_check)}"
             style = "danger" if label in module.differing else ("dim" if not module.differing else "good")
             line.append((f"{text[:CELL_WIDTH - 1]:<{CELL_WIDTH}}", style))
         lines.append(Cells(line))
@@ -181,11 +178,11 @@ class ClusterScreen(Screen):
                help="Uptime_s as last reported to the watched node"),
         Column("restarted", "Restarted", 10, "<", numeric=False, style=restart_style, priority=2,
                help="Uptime_s went down within the last 10 minutes: the node restarted"),
-        Column("queries_s", "Queries/s", 9, fmt=units.scaled, summable=True, priority=1,
+        Column("queries_s", "Queries/s", 9, fmt=units.number, summable=True, priority=1,
                help="\u0394Queries / \u0394Uptime_s between the node's last two reports (every ~10 s)"),
-        Column("conn", "Conn", 6, fmt=units.scaled, summable=True, priority=2,
+        Column("conn", "Conn", 6, fmt=units.number, summable=True, priority=2,
                help="Client_Connections_connected"),
-        Column("conn_created_s", "Conn/s", 7, fmt=units.scaled, summable=True, priority=3,
+        Column("conn_created_s", "Conn/s", 7, fmt=units.number, summable=True, priority=3,
                help="client connections created per second (\u0394Client_Connections_created / \u0394Uptime_s)"),
         Column("reach", "proxytop", 12, "<", numeric=False, style=reach_style, priority=2,
                help="can proxytop itself connect to the node (ping time, or why not)"),

@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from proxytop.collectors.proxysql_stats import CommandCounters
 from proxytop.metrics import histogram, units
-from proxytop.metrics.rates import SteadyPair, counter_total, covers_text, rate, to_number
+from proxytop.metrics.rates import SteadyPair, counter_total, rate, to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.sided import SidedScreen
 from proxytop.screens import allnodes
@@ -191,8 +191,8 @@ def command_detail(row: Row, seconds: Optional[float]) -> Detail:
     lines: List[List[Segment]] = [
         [("executions   ", "label"), (f"{units.number(row.get('total'))} since start", None),
          (f"   {units.number(executed)} in the last {interval} ({units.number(row.get('rate'))}/s)", None)],
-        [("average      ", "label"), (f"{histogram.format_us(row.get('avg_all_us'))} since start", None),
-         (f"   {histogram.format_us(row.get('avg_us'))} in the last {interval}", None)],
+        [("average      ", "label"), (f"{units.microseconds(row.get('avg_all_us'))} since start", None),
+         (f"   {units.microseconds(row.get('avg_us'))} in the last {interval}", None)],
         [("percentiles  ", "label"), (f"since start {percentile_text(row.get('_counts'))}", None)],
         [("             ", "label"), (f"last {interval} {percentile_text(delta)}", None)],
         [("  Percentiles are the upper bound of the bucket holding them (not interpolated).", "dim")],
@@ -219,15 +219,15 @@ class ComCountScreen(SidedScreen, Screen):
     tiebreak = ("command",)
     columns = (
         Column("command", "Command", 20, "<", numeric=False, priority=0),
-        Column("total", "Total", 8, fmt=units.scaled, priority=3, help="executions since ProxySQL started"),
-        Column("rate", "Count/s", 9, fmt=units.scaled, priority=0, help="executions per second over the interval"),
+        Column("total", "Total", 8, fmt=units.number, priority=3, help="executions since ProxySQL started"),
+        Column("rate", "Count/s", 9, fmt=units.number, priority=0, help="executions per second over the interval"),
         Column("share", "Share", 6, fmt=units.percent, priority=2, help="share of all commands per second"),
-        Column("avg_us", "Avg", 8, fmt=histogram.format_us, priority=1,
+        Column("avg_us", "Avg", 8, fmt=units.microseconds, priority=1,
                help="average latency over the interval: \u0394Total_Time_us / \u0394Total_cnt"),
         _latency_column("p50", "p50", "median", 1),
         _latency_column("p95", "p95", "95th percentile", 2),
         _latency_column("p99", "p99", "99th percentile", 2),
-        Column("avg_all_us", "Avg all", 8, fmt=histogram.format_us, priority=6,
+        Column("avg_all_us", "Avg all", 8, fmt=units.microseconds, priority=6,
                help="average latency since ProxySQL started"),
     )
     bindings = (
@@ -293,7 +293,7 @@ class ComCountScreen(SidedScreen, Screen):
         unused = 0 if total_at is None else sum(1 for r in current.data.rows if not to_number(r[total_at]))
         notes = [tuple(line)]
         last_two = view.pair(self.on_side(CommandCounters.name))
-        covers = covers_text([seconds], seconds_between(*last_two))
+        covers = units.covers_text([seconds], seconds_between(*last_two))
         if covers:
             notes.append(((covers + " (ProxySQL updates this table about once a second)", "dim"),))
         if unused and not self.options.get("unused"):

@@ -181,7 +181,7 @@ def lag_text(value) -> str:
     """The Lag column: seconds, NULL (checked, no number), or — (not monitored)."""
     number = to_number(value)
     if number is not None:
-        return f"{number:g}s"
+        return units.duration(number)
     return units.MISSING if value is None else str(value)
 
 
@@ -365,10 +365,10 @@ class ConnPoolScreen(SidedScreen, Screen):
         Column("hostgroup", "HG", 4, fmt=units.plain, priority=0),
         Column("server", "Server", 18, "<", numeric=False, priority=0),
         Column("status", "Status", 12, "<", style=status_style, numeric=False, priority=0),
-        Column("conn_used", "Used", 5, fmt=units.scaled, summable=True, priority=1, help="ConnUsed: connections in use"),
-        Column("conn_free", "Free", 5, fmt=units.scaled, summable=True, priority=2, help="ConnFree: idle pooled connections"),
-        Column("conn_ok_s", "OK/s", 6, fmt=units.scaled, summable=True, priority=4, help="new backend connections per second"),
-        Column("conn_err_s", "ERR/s", 6, fmt=units.scaled, style=error_style, summable=True, priority=3,
+        Column("conn_used", "Used", 5, fmt=units.number, summable=True, priority=1, help="ConnUsed: connections in use"),
+        Column("conn_free", "Free", 5, fmt=units.number, summable=True, priority=2, help="ConnFree: idle pooled connections"),
+        Column("conn_ok_s", "OK/s", 6, fmt=units.number, summable=True, priority=4, help="new backend connections per second"),
+        Column("conn_err_s", "ERR/s", 6, fmt=units.number, style=error_style, summable=True, priority=3,
                help="failed backend connections per second"),
         Column("lag", "Lag", 5, fmt=lag_text, style=lag_style, priority=3,
                help="replication lag in seconds, measured by the monitor (red past max_replication_lag; "
@@ -377,13 +377,13 @@ class ConnPoolScreen(SidedScreen, Screen):
                help="read_only from the monitor's last check (servers in replication hostgroups)"),
         Column("in_state", "InState", 7, fmt=in_state_text, style=in_state_style, priority=5,
                help="how long the server has had its status (dim: at least, since proxytop started)"),
-        Column("max_conn_used", "MaxUsed", 7, fmt=units.scaled, priority=6, help="high-water mark of ConnUsed"),
-        Column("used_pct", "Used%", 6, fmt=units.percent, style=used_style, priority=5,
+        Column("max_conn_used", "MaxUsed", 7, fmt=units.number, priority=6, help="high-water mark of ConnUsed"),
+        Column("used_pct", "Used%", 6, fmt=units.percent_figure, style=used_style, priority=5,
                help="ConnUsed as a share of the server's max_connections (admin user)"),
-        Column("queries_s", "Queries/s", 10, fmt=units.scaled, summable=True, priority=1),
-        Column("sent_s", "Sent/s", 8, fmt=units.human_bytes, summable=True, priority=4, help="bytes sent to the backend per second"),
-        Column("recv_s", "Recv/s", 8, fmt=units.human_bytes, summable=True, priority=4, help="bytes received from the backend per second"),
-        Column("latency_ms", "Lat ms", 7, fmt=units.milliseconds, priority=2, help="monitor ping latency"),
+        Column("queries_s", "Queries/s", 10, fmt=units.number, summable=True, priority=1),
+        Column("sent_s", "Sent/s", 8, fmt=units.size, summable=True, priority=4, help="bytes sent to the backend per second"),
+        Column("recv_s", "Recv/s", 8, fmt=units.size, summable=True, priority=4, help="bytes received from the backend per second"),
+        Column("latency_ms", "Latency", 7, fmt=units.milliseconds, priority=2, help="monitor ping latency"),
         Column("monitor", "Monitor", 19, "<", fmt=monitor_text, style=monitor_style, numeric=False, priority=7,
                help="the monitor's latest ping or connect check: its time, or the failed check and its age"),
         Column("weight", "Weight", 6, fmt=units.plain, priority=8),

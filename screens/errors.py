@@ -174,9 +174,9 @@ class ErrorsScreen(SidedScreen, Screen):
     default_interval = 1.0
     live_detail = True
     columns = (
-        Column("errors_s", "Errors/s", 9, fmt=units.scaled, style=rate_style, summable=True, priority=0,
+        Column("errors_s", "Errors/s", 9, fmt=units.number, style=rate_style, summable=True, priority=0,
                help="errors per second (from count_star)"),
-        Column("count", "Count", 7, fmt=units.scaled, summable=True, priority=4, help="count_star: errors since the row appeared"),
+        Column("count", "Count", 7, fmt=units.number, summable=True, priority=4, help="count_star: errors since the row appeared"),
         Column("errno", "Errno", 8, fmt=errno_text, priority=0),  # 8: the title SQLSTATE on the PostgreSQL side
         Column("errno_name", "Name", 22, "<", numeric=False, priority=2, help="the error number's symbolic name"),
         Column("hostgroup", "HG", 4, fmt=units.plain, priority=1),
@@ -221,7 +221,7 @@ class ErrorsScreen(SidedScreen, Screen):
                 pct = user["used_pct"]
                 style = "danger" if pct is not None and pct >= USED_WARNING else "header"
                 line += [(f"{user['user']} ", None),
-                         (f"{units.number(user['connections'])}/{units.number(user['limit'])} "
+                         (f"{units.number(user['connections'])}/{units.plain(user['limit'])} "
                           f"({units.percent(pct, 0)})", style), ("  ", None)]
             if len(users) > USERS_SHOWN:
                 line.append((f"+{len(users) - USERS_SHOWN} more", "dim"))

@@ -17,7 +17,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.collectors.proxysql_stats import GlobalStatus, MemoryMetrics, MySQLVariables
 from proxytop.metrics import units
-from proxytop.metrics.rates import RATE_WINDOW, RATES_PENDING, UpdateTracker, covers_text, delta, rate, to_number
+from proxytop.metrics.rates import RATE_WINDOW, RATES_PENDING, UpdateTracker, delta, rate, to_number
 from proxytop.metrics.sides import digest_memory
 from proxytop.screens.asks import asks_line
 from proxytop.screens.base import DataView, Screen, seconds_between
@@ -159,28 +159,26 @@ def value_text(row: Mapping) -> str:
     """A value in the unit of its variable.
 
     >>> value_text({"value": 1536, "type": "gauge", "_unit": "bytes"}), value_text({"value": "false", "type": "text"})
-    ('1.5K', 'false')
+    ('1.5KiB', 'false')
     >>> value_text({"value": 185, "type": "gauge", "_unit": "seconds"}), value_text({"value": 1234567, "type": "counter"})
-    ('3m05s', '1,234,567')
+    ('3m05s', '1.2M')
+    >>> value_text({"value": 2500000000, "type": "counter", "_unit": "ns"})
+    '2.5s'
     """
     value = row.get("value")
     if value is None:
         return units.MISSING
     if row.get("type") == TEXT:
         return str(value)
-    unit = row.get("_unit")
-    if unit == BYTES:
-        return units.human_bytes(value)
-    if unit == SECONDS:
-        return units.duration(value)
-    return units.number(value)
+    return in_unit(value, row.get("_unit"))
 
 
 def rate_text(row: Mapping) -> str:
-    """Per second for counters; blank for gauges and text (they have no rate).
+    """Per second for counters (the column's title says so: no /s in the cell); blank for
+    gauges and text (they have no rate).
 
     >>> rate_text({"rate": 2048.0, "type": "counter", "_unit": "bytes"}), rate_text({"rate": 12.5, "type": "counter"})
-    ('2.0K/s', '12')
+    ('2.0KiB', '12')
     >>> rate_text({"rate": None, "type": "counter"}), rate_text({"rate": None, "type": "gauge"})
     ('—', '')
     """
@@ -189,8 +187,23 @@ def rate_text(row: Mapping) -> str:
     value = row.get("rate")
     if value is None:
         return units.MISSING
-    if row.get("_unit") == BYTES:
-        return units.bytes_rate(value)
+    return in_unit(value, row.get("_unit"))
+
+
+def in_unit(value, unit: Optional[str]) -> str:
+    """A value (or its rate: time or bytes per second) in the unit of its variable.
+
+    >>> in_unit(2048, BYTES), in_unit(185, SECONDS), in_unit(1500000, NANOSECONDS), in_unit(250, MICROSECONDS)
+    ('2.0KiB', '3m05s', '1.5ms', '250µs')
+    """
+    if unit == BYTES:
+        return units.size(value)
+    if unit == SECONDS:
+        return units.duration(value)
+    if unit == NANOSECONDS:
+        return units.duration(to_number(value) / 1e9)
+    if unit == MICROSECONDS:
+        return units.microseconds(value)
     return units.number(value)
 
 
@@ -242,7 +255,7 @@ def cache_hit_ratio(previous: Optional[Mapping[str, str]], current: Mapping[str,
 
     >>> cache_hit_ratio({"Query_Cache_count_GET": "100", "Query_Cache_count_GET_OK": "40"},
     ...                 {"Query_Cache_count_GET": "300", "Query_Cache_count_GET_OK": "190"}, 2.0)
-    '75.0% over the last 2.00s (150 of 200 lookups), 63.3% since start'
+    '75.0% over the last 2s (150 of 200 lookups), 63.3% since start'
     >>> cache_hit_ratio(None, {"Query_Cache_count_GET": "0", "Query_Cache_count_GET_OK": "0"}, None)
     'no lookups since start (no rule has a cache_ttl, or nothing matched one)'
     """
@@ -268,7 +281,7 @@ def max_connections_usage(stats: Mapping[str, str], variables: Optional[Mapping[
     """(text, style): frontend connections against mysql-max_connections.
 
     >>> max_connections_usage({"Client_Connections_connected": "1700"}, {"mysql-max_connections": "2048"})
-    ('1,700 of mysql-max_connections 2,048 (83.0%)', 'warning')
+    ('1.7k of mysql-max_connections 2048 (83.0%)', 'warning')
     """
     clients = to_number(stats.get("Client_Connections_connected"))
     variables = variables or {}
@@ -279,7 +292,8 @@ def max_connections_usage(stats: Mapping[str, str], variables: Optional[Mapping[
         return units.MISSING, None
     share = 100.0 * clients / limit
     style = "danger" if share >= 95 else "warning" if share >= 80 else None
-    return f"{units.number(clients)} of {name} {units.number(limit)} ({share:.1f}%)", style
+    # the setting as it is set; the connections a count like any other
+    return f"{units.number(clients)} of {name} {units.plain(variables.get(name))} ({units.percent(share)})", style
 
 
 class GloStatScreen(SidedScreen, Screen):
@@ -361,7 +375,7 @@ class GloStatScreen(SidedScreen, Screen):
         # time proxytop has watched it, which says nothing of what the rates cover.
         spans = [seconds for name, (_, seconds) in bases.items() if tracker.moved(name)] or \
             [seconds for _, seconds in bases.values()]
-        covers = covers_text(spans, seconds_between(previous, current))
+        covers = units.covers_text(spans, seconds_between(previous, current))
         if covers:
             pending = tracker.pending()
             later = f"; {pending} counters {RATES_PENDING}" if pending and spans else ""
@@ -387,10 +401,10 @@ class GloStatScreen(SidedScreen, Screen):
         elif memory is not None:
             digests = digest_memory(memory.data, self.side)
             if digests is not None:
-                lines.append((("Digests       ", "label"), (units.human_bytes(to_number(digests)), None),
-                              (" of memory (stats_mysql_query_digest)", "dim")))
+                lines.append((("Digests       ", "label"), (units.size(to_number(digests)), None),
+                              (" of memory held by the query digest map (stats_mysql_query_digest)", "dim")))
             age = max(0.0, view.now() - memory.taken_at)
-            lines.append(((f"Memory: stats_memory_metrics every {MemoryMetrics.min_interval:g}s at most "
+            lines.append(((f"Memory: stats_memory_metrics every {units.interval(MemoryMetrics.min_interval)} at most "
                            f"(it takes the digest lock), {units.duration(age)} old", "dim"),))
         lines.append(asks_line(self, view, self.asks))
         return lines

@@ -43,7 +43,7 @@ def config_lines(settings: Optional[Mapping], pairs: Sequence[Mapping], hostgrou
                        "longer configured", "dim"))]
     yes_no = {"0": "no", "1": "yes"}
     fields = [("weight", settings.get("weight")), ("max_connections", settings.get("max_connections")),
-              ("max_replication_lag", f"{settings.get('max_replication_lag')} s"),
+              ("max_replication_lag", units.duration(settings.get("max_replication_lag"))),
               ("max_latency_ms", settings.get("max_latency_ms")),
               ("use_ssl", yes_no.get(str(settings.get("use_ssl")), settings.get("use_ssl"))),
               ("compression", settings.get("compression"))]
@@ -80,7 +80,7 @@ def entry_text(kind: str, entry: Entry, now_us: Optional[float]) -> Line:
     if kind == "read_only":
         return _line(head, (f"read_only={value}", "header"), (f"  in {took}", None))
     if kind == "lag":
-        shown = "NULL (Seconds_Behind_Master NULL)" if value is None else f"{value} s"
+        shown = "NULL (Seconds_Behind_Master NULL)" if value is None else units.duration(value)
         return _line(head, (f"lag {shown}", "warning" if value is None else "header"), (f"  in {took}", None))
     return _line(head, (f"ok in {took}", "good"))
 
@@ -108,7 +108,7 @@ def monitor_lines(server: Optional[ServerMonitor], readings: Optional[MonitorRea
             series = health.lag_series(server)
             numbers = [v for v in series if v is not None]
             lines.append(_line(("  ", None), (sparkline.sparkline(series, SPARK_WIDTH), "header"),
-                               (f"  max {max(numbers):g} s" if numbers else "  no lag measured", "label")))
+                               (f"  max {units.duration(max(numbers))}" if numbers else "  no lag measured", "label")))
         for entry in entries[-ENTRIES_SHOWN:]:
             lines.append(entry_text(kind, entry, now_us))
     return lines

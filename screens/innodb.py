@@ -80,7 +80,7 @@ def note_style(row: Mapping) -> Optional[str]:
 
 
 def rate_text(value) -> str:
-    return units.MISSING if value is None else units.scaled(value)
+    return units.MISSING if value is None else units.number(value)
 
 
 def io_capacity_text(io: Optional[float], io_max: Optional[float]) -> Optional[str]:
@@ -144,13 +144,12 @@ def checkpoint_lines(a: Assessment) -> List[DetailLine]:
                         field("checkpoint age", (NEEDS_PROCESS, "warning"),
                               (" (SHOW ENGINE INNODB STATUS gives the LSNs on this version)", "dim"))]
     lines.append(field("state", (a.state or units.MISSING, STATE_STYLE.get(a.state or ""))))
-    age_text = units.human_bytes(a.age) if a.age is not None else units.MISSING
+    age_text = units.size(a.age) if a.age is not None else units.MISSING
     lines.append(field("checkpoint age", (age_text, STATE_STYLE.get(a.state or "") if a.state != OK else None),
-                       (f"  {units.number(a.age)} bytes" if a.age is not None else "", "dim"),
-                       (f"  {units.percent(a.age_pct)} of {units.human_bytes(capacity)} redo log" if capacity
+                       (f"  {units.percent(a.age_pct)} of {units.size(capacity)} redo log" if capacity
                         else "", None)))
     if a.modified_age is not None:
-        lines.append(field("modified age", (units.human_bytes(a.modified_age), None),
+        lines.append(field("modified age", (units.size(a.modified_age), None),
                            ("  LSN − pages flushed up to: what this server compares with its limits", "dim")))
     lines.append(field("", (bar(a.modified_age if a.modified_age is not None else a.age, capacity,
                                 limits.async_age if limits else None, limits.sync_age if limits else None, 52),
@@ -165,7 +164,7 @@ def flush_limit_lines(a: Assessment) -> List[DetailLine]:
     if limits is None:
         return [field("limits", (units.MISSING, None), ("  waiting for the server's variables", "dim"))]
     sync_label = "sync flush above" if a.flavour is not None and a.flavour.is_mariadb else "sync flush at"
-    return [field(label, (units.human_bytes(age), None), (f"  {units.percent(pct)}" if pct is not None else "", None),
+    return [field(label, (units.size(age), None), (f"  {units.percent(pct)}" if pct is not None else "", None),
                   (f"  {origin}", "dim" if origin == "server" else "warning"),
                   (f" ({limits.formula})" if origin == "computed" and limits.formula else "", "dim"))
             for label, age, pct, origin in (("async flush at", limits.async_age, a.async_pct, limits.async_origin),
@@ -176,10 +175,10 @@ def redo_rate_lines(a: Assessment) -> List[DetailLine]:
     """The LSNs, how fast redo is written, and how long until the limits at that rate."""
     lines: List[DetailLine] = []
     if a.lsn is not None:
-        lines.append(field("LSN", (units.number(a.lsn), None),
-                           ("  last checkpoint ", "label"), (units.number(a.checkpoint_lsn), None),
-                           ("  flushed to disk ", "label"), (units.number(a.flushed_lsn), None)))
-    lines.append(field("redo written", (units.bytes_rate(a.redo_rate), None),
+        lines.append(field("LSN", (units.exact(a.lsn), None),
+                           ("  last checkpoint ", "label"), (units.exact(a.checkpoint_lsn), None),
+                           ("  flushed to disk ", "label"), (units.exact(a.flushed_lsn), None)))
+    lines.append(field("redo written", (units.size_rate(a.redo_rate), None),
                        (f"  ({a.redo_rate_source})" if a.redo_rate_source else "", "dim")))
     lines.append(field("sync flush in", (units.duration(a.full_in) if a.full_in is not None else units.MISSING, None),
                        ("  at this rate (writes stall); the whole log in ", "dim"),
@@ -296,30 +295,30 @@ class InnoDBScreen(Screen):
         Column("flavour", "Flavour", 13, "<", numeric=False, priority=5, help="product and release series"),
         Column("state", "State", 11, "<", numeric=False, style=state_style, priority=0,
                help="OK, ASYNC FLUSH (checkpoint age past the async limit) or SYNC FLUSH (writes stall)"),
-        Column("age", "CkptAge", 8, fmt=units.human_bytes, style=age_style, priority=2,
+        Column("age", "CkptAge", 8, fmt=units.size, style=age_style, priority=2,
                help="checkpoint age: LSN minus the last checkpoint, in bytes"),
-        Column("age_pct", "Age%", 6, fmt=units.percent, style=age_style, priority=1,
+        Column("age_pct", "Age%", 6, fmt=units.percent_figure, style=age_style, priority=1,
                help="checkpoint age as a share of the redo log capacity (innodb_log_file_size; "
                     "x innodb_log_files_in_group before MariaDB 10.5; innodb_redo_log_capacity on MySQL 8.0.30+)"),
-        Column("redo_rate", "Redo/s", 8, fmt=units.bytes_rate, priority=1, help="redo bytes written per second"),
+        Column("redo_rate", "Redo/s", 8, fmt=units.size, priority=1, help="redo bytes written per second"),
         Column("full_in", "Full in", 7, fmt=units.duration, priority=3,
                help="time until the sync flush limit (writes stall) at the current redo rate: "
                     "(sync limit - age) / Redo/s"),
-        Column("dirty_pct", "Dirty%", 6, fmt=units.percent, style=dirty_style, priority=2,
+        Column("dirty_pct", "Dirty%", 6, fmt=units.percent_figure, style=dirty_style, priority=2,
                help="dirty pages as a share of all buffer pool pages (Innodb_buffer_pool_pages_total), "
                     "compared with innodb_max_dirty_pages_pct"),
-        Column("dirty", "Dirty", 6, fmt=units.scaled, priority=6, help="dirty pages in the buffer pool"),
+        Column("dirty", "Dirty", 6, fmt=units.number, priority=6, help="dirty pages in the buffer pool"),
         Column("flushed_s", "Flush/s", 7, fmt=rate_text, style=flushed_style, priority=2,
                help="pages flushed per second"),
         Column("io_capacity", "IOcap", 9, "<", numeric=False, priority=7,
                help="innodb_io_capacity / innodb_io_capacity_max"),
-        Column("pending", "PendW", 5, fmt=units.scaled, priority=4,
+        Column("pending", "PendW", 5, fmt=units.number, priority=4,
                help="pending flush-list writes (SHOW ENGINE INNODB STATUS; MariaDB: INNODB_BUFFER_POOL_STATS; needs PROCESS)"),
         Column("wait_free_s", "WaitFr/s", 8, fmt=rate_text, style=positive_style("wait_free_s"), priority=3,
                help="Innodb_buffer_pool_wait_free per second: threads waiting for a clean page"),
         Column("log_waits_s", "LogW/s", 6, fmt=rate_text, style=positive_style("log_waits_s"), priority=4,
                help="Innodb_log_waits per second: waits for log buffer space"),
-        Column("hll", "HLL", 6, fmt=units.scaled, priority=5, help="history list length (undo not yet purged)"),
+        Column("hll", "HLL", 6, fmt=units.number, priority=5, help="history list length (undo not yet purged)"),
         Column("adaptive", "Adapt", 5, "<", numeric=False, priority=8, help="innodb_adaptive_flushing"),
         Column("note", "Note", 22, "<", numeric=False, style=note_style, priority=0, flexible=True,
                help="connection state, what needs PROCESS, collector errors"),

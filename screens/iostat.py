@@ -68,7 +68,19 @@ def fixed(value: Any) -> str:
         return f"{number:.1f}"
     if size < 10 ** 7:
         return f"{number:.0f}"
-    return units.scaled(number)
+    return units.number(number)
+
+
+def kib(value: Any) -> str:
+    """A size the kernel's counters give in KiB (iostat's kB), with its unit as every size.
+
+    >>> kib(16.15), kib(512), kib(None)
+    ('16.1KiB', '512.0KiB', '—')
+    """
+    number = to_number(value)
+    if number is None:
+        return units.MISSING if value is None else str(value)
+    return units.size(number * 1024)
 
 
 def ratio(value: Any) -> str:
@@ -295,22 +307,22 @@ class IOstatScreen(Screen):
         Column("rkb_s", "rkB/s", 9, fmt=fixed, priority=1, help="kilobytes (1024) read per second"),
         Column("rrqm_s", "rrqm/s", 7, fmt=fixed, priority=6, help="read requests merged per second"),
         Column("rrqm_pct", "%rrqm", 6, fmt=fixed, priority=7, help="share of read requests merged"),
-        Column("r_await", "r_await", 7, fmt=fixed, priority=1, help="average read time in ms, queueing included"),
-        Column("rareq_sz", "rareq-sz", 8, fmt=fixed, priority=5, help="average read size in kB"),
+        Column("r_await", "r_await", 7, fmt=units.milliseconds, priority=1, help="average read time, queueing included"),
+        Column("rareq_sz", "rareq-sz", 8, fmt=kib, priority=5, help="average read size"),
         Column("w_s", "w/s", 8, fmt=fixed, priority=0, help="writes completed per second"),
         Column("wkb_s", "wkB/s", 9, fmt=fixed, priority=1, help="kilobytes (1024) written per second"),
         Column("wrqm_s", "wrqm/s", 7, fmt=fixed, priority=6, help="write requests merged per second"),
         Column("wrqm_pct", "%wrqm", 6, fmt=fixed, priority=7, help="share of write requests merged"),
-        Column("w_await", "w_await", 7, fmt=fixed, priority=1, help="average write time in ms, queueing included"),
-        Column("wareq_sz", "wareq-sz", 8, fmt=fixed, priority=5, help="average write size in kB"),
+        Column("w_await", "w_await", 7, fmt=units.milliseconds, priority=1, help="average write time, queueing included"),
+        Column("wareq_sz", "wareq-sz", 8, fmt=kib, priority=5, help="average write size"),
         Column("d_s", "d/s", 7, fmt=fixed, priority=8, help="discards per second (kernel 4.18+)"),
         Column("dkb_s", "dkB/s", 8, fmt=fixed, priority=8, help="kilobytes discarded per second"),
         Column("drqm_s", "drqm/s", 7, fmt=fixed, priority=9, help="discard requests merged per second"),
         Column("drqm_pct", "%drqm", 6, fmt=fixed, priority=9, help="share of discard requests merged"),
-        Column("d_await", "d_await", 7, fmt=fixed, priority=8, help="average discard time in ms"),
-        Column("dareq_sz", "dareq-sz", 8, fmt=fixed, priority=9, help="average discard size in kB"),
+        Column("d_await", "d_await", 7, fmt=units.milliseconds, priority=8, help="average discard time"),
+        Column("dareq_sz", "dareq-sz", 8, fmt=kib, priority=9, help="average discard size"),
         Column("f_s", "f/s", 7, fmt=fixed, priority=7, help="flush requests per second (kernel 5.5+)"),
-        Column("f_await", "f_await", 7, fmt=fixed, priority=7, help="average flush time in ms"),
+        Column("f_await", "f_await", 7, fmt=units.milliseconds, priority=7, help="average flush time"),
         Column("aqu_sz", "aqu-sz", 6, fmt=fixed, priority=0, help="average number of requests in flight"),
         Column("r_sat", "r_sat", 8, fmt=ratio, style=_sat_style("r"), priority=2,
                help="read await over this device's single-request baseline (2x warning, 5x alarm)"),
@@ -411,13 +423,15 @@ class IOstatScreen(Screen):
         for column in self.columns:
             if column.key in ("device", "role"):
                 continue
+            # the title carries the unit (r/s, %util) or the figure does (r_await 250µs)
             add(column.title, column.text(row), column.style(row) if column.style else None)
+            lines[-1] += ((f"  {column.help}", "dim"),) if column.help else ()
         lines.append(())
         for direction, base in zip((READ, WRITE), now.baselines.get(name, (UNKNOWN, UNKNOWN))):
             if base.source == "manual":
-                text = f"{base.ms:.3f} ms (set with --disk-baseline)"
+                text = f"{units.milliseconds(base.ms)} (set with --disk-baseline)"
             elif base.known:
-                text = f"{base.ms:.3f} ms (p{RULES.percentile:g} of {base.samples} quiet intervals)"
+                text = f"{units.milliseconds(base.ms)} (p{RULES.percentile:g} of {base.samples} quiet intervals)"
             else:
                 text = (f"learning: {base.samples} of {base.needed} quiet intervals "
                         f"(aqu-sz <= {RULES.max_queue:g}, >= {RULES.min_ios} I/Os)")

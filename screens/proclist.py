@@ -135,7 +135,7 @@ def sort_sessions(rows: Sequence[Row], key: str, descending: bool) -> List[Row]:
     return present + [r for r in by_id if r.get(key) is None]
 
 
-TIME_CHARS = frozenset("0123456789.msdh" + units.MISSING)  # all time_text() can print
+TIME_CHARS = frozenset("0123456789.\u00b5msdh" + units.MISSING)  # all time_text() can print
 
 
 def search_text(row: Mapping, with_time: bool = True) -> str:
@@ -197,16 +197,14 @@ def one_line(text: Any) -> str:
 
 
 def time_text(ms: Any) -> str:
-    """time_ms for people.
+    """time_ms for people, as every duration.
 
     >>> time_text(0), time_text(850), time_text(5873), time_text(185000), time_text(None)
-    ('0ms', '850ms', '5.87s', '3m05s', '—')
+    ('0s', '850ms', '5.87s', '3m05s', '—')
     """
     if not isinstance(ms, (int, float)):
         return units.MISSING
-    if ms < 1000:
-        return f"{ms:.0f}ms"
-    return units.duration(ms / 1000.0)
+    return units.milliseconds(ms)
 
 
 def time_style(row: Mapping) -> Optional[str]:
@@ -234,12 +232,12 @@ def summary_text(by_command: Mapping, by_hostgroup: Mapping) -> str:
     total = sum(by_command.values())
     if not total:
         return "no client sessions"
-    commands = "  ".join(f"{name or '?'} {count}" for name, count in
+    commands = "  ".join(f"{name or '?'} {units.number(count)}" for name, count in
                          sorted(by_command.items(), key=lambda item: (-item[1], str(item[0]))))
-    groups = "  ".join(f"{'none' if group in (None, -1) else group}: {count}" for group, count in
+    groups = "  ".join(f"{'none' if group in (None, -1) else group}: {units.number(count)}" for group, count in
                        sorted(by_hostgroup.items(), key=lambda item: (str(type(item[0])), item[0] if item[0] is not None else 0)))
     noun = "session" if total == 1 else "sessions"
-    return f"{total} {noun}   {commands}   by hostgroup: {groups}"
+    return f"{units.number(total)} {noun}   {commands}   by hostgroup: {groups}"
 
 
 def wrapped(text: str, width: int = WRAP, indent: str = "  ") -> List[str]:

@@ -68,13 +68,14 @@ def per_second_ms(value: Any) -> str:
     """Time/s: milliseconds of query time per second (1,000 = one connection busy all the time).
 
     >>> per_second_ms(350.0), per_second_ms(2500), per_second_ms(None)
-    ('350.0ms', '2.50s', '—')
+    ('350ms', '2.5s', '—')
     """
     return units.milliseconds(value)
 
 
 def age(value: Any) -> str:
-    return units.MISSING if value is None else units.duration(value)
+    """Since last seen: ProxySQL's last_seen is whole seconds."""
+    return units.age(value)
 
 
 def text_cell(value: Any) -> str:
@@ -85,17 +86,17 @@ COLUMNS = (
     Column("text", "Digest text", 44, "<", fmt=text_cell, numeric=False, priority=0, flexible=True,
            help="the query with its literals replaced by ?, one line"),
     Column("hg", "HG", 11, "<", numeric=False, priority=1, help="hostgroups that served it; cache = the query cache (-1)"),
-    Column("count_s", "Count/s", 8, fmt=units.scaled, priority=0, help="executions per second over the interval"),
+    Column("count_s", "Count/s", 8, fmt=units.number, priority=0, help="executions per second over the interval"),
     Column("time_s", "Time/s", 8, fmt=per_second_ms, priority=0,
            help="ms of query time per second over the interval (Δsum_time/Δt; 1000 = one connection busy)"),
     Column("share", "Share", 6, fmt=units.percent, priority=1, help="share of all digests' Time/s"),
     Column("avg_ms", "Avg", 7, fmt=units.milliseconds, priority=1, help="average latency over the interval (Δsum_time/Δcount)"),
     Column("avg_life_ms", "AvgAll", 7, fmt=units.milliseconds, priority=3, help="average latency since first seen"),
     Column("max_ms", "Max", 7, fmt=units.milliseconds, priority=3, help="longest execution since first seen"),
-    Column("sent_s", "Rows/s", 7, fmt=units.scaled, priority=4, help="rows sent per second over the interval"),
-    Column("affected_s", "Aff/s", 7, fmt=units.scaled, priority=4, help="rows affected per second over the interval"),
+    Column("sent_s", "Rows/s", 7, fmt=units.number, priority=4, help="rows sent per second over the interval"),
+    Column("affected_s", "Aff/s", 7, fmt=units.number, priority=4, help="rows affected per second over the interval"),
     Column("seen_ago", "Last", 6, fmt=age, priority=5, help="seconds since last seen (last_seen)"),
-    Column("count", "Count", 8, fmt=units.scaled, priority=2, help="executions since first seen (count_star)"),
+    Column("count", "Count", 8, fmt=units.number, priority=2, help="executions since first seen (count_star)"),
     Column("user", "User", 10, "<", numeric=False, priority=6, help="users that sent it"),
     Column("schema", "Schema", 10, "<", numeric=False, priority=7, help="schemas it ran in"),
     Column("digest", "Digest", 18, "<", numeric=False, priority=9, help="digest hash"),
@@ -256,7 +257,7 @@ def explain(route: Route, served: Sequence[str], user: Optional[Mapping[str, Any
         if expected is not None and number == expected:
             continue
         if str(hostgroup) == "-1":
-            reason = f"the query cache answered it (cache_ttl {route.cache_ttl} ms)" if route.cache_ttl else \
+            reason = f"the query cache answered it (cache_ttl {units.milliseconds(route.cache_ttl)})" if route.cache_ttl else \
                 "the query cache answered it (a rule set cache_ttl when it ran)"
             others.append(("cache", reason))
             continue
@@ -297,7 +298,7 @@ def route_lines(route: Route) -> List[List[Segment]]:
             if rule.destination is not None:
                 effects.append(f"\u2192 HG {rule.destination}")
             if rule.cache_ttl:
-                effects.append(f"cache {rule.cache_ttl} ms")
+                effects.append(f"cache {units.milliseconds(rule.cache_ttl)}")
             effects.append("apply: ends here" if rule.apply else "apply=0: continues")
             line: List[Segment] = [(head, "label"), ("matched ", "good"), (", ".join(step.fields), None),
                                    ("   " + ", ".join(effects), "header")]
@@ -324,7 +325,7 @@ def digest_detail(row: Row, previous: Optional[digests.Reading], current: Option
     else:
         shown = text[:TEXT_IN_DETAIL]
         if len(text) > TEXT_IN_DETAIL:
-            lines.append([(f"  ({len(text):,} characters; the first {TEXT_IN_DETAIL:,} are shown)", "warning")])
+            lines.append([(f"  ({units.number(len(text))} characters; the first {units.number(TEXT_IN_DETAIL)} are shown)", "warning")])
         for paragraph in shown.splitlines() or [""]:
             for piece in textwrap.wrap(paragraph, WRAP, break_long_words=True, replace_whitespace=True) or [""]:
                 lines.append([("  " + piece, None)])
@@ -479,7 +480,7 @@ class QueriesScreen(SidedScreen, Screen):
         interval = view.interval_in_force(self.on_side(QueryDigest.name))
         current, now = frame.current, frame.now
         read_at = time.strftime("%H:%M:%S", time.localtime(current.wall_time))
-        return (("Digest  ", "label"), (f"{len(now.entries):,} rows, {len(now.texts):,} digests", None),
+        return (("Digest  ", "label"), (f"{units.number(len(now.entries))} rows, {units.number(len(now.texts))} digests", None),
                 (f"   read at {read_at} in {units.milliseconds(current.duration * 1000.0)}", None),
                 (f"   every {units.interval(interval)}" if interval else "", None),
                 (f"   by {self.grouping[0]} (b)", "label"),
@@ -604,7 +605,7 @@ def caught_section(rule_id: Any, view: DataView, caught: CaughtQueries, side: Si
     if not shown:
         lines.append((("  no digest in the digest table meets this rule", "dim"),))
     for row in shown[:CAUGHT_SHOWN]:
-        lines.append(((f"  {per_second_ms(row.get('time_s')):>9} Time/s  {units.scaled(row.get('count_s')):>6}/s  ", None),
+        lines.append(((f"  {per_second_ms(row.get('time_s')):>9} Time/s  {units.number(row.get('count_s')):>6}/s  ", None),
                       (f"HG {row.get('hg') or units.MISSING:<10} ", "label"), (row.get("text") or "(no digest text)", None)))
     if len(shown) > CAUGHT_SHOWN:
         lines.append(((f"  \u2026 and {len(shown) - CAUGHT_SHOWN} more digests", "dim"),))

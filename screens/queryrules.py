@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from proxytop.collectors.digest import QueryDigest
 from proxytop.collectors.proxysql_stats import ConfigQueryRules, QueryRuleHits, RuleHits, RuntimeQueryRules
 from proxytop.metrics import units
-from proxytop.metrics.rates import COUNTER_REFRESH, SteadyPair, counter_total, covers_text, rate, to_number, whole_numbers
+from proxytop.metrics.rates import COUNTER_REFRESH, SteadyPair, counter_total, rate, to_number, whole_numbers
 from proxytop.screens.asks import asks_line
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.queries import CaughtQueries, caught_section, digest_collector, taken_at
@@ -356,8 +356,8 @@ def rule_detail(row: Row, history: Sequence, runtime: Optional[Dict[Any, Mapping
 
 ADMIN_COLUMNS = (
     Column("rule_id", "Rule", 5, priority=0),
-    Column("hits_s", "Hits/s", 8, fmt=units.scaled, priority=0, help="hits per second over the interval"),
-    Column("hits", "Hits", 8, fmt=units.scaled, priority=1, help="hits since the rules were last loaded to runtime"),
+    Column("hits_s", "Hits/s", 8, fmt=units.number, priority=0, help="hits per second over the interval"),
+    Column("hits", "Hits", 8, fmt=units.number, priority=1, help="hits since the rules were last loaded to runtime"),
     Column("share", "Share", 6, fmt=units.percent, priority=2, help="share of all rule hits in the interval"),
     Column("active", "Active", 6, "<", numeric=False, priority=3,
            help="no = inactive (only in mysql_query_rules, dimmed); * = mysql_query_rules differs from runtime"),
@@ -440,7 +440,7 @@ class QueryRulesScreen(SidedScreen, Screen):
         # hits/s spans whole updates of the hits (proxytop.metrics.rates.update_span), not one interval
         history = view.history(name)
         previous, current, seconds = steady[name](history)
-        self._covers = covers_text([seconds], seconds_between(*view.pair(name))) if history else None
+        self._covers = units.covers_text([seconds], seconds_between(*view.pair(name))) if history else None
         runtime, config = self._definitions(view)
         fields = self._cached("fields", self._definitions_taken(view), lambda: definition_fields(runtime, config))
         return rule_rows(previous, current, runtime, config, fields, seconds)

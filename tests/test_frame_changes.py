@@ -126,8 +126,8 @@ def test_frozen_data_says_when_it_was_read_and_a_new_reading_shows_its_age(maria
         wait(lambda: all_read(controller), 60, f"{SERVERS} servers read")
 
         def age() -> float:
-            found = re.search(r"data (\d+\.\d+)s old", screen_text(controller, rows=45))
-            return float(found.group(1)) if found else -1.0
+            found = re.search(r"data ([\d.]+)(µs|ms|s) old", screen_text(controller, rows=45))
+            return float(found.group(1)) * {"µs": 1e-6, "ms": 1e-3, "s": 1.0}[found.group(2)] if found else -1.0
 
         engine.pause()
         wait(lambda: re.search(r"data read at \d\d:\d\d:\d\d", screen_text(controller, rows=45)), 20,

@@ -189,7 +189,7 @@ LAGGING = ServerMonitor(lag=((1_000_000, 150, None, "3"), (3_000_000, 140, None,
 
 def test_reason_for_each_status():
     settings = {"max_replication_lag": "5"}
-    assert health.reason("SHUNNED_REPLICATION_LAG", settings, LAGGING) == "SHUNNED_REPLICATION_LAG: lag 12 s > 5 s"
+    assert health.reason("SHUNNED_REPLICATION_LAG", settings, LAGGING) == "SHUNNED_REPLICATION_LAG: lag 12s > 5s"
     null = ServerMonitor(lag=((1, 1, None, None),))
     assert "Seconds_Behind_Master NULL" in health.reason("SHUNNED_REPLICATION_LAG", settings, null)
     pings = ServerMonitor(ping=((10, 200, None, None),) + tuple((t, 0, "Can't connect to MySQL server on '10.0.0.1'", None)
@@ -197,7 +197,7 @@ def test_reason_for_each_status():
     text = health.reason("SHUNNED", settings, pings)
     assert text.startswith(f"SHUNNED: 3 failed pings since {health.clock(20_000_000)}: Can't connect")
     assert "connection errors" in health.reason("SHUNNED", settings, ServerMonitor(), conn_err_s=7.0)
-    assert health.reason("ONLINE", settings, LAGGING).startswith("ONLINE, but lag 12 s > 5 s")
+    assert health.reason("ONLINE", settings, LAGGING).startswith("ONLINE, but lag 12s > 5s")
     assert health.reason("ONLINE", {"max_replication_lag": "0"}, LAGGING) == "ONLINE: taking traffic"
     assert health.reason("OFFLINE_SOFT", None, None).startswith("OFFLINE_SOFT: draining")
     assert "needs an admin user" in health.reason("SHUNNED_REPLICATION_LAG", None, LAGGING)
@@ -206,8 +206,8 @@ def test_reason_for_each_status():
 def test_alarm_lines():
     settings = {"max_replication_lag": "5"}
     assert health.alarm("SHUNNED_REPLICATION_LAG", settings, LAGGING, "127.0.0.1:3313") == \
-        "127.0.0.1:3313 SHUNNED_REPLICATION_LAG (lag 12 s > 5 s)"
-    assert health.alarm("ONLINE", settings, LAGGING, "h:1") == "h:1 ONLINE, lag 12 s > 5 s"
+        "127.0.0.1:3313 SHUNNED_REPLICATION_LAG (lag 12s > 5s)"
+    assert health.alarm("ONLINE", settings, LAGGING, "h:1") == "h:1 ONLINE, lag 12s > 5s"
     assert health.alarm("ONLINE", settings, ServerMonitor(lag=((1, 1, None, "5"),)), "h:1") is None  # 5 is not > 5
     assert health.alarm("OFFLINE_HARD", None, None, "h:1") == "h:1 OFFLINE_HARD"
 

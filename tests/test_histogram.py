@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxytop.metrics import histogram
+from proxytop.metrics import histogram, units
 from proxytop.metrics.histogram import INF, bucket_counts, bucket_delta, percentile, percentile_bucket
 from proxytop.screens import sparkline
 
@@ -96,8 +96,10 @@ def test_labels_and_formats():
         "\u2264100ms", "\u2264500ms", "\u22641s", "\u22645s", "\u226410s", ">10s"]
     assert histogram.format_bound(1_000_000) == "\u22641s"
     assert histogram.format_bound(INF) == ">10s"
-    assert histogram.format_us(999) == "999\u00b5s"
-    assert histogram.format_us(150_000) == "150ms"
+    assert units.microseconds(999) == "999\u00b5s"
+    assert units.microseconds(150_000) == "150ms"
+    # a measured latency and a bucket bound read alike
+    assert units.microseconds(1_000) == histogram.bucket_label(2)[1:] == "1ms"
     assert histogram.bucket_range(3) == "1ms\u20135ms"
 
 

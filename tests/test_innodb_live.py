@@ -250,7 +250,8 @@ def test_write_load_raises_redo_rate_dirty_pages_and_crosses_async(load_server, 
     assert re.search(re.escape(key) + r".*(ASYNC FLUSH|SYNC FLUSH)", capture), capture
     assert "ASYNC FLUSH (checkpoint age past the async limit)" in capture or "SYNC FLUSH (writes stall" in capture
     row = next(line for line in screen.splitlines() if line.startswith(key))
-    assert re.search(r"\d+(\.\d)?M/s", row), row  # redo rate in bytes per second
+    # CkptAge, Age% and the redo rate in bytes per second (Redo/s: no /s in the cell)
+    assert re.search(r"\d+(\.\d)?MiB\s+[\d.]+\s+\d+(\.\d)?MiB", row), row
     assert "[" in detail and "A" in detail and "S" in detail  # the bar with its markers
     assert server.password not in screen and server.password not in detail
     print("\n--- in-process render at the crossing ---\n" + capture)

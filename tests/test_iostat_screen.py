@@ -126,9 +126,9 @@ def parse_iostat(text: str, device: str) -> List[Dict[str, float]]:
 
 
 def data_age(screen: str) -> Optional[float]:
-    """Seconds since the reading on screen was taken, from the header ("data 0.25s old")."""
-    match = re.search(r"data ([\d.]+)s old", screen)
-    return float(match.group(1)) if match else None
+    """Seconds since the reading on screen was taken, from the header ("data 250ms old")."""
+    match = re.search(r"data ([\d.]+)(µs|ms|s) old", screen)
+    return float(match.group(1)) * {"µs": 1e-6, "ms": 1e-3, "s": 1.0}[match.group(2)] if match else None
 
 
 def readings(term, device: str, until: float, on_first=None) -> List[Tuple[float, Dict[str, str]]]:
@@ -273,7 +273,7 @@ def test_whole_disks_by_default_a_toggles_all_devices_and_enter_shows_baselines(
     # Enter: the device's detail with its baselines
     term.send(ENTER)
     screen = term.wait_for(f"Device {disk}")
-    assert "0.010 ms (set with --disk-baseline)" in screen
+    assert "10µs (set with --disk-baseline)" in screen
     assert "baselines kept in" in screen and str(tmp_path / "state") in screen
     term.send(ESC, pause=0.4)
     term.wait_until(lambda s: f"Device {disk}" not in s, what="detail closed")

@@ -246,10 +246,10 @@ def test_glostat_pgsql_side_has_its_own_sections_and_notes(both_sides):
     assert "Questions" not in rows and "MyHGM_myconnpoll_get" not in rows
     assert "pgsql_query_digest_memory" in rows  # stats_memory_metrics: one table for both sides
     notes = "\n".join(report["notes"])
-    assert "of pgsql-max_connections 2,048" in notes
+    assert "of pgsql-max_connections 2048" in notes
     assert "(stats_pgsql_query_digest)" in notes
     mysql_notes = "\n".join(both_sides["mysql"]["glostat"]["notes"])
-    assert "of mysql-max_connections 2,048" in mysql_notes and "(stats_mysql_query_digest)" in mysql_notes
+    assert "of mysql-max_connections 2048" in mysql_notes and "(stats_mysql_query_digest)" in mysql_notes
 
 
 def test_proclist_and_comcount_pgsql_sides(both_sides):

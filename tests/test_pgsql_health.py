@@ -208,7 +208,7 @@ def test_the_pgsql_health_view_says_why_in_its_own_words():
     assert "ONLINE \u2192 SHUNNED" in text  # the state change seen between the two pool readings
     assert "connect: last 3 of 3 read, 2 failed" in text and "replication lag" not in text
     assert "read_only: not read: not in this ProxySQL" in text
-    assert "ok in 8.3ms" in text and "no time and no error: not a finished check" in text  # 3.0.1's future ping
+    assert "ok in 8.35ms" in text and "no time and no error: not a finished check" in text  # 3.0.1's future ping
     assert "Errors (stats_pgsql_errors)" in text and "08006 connection_exception" in text
     assert "hg 30 sbtest@sbtest" in text
     assert "Free connections (stats_pgsql_free_connections" in text

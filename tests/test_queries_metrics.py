@@ -147,7 +147,7 @@ def test_detail_wraps_the_text_caps_a_huge_one_and_needs_an_admin_for_routes():
                                    "Routes need an admin user: the stats user can't read runtime_mysql_query_rules.",
                                    None, 0, ())
     text = "\n".join("".join(t for t, _ in line) for line in detail.lines)
-    assert "(1,000,008 characters; the first 16,384 are shown)" in text
+    assert "(1.0M characters; the first 16.4k are shown)" in text
     assert max(len("".join(t for t, _ in line)) for line in detail.lines[:50]) <= queries.WRAP + 2
     assert "Routes need an admin user" in text
 

@@ -8,7 +8,7 @@ COLUMNS = (
     Column("hostgroup", "HG", 4, priority=0),
     Column("server", "Server", 18, "<", numeric=False, priority=0),
     Column("status", "Status", 12, "<", numeric=False, priority=1),
-    Column("queries_s", "Queries/s", 10, fmt=units.scaled, summable=True, priority=2),
+    Column("queries_s", "Queries/s", 10, fmt=units.number, summable=True, priority=2),
     Column("comment", "Comment", 10, "<", numeric=False, priority=9, flexible=True),
 )
 

@@ -60,9 +60,7 @@ def ago(seconds: Optional[float]) -> str:
         return units.MISSING
     if seconds < 0.5:
         return "now"
-    if seconds < 60:
-        return f"{seconds:.0f}s"
-    return units.duration(seconds)
+    return units.age(seconds)
 
 
 def clock(time_us: Optional[int]) -> str:
@@ -196,14 +194,14 @@ def failure_run(entries: Sequence[Entry]) -> Tuple[int, Optional[int], Optional[
 
 def _lag_text(value: Any) -> str:
     number = to_number(value)
-    return f"{number:g} s" if number is not None else str(value)
+    return units.duration(number) if number is not None else str(value)
 
 
 def lag_excess(lag: Any, max_lag: Any) -> Optional[str]:
-    """'lag 12 s > 5 s' when a measured lag is past its threshold (0 = not checked).
+    """'lag 12s > 5s' when a measured lag is past its threshold (0 = not checked).
 
     >>> lag_excess(12, "5"), lag_excess(3, "5"), lag_excess(12, "0"), lag_excess("NULL", "5")
-    ('lag 12 s > 5 s', None, None, None)
+    ('lag 12s > 5s', None, None, None)
     """
     limit = to_number(max_lag)
     value = to_number(lag)
@@ -227,7 +225,7 @@ def reason(status: Any, settings: Optional[Mapping], monitor: Optional[ServerMon
     'SHUNNED: every ping and connect check listed pa'
     >>> reason("SHUNNED_REPLICATION_LAG", {"max_replication_lag": "5"},
     ...        ServerMonitor(lag=((1, 1, None, "12"),)))
-    'SHUNNED_REPLICATION_LAG: lag 12 s > 5 s'
+    'SHUNNED_REPLICATION_LAG: lag 12s > 5s'
     """
     status = str(status or "").upper()
     max_lag = settings.get("max_replication_lag") if settings else None
@@ -280,7 +278,7 @@ def alarm(status: Any, settings: Optional[Mapping], monitor: Optional[ServerMoni
 
     >>> alarm("SHUNNED_REPLICATION_LAG", {"max_replication_lag": "5"},
     ...       ServerMonitor(lag=((1, 1, None, "12"),)), "127.0.0.1:3313")
-    '127.0.0.1:3313 SHUNNED_REPLICATION_LAG (lag 12 s > 5 s)'
+    '127.0.0.1:3313 SHUNNED_REPLICATION_LAG (lag 12s > 5s)'
     >>> alarm("ONLINE", {"max_replication_lag": "5"}, ServerMonitor(lag=((1, 1, None, "2"),)), "h:1") is None
     True
     >>> alarm("SHUNNED", None, ServerMonitor(ping=((1, 0, None, None),), connect=((2, 0, "Connection refused", None),)),

@@ -17,6 +17,7 @@ from bisect import bisect_left
 from itertools import accumulate
 from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
+from proxytop.metrics import units
 from proxytop.metrics.rates import to_number
 
 INF = float("inf")
@@ -221,12 +222,8 @@ def bucket_range(index: int) -> str:
 
 
 def short_us(us: float) -> str:
-    """A bucket bound: 100µs, 5ms, 10s."""
-    if us >= 1_000_000:
-        return f"{us / 1_000_000:g}s"
-    if us >= 1_000:
-        return f"{us / 1_000:g}ms"
-    return f"{us:g}\u00b5s"
+    """A bucket bound: 100µs, 5ms, 10s (a duration like any other: units.microseconds)."""
+    return units.microseconds(us)
 
 
 def format_bound(value: Any) -> str:
@@ -241,19 +238,3 @@ def format_bound(value: Any) -> str:
     if number == INF:
         return ">" + short_us(UPPER_US[-2])
     return "\u2264" + short_us(number)
-
-
-def format_us(value: Any) -> str:
-    """A latency in microseconds, kept short.
-
-    >>> format_us(85), format_us(1234), format_us(2_500_000), format_us(None)
-    ('85µs', '1.23ms', '2.50s', '—')
-    """
-    number = to_number(value)
-    if number is None:
-        return "\u2014"
-    if number < 1_000:
-        return f"{number:.0f}\u00b5s"
-    if number < 1_000_000:
-        return f"{number / 1_000:.3g}ms" if number < 100_000 else f"{number / 1_000:.0f}ms"
-    return f"{number / 1_000_000:.2f}s"

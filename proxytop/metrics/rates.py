@@ -303,44 +303,6 @@ NO_RATE_YET = "no rates yet: they start at the second counter update proxytop se
 RATES_PENDING = "have no rate yet"  # some counters moved once, and start at their second update
 
 
-def covers_text(spans: Iterable[Optional[float]], interval: Optional[float]) -> Optional[str]:
-    """What a notes line says of the spans rates cover (seconds each; None: no rate yet), when
-    they differ from the refresh interval. Most figures span the same time (their counters move
-    at every update); that is the span named, and the counters whose span is longer (they move
-    only now and then: a span runs from one of their changes to another) or shorter (they
-    began moving later: a span starts at a change) are counted apart, so that no figure is
-    said to cover what it doesn't.
-
-    >>> covers_text([10.02], 1.0), covers_text([1.01], 1.0), covers_text([None], 1.0)
-    ('rates over the last 10.0s of counter updates', None, 'no rates yet: they start at the second counter update proxytop sees')
-    >>> covers_text([20.0, 20.3, 20.1, 28.9, 23.0, None], 1.0)
-    'rates over the last 20.3s of counter updates; 2 counters that move now and then over longer (up to 28.9s)'
-    >>> covers_text([20.0, 20.2, 6.5], 1.0)
-    'rates over the last 20.0s of counter updates; 1 counter that began moving later over 6.5s'
-    """
-    seconds = sorted(s for s in spans if s)
-    if not seconds:
-        return NO_RATE_YET
-    low, high = seconds[0], seconds[-1]
-    if interval and abs(high - interval) <= 0.1 * interval and abs(low - interval) <= 0.1 * interval:
-        return None
-    most = median(seconds)
-    near = max(1.5, 0.05 * most)  # a reading or an update more or less (~1 s each): the same span
-    longer = [s for s in seconds if s > most + near]
-    shorter = [s for s in seconds if s < most - near]
-    text = f"rates over the last {most:.1f}s of counter updates"
-    if longer:
-        text += f"; {_counters(len(longer))} that move now and then over longer (up to {longer[-1]:.1f}s)"
-    if shorter:
-        over = f"{shorter[0]:.1f}s" if shorter[-1] - shorter[0] < 0.05 else f"{shorter[0]:.1f}-{shorter[-1]:.1f}s"
-        text += f"; {_counters(len(shorter))} that began moving later over {over}"
-    return text
-
-
-def _counters(count: int) -> str:
-    return f"{count} counter" if count == 1 else f"{count} counters"
-
-
 class UpdateTracker:
     """:func:`update_span` for many counters of one reading at a time (GloStat's hundred
     variables), kept up to date one reading at a time instead of walking every counter back
