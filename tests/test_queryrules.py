@@ -124,7 +124,7 @@ def test_detail_lists_the_definition_and_says_when_not_loaded_to_runtime():
     assert re.search(r"cache_ttl\s+2000\s+configuration: 5000", text)
     assert re.search(r"match_digest\s+\^SELECT", text) and re.search(r"destination_hostgroup\s+20", text)
     assert "username" not in text  # empty columns are left out
-    assert re.search(r"hits/s\s+\S+\s+last 2\.00s, max 80/s", text)
+    assert re.search(r"hits/s\s+\S+\s+last 2s, max 80/s", text)
 
     same = by_id(rule_rows(BEFORE, AFTER, rules(RUNTIME), rules(CONFIG)))[1]
     assert "runtime matches the configuration" in detail_text(rule_detail(same, history, rules(RUNTIME),
