@@ -191,7 +191,7 @@ def test_a_down_servers_reason_is_readable_at_140_columns(proxytop_term, proxysq
         term = proxytop_term("-P", str(proxysql_double.port), "--screen", "innodb", "--no-discover",
                              "--mysql", f"127.0.0.1:{port}", "--mysql-user", "u", "--mysql-password", "p",
                              "--connect-timeout", "1", cols=140, rows=20)
-        reason = rf"127\.0\.0\.1:{port}\s.*DOWN\s+down, retrying in \d+s: timeout: the server did not answer in time"
+        reason = rf"127\.0\.0\.1:{port}\s.*DOWN\s+down, retrying (in \d+s|now): timeout: the server did not answer in time"
         screen = term.wait_for(reason, timeout=15)
         row = next(line for line in screen.splitlines() if "DOWN" in line)
         assert "\u2026" not in row and len(row.rstrip()) <= 140

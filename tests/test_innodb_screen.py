@@ -89,7 +89,7 @@ def test_server_addresses_and_option_errors(capsys):
 
 def test_explicit_servers_become_sources_and_collectors(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
-    config = options.parse(["--mysql", "db1", "--mysql", "db1:3306", "--mysql-socket", "/run/mysqld/mysqld.sock",
+    config = options.parse(["-P", "6032", "--mysql", "db1", "--mysql", "db1:3306", "--mysql-socket", "/run/mysqld/mysqld.sock",
                             "--mysql-user", "dba", "--mysql-password", "pw", "--connect-timeout", "2"], {})
     screen = InnoDBScreen(config)
     assert list(screen.servers) == ["db1:3306", "/run/mysqld/mysqld.sock"]  # duplicates merged

@@ -213,6 +213,10 @@ def test_every_proxysql_screen_works_on_both_sides_of_3_0(both_sides, side, scre
     report = both_sides[side][screen]
     assert report["side"] == side
     assert report["status"] is None, report["status"]
+    if screen == "proclist" and not report["rows"]:
+        # every session of the recorded frame read may be idle (hidden, as `i` would show them)
+        assert re.search(r"Sessions\s+[1-9]\d* sessions\s+Sleep [1-9]", " ".join(report["notes"])), report["notes"]
+        return
     assert report["rows"], f"{screen} ({side}) has no rows"
 
 
