@@ -1,7 +1,7 @@
 """The MySQL servers proxytop watches (its fleet): those given with --mysql / --mysql-socket
 and those ProxySQL's runtime_mysql_servers lists, each with its own source and collectors
 registered with the engine, and how often a large fleet is read. The screens of the MySQL
-servers (Servers, InnoDB, IOstat) share one fleet; the InnoDB screen registers it.
+servers (Servers, Sessions, InnoDB, IOstat) share one fleet; the InnoDB screen registers it.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Dict, List, Optional
 from proxytop.collectors.innodb import (DISCOVERY, DiscoveredServer, Discovery, MySQLDiscovery, MySQLSource,
                                         server_collectors, server_label, source_name)
 from proxytop.collectors.mysql_server import ServerStatus
+from proxytop.collectors.mysql_sessions import Sessions
 from proxytop.config.endpoints import DEFAULT_TIMEOUT
 from proxytop.config.mysql_options import DEFAULT_PORT, Credentials, login_name, resolve_credentials
 from proxytop.errors import OptionError
@@ -20,8 +21,9 @@ from proxytop.polling.connection import Endpoint
 
 
 def fleet_collectors(endpoint: Endpoint):
-    """Every collector of one server: its InnoDB readings and its own state (Servers)."""
-    return server_collectors(endpoint) + [ServerStatus(endpoint)]
+    """Every collector of one server: its InnoDB readings, its own state (Servers) and its
+    sessions (Sessions)."""
+    return server_collectors(endpoint) + [ServerStatus(endpoint), Sessions(endpoint)]
 
 
 @dataclass

@@ -8,7 +8,8 @@ against the ports of a real setup:
   127.0.0.1:3311 (writer), 3312 and 3313 (readers);
 - three throw-away MariaDB servers (tests/mariadb.py) on exactly those ports: the writer under
   the InnoDB tests' write load (tests/test_innodb_live.py, slow flushing so the checkpoint age
-  climbs), two idle readers.
+  climbs) and with a session idle in an open transaction (the Sessions screen's usual
+  blocker), two idle readers.
 
 So every screen has something to show: the pool, rules, counters and sessions from ProxySQL,
 the InnoDB flushing of the writer, and the disk those servers write to (IOstat roles).
@@ -474,6 +475,18 @@ def _shifted(rows: List[list], columns: Tuple[int, ...], shift: int) -> List[lis
     return out
 
 
+def hold_a_transaction(server: MariaDBServer):
+    """A session idle in an open transaction that has locked a row (of a table of its own: the
+    write load never waits for it), as an application that forgot to commit leaves one."""
+    conn = server.connect()
+    with conn.cursor() as cursor:
+        cursor.execute("CREATE TABLE IF NOT EXISTS load_db.orders (id INT PRIMARY KEY, state VARCHAR(16)) ENGINE=InnoDB")
+        cursor.execute("REPLACE INTO load_db.orders VALUES (1, 'new'), (2, 'new')")
+        cursor.execute("BEGIN")
+        cursor.execute("UPDATE load_db.orders SET state = 'paid' WHERE id = 1")
+    return conn
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=int, default=60, help="length of the recording (default 60)")
@@ -494,6 +507,7 @@ def main(argv=None) -> int:
     double = None
     load = None
     probes = None
+    held = None
     try:
         for server in servers:
             server.start()
@@ -527,6 +541,7 @@ def main(argv=None) -> int:
             double.transforms["stats_mysql_query_digest"] = digests_seen_now()
             double.set_frame("stats_mysql_query_digest", 1)  # reading 0 (t≈0, before the load) is empty
             load.start()
+            held = hold_a_transaction(writer)
             # from here on the monitor's checks follow the pool's readings, on the run's clock
             double.transforms.update(monitor_on_run_clock(double))
             double.transforms["stats_proxysql_servers_metrics"] = own_metrics(double)
@@ -561,6 +576,8 @@ def main(argv=None) -> int:
             print("  a baseline is still being learned: the saturation columns will say so", file=sys.stderr)
         return 0
     finally:
+        if held is not None:
+            held.close()
         if probes is not None:
             probes.stop()
         if load is not None:

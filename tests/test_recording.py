@@ -23,6 +23,7 @@ from proxytop.cli import build
 from proxytop.core import Snapshot, Table
 from proxytop.collectors.diskstats import DiskSnapshot
 from proxytop.collectors.innodb import DiscoveredServer, Discovery
+from proxytop.collectors.mysql_sessions import COLUMNS, SessionsReading
 from proxytop import options
 from proxytop.metrics.innodb import EngineReading, Metric, StatusText, detect_flavour
 from proxytop.metrics.iostat import Baseline, DiskCounters
@@ -55,6 +56,8 @@ SAMPLES = [
     None, True, 0, -7, 2 ** 70, 1.5, "text é", b"\x00\xff", (1, (2, 3)), [1, [2]], {"a": {"b": (1,)}},
     {1: "int key", (2, 3): "tuple key", "__x": "reserved-looking key"}, frozenset({"a", "b"}), {3, 4},
     Table(("a", "b"), (("1", None), ("x", "y"))),
+    SessionsReading(Table(COLUMNS, ((7, "app", "10.0.0.9:5123", "shop", "Sleep", 9000, "", 8743, None, 0, "RUNNING",
+                                     9, 2, 1),)), own_id=10, local=True, threads=((7, 8743, 25, 4096, None),)),
     Discovery(admin=True, servers=(DiscoveredServer("db1", 3306, (10, 20), ("ONLINE", "SHUNNED"), "w"),),
               monitor_user="monitor"),
     EngineReading(text=StatusText(lsn=123, checkpoint_lsn=100), metrics={"m": Metric(5, True)}, text_denied=False),

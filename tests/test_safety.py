@@ -9,7 +9,9 @@ the suite-wide checks last):
   no KILL other than the ``KILL CONNECTION n`` the double carried out (a confirmed kill);
 - every MariaDB the tests start writes a general query log: every statement of a connection
   that is not a test helper's (tests/mariadb.py ``connect``) — that is, proxytop's, in this
-  process or in a real proxytop in a terminal — is a SELECT / SHOW or set-up.
+  process or in a real proxytop in a terminal — is a SELECT / SHOW or set-up, an EXPLAIN of a
+  SELECT (the Sessions screen's ``e``), or a ``KILL QUERY n`` / ``KILL CONNECTION n`` (its
+  confirmed ``k`` / ``K``: tests/test_sessions.py checks that nothing is sent without a yes).
 
 And one session with distinctive passwords everywhere (the admin password, a wrong one, the
 MySQL password, ProxySQL's monitor password) checks the screen, the recording, the log file,
@@ -37,6 +39,11 @@ from tests.terminal import ESC, ENTER, proxytop_command
 ALLOWED = re.compile(r"^\s*(select|show|checksum\s+memory)\b", re.IGNORECASE)
 SETUP = re.compile(r"^\s*set\s+(names|autocommit)\b", re.IGNORECASE)
 CONFIRMED_KILL = re.compile(r"^\s*kill\s+connection\s+(\d+)\s*;?\s*$", re.IGNORECASE)
+# What the Sessions screen may send a MySQL server besides reads: an EXPLAIN of a SELECT (with
+# MariaDB's time limit) and a confirmed KILL of one session or its statement.
+MYSQL_EXPLAIN = re.compile(r"^\s*(set\s+statement\s+max_statement_time\s*=\s*[\d.]+\s+for\s+)?explain\s+select\b",
+                           re.IGNORECASE)
+MYSQL_KILL = re.compile(r"^\s*kill\s+(query|connection)\s+\d+\s*$", re.IGNORECASE)
 GENERAL_LOG = "proxytop-general.log"
 SUITE_CHECK = "test_suite_"  # tests whose name starts so run after every other test
 # ProxySQL copies its whole digest map for any query that names the table: only these reads
@@ -150,7 +157,8 @@ class StatementAudit:
                     continue
                 if command in ("Query", "Prepare", "Execute"):
                     checked += 1
-                    if not (ALLOWED.match(argument) or SETUP.match(argument)):
+                    if not (ALLOWED.match(argument) or SETUP.match(argument) or MYSQL_EXPLAIN.match(argument)
+                            or MYSQL_KILL.match(argument)):
                         violations.append(f"{entry.server!r} connection {conn_id}: {command} {argument[:200]}")
                 elif command in ("Kill", "Shutdown", "Refresh", "Change user", "Set option"):
                     violations.append(f"{entry.server!r} connection {conn_id}: {command} {argument[:200]}")

@@ -44,6 +44,7 @@ from proxytop import __version__
 from proxytop.core import Snapshot, Table
 from proxytop.collectors.diskstats import DiskSnapshot
 from proxytop.collectors.mysql_server import Channel, ServerReading
+from proxytop.collectors.mysql_sessions import SessionsReading
 from proxytop.collectors.innodb import DiscoveredServer, Discovery, MySQLSession
 from proxytop.collectors.monitor import MonitorReadings, ServerMonitor
 from proxytop.metrics.digests import Reading as DigestReading
@@ -151,6 +152,7 @@ TYPES: Dict[str, type] = {
     "DigestReading": DigestReading,
     "MySQLServerReading": ServerReading,
     "MySQLChannel": Channel,
+    "MySQLSessionsReading": SessionsReading,
 }
 _NAMES = {cls: name for name, cls in TYPES.items()}
 

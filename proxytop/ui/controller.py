@@ -529,6 +529,15 @@ class Controller:
         if self.screen.detail_collectors(row) or tuple(self.screen.active_collectors()) != self._activated:
             self.activate()
 
+    def show_detail(self, detail: Detail) -> None:
+        """Show a detail panel a screen made later (an EXPLAIN that ran on a source's thread):
+        over the table or another detail view, never over typed input or a question."""
+        if self.ui.mode in ("table", "detail"):
+            self.ui.detail, self.ui.detail_row, self.ui.detail_scroll = detail, None, 0
+            self.ui.mode = "detail"
+        else:
+            self.say(f"{detail.title}: ready, but not shown while another view is open")
+
     def do_back(self):
         self.ui.mode = "table"
 
