@@ -192,8 +192,8 @@ def session_detail(row: Row, server: str) -> Detail:
               ("trx age", units.duration(row.get("trx_age")) if row.get("trx_state") else None),
               ("rows locked", row.get("rows_locked")), ("rows modified", row.get("rows_modified"))]
     if "cpu_pct" in row:
-        fields += [("CPU", units.percent(row.get("cpu_pct"))), ("read", units.bytes_rate(row.get("read_s"))),
-                   ("write", units.bytes_rate(row.get("write_s")))]
+        fields += [("CPU", units.percent(row.get("cpu_pct"))), ("read", units.size_rate(row.get("read_s"))),
+                   ("write", units.size_rate(row.get("write_s")))]
     lines: List[List[Segment]] = [[(f"{label:<14}", "label"), (str(value), None)]
                                   for label, value in fields if value not in (None, "")]
     if row.get("command") == IDLE and row.get("trx_state"):
@@ -265,15 +265,15 @@ class SessionsScreen(Screen):
                help="the InnoDB transaction's state (RUNNING, LOCK WAIT...): INNODB_TRX, needs PROCESS"),
         Column("trx_age", "TrxAge", 6, fmt=units.duration, style=age_style, priority=2,
                help="seconds since the transaction started (measured by the server)"),
-        Column("rows_locked", "Locked", 6, fmt=units.scaled, priority=3, help="rows the transaction locks (approximate)"),
-        Column("rows_modified", "Modified", 8, fmt=units.scaled, priority=3,
+        Column("rows_locked", "Locked", 6, fmt=units.number, priority=3, help="rows the transaction locks (approximate)"),
+        Column("rows_modified", "Modified", 8, fmt=units.number, priority=3,
                help="rows the transaction inserted, updated or deleted"),
-        Column("cpu_pct", "CPU%", 6, fmt=units.percent, priority=2,
+        Column("cpu_pct", "CPU%", 6, fmt=units.percent_figure, priority=2,
                help="the session's OS thread's CPU over the interval (100% = one core); on the server's host "
                     "only, idle sessions not read"),
-        Column("read_s", "Read/s", 8, fmt=units.bytes_rate, priority=4,
+        Column("read_s", "Read/s", 8, fmt=units.size, priority=4,
                help="bytes the session's thread read from storage per second (/proc/<pid>/task/<tid>/io)"),
-        Column("write_s", "Write/s", 8, fmt=units.bytes_rate, priority=5,
+        Column("write_s", "Write/s", 8, fmt=units.size, priority=5,
                help="bytes the session's thread wrote to storage per second (most writes are background threads')"),
         Column("info", "Query", 20, "<", fmt=one_line, numeric=False, priority=0, flexible=True,
                help="the statement running (its first 4096 characters)"),

@@ -196,7 +196,8 @@ def test_a_busy_session_shows_its_thread_cpu_on_the_local_server(proxytop_term, 
         term = proxytop_term(*mysql_args(shop), "--screen", "sessions", cols=200, rows=30)
 
         def cpu(screen: str) -> float:
-            found = re.search(r"(\d+\.\d)%", session_line(screen, busy.id))
+            # CPU% (its title has the unit), then Read/s and Write/s, sizes
+            found = re.search(r"\s(\d+(?:\.\d)?)\s+\S+B\s+\S+B\s", session_line(screen, busy.id))
             return float(found.group(1)) if found else 0.0
 
         screen = term.wait_until(lambda s: cpu(s) >= 30.0, timeout=20, what="the busy session's CPU%")
