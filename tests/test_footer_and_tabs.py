@@ -7,6 +7,8 @@ from proxytop.screens.base import Screen
 from proxytop.ui import view
 from proxytop.ui.controller import Controller
 from proxytop.screens.keys import Binding
+from proxytop.screens import table
+from proxytop.screens.table import Column
 
 
 class Plain(Screen):
@@ -71,3 +73,29 @@ def test_the_tab_line_follows_the_current_screen_and_the_titles():
     assert view.tab_line(ctl, 100)[2] == ("2:Keyed", "tab_active")
     ctl.screens[0].title = "Renamed"
     assert view.tab_line(ctl, 100)[0] == ("1:Renamed", "tab")
+
+
+class Wide(Screen):
+    key, title = "wide", "Wide"
+    columns = tuple(Column(f"c{n}", f"Column{n}", 10, priority=n) for n in range(8))
+
+
+def test_the_status_line_says_how_many_columns_the_width_hides_and_how_to_reach_them():
+    ctl = Controller(Engine(), [Wide()], None)
+    wide = view.screen_text([view.status_line(ctl, 0, 0, 200)])
+    assert "hidden" not in wide
+    narrow = view.screen_text([view.status_line(ctl, 0, 0, 60)])
+    assert "+3 columns hidden" in narrow and "s/</>" in narrow, narrow
+    ctl.do_sort_previous()  # < from the first column: the last one, hidden at 60 columns
+    assert ctl.state.sort_key == "c7"
+    shown = [c.key for c, _ in table.fit_columns(Wide.columns, 60, keep=ctl.state.sort_key)]
+    assert "c7" in shown  # the sort column always shows
+
+
+def test_the_demo_cluster_screen_shows_every_node_at_60x15(proxytop_term):
+    term = proxytop_term("--demo", cols=60, rows=15)
+    term.wait_for("playing 1x")
+    term.send("0")
+    screen = term.wait_until(lambda s: all(f"node-{n}" in s for n in (1, 2, 3)) and "Node" in s, timeout=15,
+                             what="the three nodes at 60x15")
+    assert all(len(line) <= 60 for line in screen.splitlines())
