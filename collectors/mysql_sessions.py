@@ -24,7 +24,7 @@ from typing import Dict, Optional, Tuple
 
 import pymysql
 
-from proxytop.collectors.innodb import ACCESS_DENIED, MySQLSession, describe_mysql_error, server_label, source_name
+from proxytop.collectors.innodb import ACCESS_DENIED, TAG, MySQLSession, describe_mysql_error, server_label, source_name
 from proxytop.core import Collector, Table
 from proxytop.errors import is_connection_error
 from proxytop.polling.connection import Endpoint, close_quietly, connect, run_query
@@ -309,7 +309,7 @@ def explain(session: MySQLSession, database: Optional[str], statement: str) -> T
     try:
         if database:
             conn.select_db(database)
-        return run_query(conn, explain_sql(statement, mariadb)), None
+        return run_query(conn, TAG + explain_sql(statement, mariadb)), None
     except Exception as exc:  # a timeout, a table gone, a privilege missing: one line
         return None, describe_mysql_error(exc, session.endpoint.password)
     finally:

@@ -9,9 +9,10 @@ the suite-wide checks last):
   no KILL other than the ``KILL CONNECTION n`` the double carried out (a confirmed kill);
 - every MariaDB the tests start writes a general query log: every statement of a connection
   that is not a test helper's (tests/mariadb.py ``connect``) — that is, proxytop's, in this
-  process or in a real proxytop in a terminal — is a SELECT / SHOW or set-up, an EXPLAIN of a
-  SELECT (the Sessions screen's ``e``), or a ``KILL QUERY n`` / ``KILL CONNECTION n`` (its
-  confirmed ``k`` / ``K``: tests/test_sessions.py checks that nothing is sent without a yes).
+  process or in a real proxytop in a terminal — starts with ``/* proxytop */`` (but PyMySQL's
+  set-up as it connects) and is a SELECT / SHOW, an EXPLAIN of a SELECT (the Sessions screen's
+  ``e``), or a ``KILL QUERY n`` / ``KILL CONNECTION n`` (its confirmed ``k`` / ``K``:
+  tests/test_sessions.py checks that nothing is sent without a yes).
 
 And one session with distinctive passwords everywhere (the admin password, a wrong one, the
 MySQL password, ProxySQL's monitor password) checks the screen, the recording, the log file,
@@ -41,9 +42,10 @@ SETUP = re.compile(r"^\s*set\s+(names|autocommit)\b", re.IGNORECASE)
 CONFIRMED_KILL = re.compile(r"^\s*kill\s+connection\s+(\d+)\s*;?\s*$", re.IGNORECASE)
 # What the Sessions screen may send a MySQL server besides reads: an EXPLAIN of a SELECT (with
 # MariaDB's time limit) and a confirmed KILL of one session or its statement.
-MYSQL_EXPLAIN = re.compile(r"^\s*(set\s+statement\s+max_statement_time\s*=\s*[\d.]+\s+for\s+)?explain\s+select\b",
+MYSQL_EXPLAIN = re.compile(r"^\s*(/\* proxytop \*/\s*)?(set\s+statement\s+max_statement_time\s*=\s*[\d.]+\s+for\s+)?explain\s+select\b",
                            re.IGNORECASE)
-MYSQL_KILL = re.compile(r"^\s*kill\s+(query|connection)\s+\d+\s*$", re.IGNORECASE)
+MYSQL_KILL = re.compile(r"^\s*(/\* proxytop \*/\s*)?kill\s+(query|connection)\s+\d+\s*$", re.IGNORECASE)
+TAGGED = re.compile(r"^\s*/\* proxytop \*/\s*")  # what proxytop sends a MySQL server starts so
 GENERAL_LOG = "proxytop-general.log"
 SUITE_CHECK = "test_suite_"  # tests whose name starts so run after every other test
 # ProxySQL copies its whole digest map for any query that names the table: only these reads
@@ -157,8 +159,12 @@ class StatementAudit:
                     continue
                 if command in ("Query", "Prepare", "Execute"):
                     checked += 1
-                    if not (ALLOWED.match(argument) or SETUP.match(argument) or MYSQL_EXPLAIN.match(argument)
-                            or MYSQL_KILL.match(argument)):
+                    statement = TAGGED.sub("", argument)
+                    if SETUP.match(argument):
+                        continue  # PyMySQL's own, as it connects
+                    if not TAGGED.match(argument):
+                        violations.append(f"{entry.server!r} connection {conn_id}: untagged {argument[:200]}")
+                    elif not (ALLOWED.match(statement) or MYSQL_EXPLAIN.match(argument) or MYSQL_KILL.match(argument)):
                         violations.append(f"{entry.server!r} connection {conn_id}: {command} {argument[:200]}")
                 elif command in ("Kill", "Shutdown", "Refresh", "Change user", "Set option"):
                     violations.append(f"{entry.server!r} connection {conn_id}: {command} {argument[:200]}")
@@ -262,7 +268,8 @@ def test_suite_mariadb_received_only_reads_from_proxytop(mariadb):
 # ----- the audit itself works ----------------------------------------------------------------------
 
 def test_the_audit_sees_a_write_on_mariadb(mariadb):
-    """A statement of a connection that is not a helper's is checked: a write is caught."""
+    """A statement of a connection that is not a helper's is checked: a write is caught, and so
+    is a statement without proxytop's tag."""
     import pymysql
 
     entry = AUDIT.log_of(mariadb)
@@ -270,8 +277,9 @@ def test_the_audit_sees_a_write_on_mariadb(mariadb):
     conn = pymysql.connect(host=mariadb.host, port=mariadb.port, user=mariadb.user, password=mariadb.password)
     try:
         with conn.cursor() as cursor:
-            cursor.execute("SELECT 1 /* safety-audit-probe */")
-            cursor.execute("DO 1 /* safety-audit-probe */")
+            cursor.execute("/* proxytop */ SELECT 1 /* safety-audit-probe */")  # a read: fine
+            cursor.execute("/* proxytop */ DO 1 /* safety-audit-probe */")  # a write: caught
+            cursor.execute("SELECT 2 /* safety-audit-probe */")  # not tagged as proxytop's: caught
         probe = conn.thread_id()
     finally:
         conn.close()
@@ -279,10 +287,11 @@ def test_the_audit_sees_a_write_on_mariadb(mariadb):
     while True:
         _, violations = AUDIT.read_server(entry)
         mine = [v for v in violations if "safety-audit-probe" in v]
-        if mine or time.monotonic() > deadline:
+        if len(mine) >= 2 or time.monotonic() > deadline:
             break
         time.sleep(0.1)
-    assert len(mine) == 1 and "DO 1" in mine[0] and f"connection {probe}" in mine[0]
+    assert len(mine) == 2 and "DO 1" in mine[0] and "untagged SELECT 2" in mine[1], mine
+    assert all(f"connection {probe}" in v for v in mine)
     entry.helpers.add((len(entry.runs) - 1, probe))  # the probe is the test's, not proxytop's
 
 
