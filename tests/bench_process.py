@@ -18,7 +18,9 @@ read at the start and the end of a window of at least 30 s. Figures:
   interval), i.e. CPU per second times the interval;
 - InnoDB watching 500 servers (one throw-away MariaDB reached through 500 socket paths, read
   every 5 s as a fleet that large is): ms CPU per server reading (CPU per second times 5 s,
-  divided by 500), the largest resident memory (psutil RSS) and the threads.
+  divided by 500), the largest resident memory (psutil RSS) and the threads;
+- the Servers screen with only --mysql (no ProxySQL): 3 servers, ms per 1 s refresh, and 200
+  servers (read as a fleet that large is), ms CPU per server reading.
 
 ConnPool may cost no more than the original proxytop (github.com/sysown/proxytop, one Python
 script), which cost 2.5 ms per refresh on the same load where the target was set; a machine
@@ -46,6 +48,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import psutil
 
+from proxytop.collectors.innodb_fleet import fleet_min_interval
 from tests.benchmark import SCALE, TITLES, TYPICAL, DoubleProcess, MySQLFleet, RSSSampler, machine
 
 TARGET_QUIET_MS_PER_S = 0.2  # paused, or idle between readings
@@ -56,6 +59,7 @@ ORIGINAL_READY = "Conns(U/F/O/E)"  # the original's pool rows
 TARGET_OTHER_MS = 4.0
 TARGET_PER_SERVER_MS = 0.3  # InnoDB at 500 servers, per server reading
 TARGET_FLEET_RSS_MB = 80.0
+TARGET_SERVERS_PER_SERVER_MS = 1.0  # the Servers screen at 200 servers, per server reading
 FLEET_INTERVAL = 5.0  # proxytop.collectors.innodb_fleet.fleet_min_interval(500)
 SCREENS = ("connpool", "queryrules", "glostat", "proclist", "comcount", "iostat")
 READY = {  # text the screen shows once its rows are there
@@ -141,6 +145,27 @@ def measure_fleet(port: int, seconds: float, servers: int = SCALE["servers"]) ->
         return measure(scenario, seconds, settle=2 * FLEET_INTERVAL, ready=lambda s: wanted in s and " OK " in s)
     finally:
         fleet.stop()
+
+
+def measure_servers(seconds: float, counts=(3, 200)) -> List[Tuple[int, float, Dict[str, float]]]:
+    """The Servers screen alone (--mysql only: no ProxySQL) watching each count of servers (one
+    MariaDB reached through that many sockets): [(servers, interval, figures)]."""
+    fleet = MySQLFleet().start()
+    if fleet.server is None:
+        print(f"  Servers: skipped ({fleet.problem})", flush=True)
+        return []
+    found = []
+    try:
+        for count in counts:
+            interval = max(1.0, fleet_min_interval(count))  # -d 1, or a large fleet's own minimum
+            argv = ["--screen", "servers", "-d", "1"] + fleet.args(count)
+            wanted = f"{count} rows"
+            figures = measure(Scenario("servers", argv, interval, ready=""), seconds, settle=2 * interval + 1,
+                              ready=lambda s: wanted in s and "primary" in s)
+            found.append((count, interval, figures))
+    finally:
+        fleet.stop()
+    return found
 
 
 def original_scenario(port: int, command: str) -> Scenario:
@@ -290,6 +315,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 print(f"  {'InnoDB':<14} {'':>10} {'':>9} {figures['rss_mb']:>15.1f} MB resident memory "
                       f"{'<= %g MB' % TARGET_FLEET_RSS_MB:>13}  "
                       f"{'yes' if figures['rss_mb'] <= TARGET_FLEET_RSS_MB else 'NO'}", file=out, flush=True)
+        if not wanted or any("servers".startswith(w) for w in wanted):
+            for count, interval, figures in measure_servers(args.seconds):
+                per_s = per_second(figures)
+                if count <= 3:  # a refresh of the whole process, as the other screens
+                    value, target, what = per_s * interval, TARGET_OTHER_MS, f"ms per {interval:g} s refresh"
+                else:  # a fleet: what each server's reading costs
+                    value, target, what = per_s * interval / count, TARGET_SERVERS_PER_SERVER_MS, "ms per server reading"
+                ok = value <= target
+                missed |= not ok
+                print(f"  {'Servers ' + str(count):<14} {figures['ms_per_s']:>10.3f} {per_s:>9.3f} {value:>7.3f} "
+                      f"{what:<18} {'<= %g ms' % target:>14}  {'yes' if ok else 'NO'}  "
+                      f"({count} servers every {interval:g} s, {figures['rss_mb']:.1f} MB)", file=out, flush=True)
     finally:
         double.stop()
     if missed:
