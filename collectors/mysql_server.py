@@ -32,6 +32,7 @@ STATUS = (
 STATUS_SQL = "SHOW GLOBAL STATUS WHERE Variable_name IN ({})".format(", ".join(f"'{n}'" for n in STATUS))
 ROLE_SQL = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('read_only', 'super_read_only', 'wsrep_on', 'log_bin')"
 DENIED_RETRY = 60.0  # seconds before a refused replication statement is asked again
+ROLE_EVERY = 10.0  # seconds between two readings of the role variables, which change rarely
 
 
 @dataclass(frozen=True)
@@ -126,10 +127,20 @@ class ServerStatus(Collector):
         self.name = f"mysql.server.{self.server}"
         self.source = source_name(endpoint)
         self.clock = clock
+        self._role: Tuple[object, float, Dict[str, object]] = (None, 0.0, {})  # (connection, read at, values)
+
+    def role_variables(self, session: MySQLSession) -> Dict[str, object]:
+        """read_only and friends, read on a new connection and then every ROLE_EVERY seconds."""
+        conn, read_at, values = self._role
+        now = self.clock()
+        if conn is not session.conn or now - read_at >= ROLE_EVERY:
+            values = {str(name): value for name, value in session.query(ROLE_SQL).rows}
+            self._role = (session.conn, now, values)
+        return values
 
     def collect(self, session: MySQLSession) -> ServerReading:
         status = {str(name): counter(value) for name, value in session.query(STATUS_SQL).rows}
-        variables: Dict[str, object] = {str(name): value for name, value in session.query(ROLE_SQL).rows}
+        variables = self.role_variables(session)
         sql = replication_sql(session.flavour)
         if session.denied_until.get(sql, 0.0) > self.clock():
             return ServerReading(status, variables, replication_denied=replication_privilege(session.flavour))
