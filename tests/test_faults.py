@@ -353,7 +353,7 @@ def test_a_hundred_thousand_sessions(proxytop_term):
     try:
         term = proxytop_term("-P", str(double.port), "--screen", "proclist", "--no-discover",
                              "--connect-timeout", "90", cols=160, rows=30)
-        term.wait_until(lambda s: re.search(r"sort Time \u2193\s+80000 rows", s) is not None and "100000 sessions" in s,
+        term.wait_until(lambda s: re.search(r"sort Time \u2193\s+80000 rows", s) is not None and "100.0k sessions" in s,
                         timeout=180, what="80000 of 100000 sessions listed")
         sort_answers(term, within=10)
         answers(term, "i", lambda s: re.search(r"\s100000 rows", s) is not None, within=15)

@@ -240,11 +240,16 @@ def live_recording(tmp_path_factory, mariadb):
     double = ProxySQLDouble(recording=Recording.load())
     _with_secrets(double)
     double.start()
+    # a session idle in an open transaction: one the Sessions screen always shows
+    idle_in_transaction = mariadb.connect()
+    with idle_in_transaction.cursor() as cursor:
+        cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
     try:
         live = record_live(path, ["-P", str(double.port), "-u", "secretadmin", "-p", ADMIN_SECRET,
                                   "--mysql", mariadb.address, "--mysql-user", mariadb.user,
                                   "--mysql-password", mariadb.password])
     finally:
+        idle_in_transaction.close()
         double.stop()
         proxysql_double.USERS.pop("secretadmin", None)
     return path, live, mariadb.password

@@ -75,7 +75,7 @@ def _collect_age(screen: str, ages: set) -> bool:
 
 def test_proclist_says_how_old_its_reading_is(proxytop_term, proxysql_double):
     term = proxytop_term("-P", str(proxysql_double.port), "--no-discover", "--screen", "proclist", cols=140, rows=40)
-    term.wait_until(lambda s: re.search(r"as of the reading \d+\.\d\ds ago: Time is each session's time then", s)
+    term.wait_until(lambda s: re.search(r"as of the reading [\d.]+(µs|ms|s) ago: Time is each session's time then", s)
                     is not None, what="the reading's age")
 
 
