@@ -22,7 +22,7 @@ from typing import Callable, Deque, Dict, Iterable, List, Optional, Sequence, Tu
 
 from proxytop.core import Collector, Snapshot, Source
 from proxytop.polling.readings import Readings
-from proxytop.polling.schedule import Schedule
+from proxytop.polling.schedule import ACTIVATION_DELAY, Schedule
 
 log = logging.getLogger(__name__)
 
@@ -218,8 +218,14 @@ class Engine:
         """Only these collectors poll from now on; newly active ones poll at once. Those of
         ``together`` read in one batch, at the soonest any of them is due: readings at one
         interval that were planned apart (a screen shown while the pool kept its alarm's pace)
-        then share their batches, and the UI one frame per interval."""
-        newly, plan = self._schedule.activate(frozenset(n for n in names if n in self._collectors))
+        then share their batches, and the UI one frame per interval.
+
+        Before the engine starts (the screen shown at launch) the first readings are due at
+        once: their connections take longer to open than the first frame takes to draw. Once
+        it runs, a screen's readings come a moment after its first frame (Schedule.activate):
+        over connections already open, they would hold that frame up."""
+        delay = ACTIVATION_DELAY if self._started else 0.0
+        newly, plan = self._schedule.activate(frozenset(n for n in names if n in self._collectors), delay)
         together = [name for name in together if name in self._collectors]
         self._schedule.align(together)
         self._wake_sources_of(together)
