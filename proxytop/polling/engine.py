@@ -103,6 +103,7 @@ class Engine:
         self._sources: Dict[str, Source] = {}
         self._collectors: Dict[str, Collector] = {}
         self._by_source: Dict[str, List[Collector]] = {}  # each source's collectors
+        self._active_by_source: Dict[str, Tuple[Collector, ...]] = {}  # each source's active ones (set_active)
         self._schedule = Schedule(clock)
         self._readings = Readings()
         self._states: Dict[str, SourceState] = {}
@@ -226,6 +227,10 @@ class Engine:
         over connections already open, they would hold that frame up."""
         delay = ACTIVATION_DELAY if self._started else 0.0
         newly, plan = self._schedule.activate(frozenset(n for n in names if n in self._collectors), delay)
+        active = self._schedule.active
+        with self.lock:  # what each worker's step reads, made once here rather than at every step
+            self._active_by_source = {source: tuple(c for c in collectors if c.name in active)
+                                      for source, collectors in self._by_source.items()}
         together = [name for name in together if name in self._collectors]
         self._schedule.align(together)
         self._wake_sources_of(together)
@@ -341,9 +346,9 @@ class Engine:
         self._tell_listeners()
 
     def _active_of(self, source_name: str) -> Sequence[Collector]:
-        """The source's collectors that poll now."""
-        active = self._schedule.active
-        return [c for c in self._by_source.get(source_name, ()) if c.name in active]
+        """The source's collectors that poll now (only collectors registered when set_active
+        was called can be active: it leaves out the names it doesn't know)."""
+        return self._active_by_source.get(source_name, ())
 
 
 class _ConnectionLost(Exception):
