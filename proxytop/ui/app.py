@@ -18,6 +18,7 @@ from typing import Optional, Tuple
 
 import npyscreen
 
+from proxytop.screens.table import Runs
 from proxytop.ui import view, wakeup
 
 KEYPRESS_TIMEOUT = 2  # tenths of a second between wake-ups of a replay (a live view sleeps until woken)
@@ -244,7 +245,8 @@ def paint(pad, lines, painted, width: int, height: int, attribute) -> None:
                 pass
         x = 0
         end = width - 1 if y == height - 1 else width  # never write the last cell
-        for text, style in join_runs(line):  # one curses call per run of a style
+        # one curses call per run of a style (a table's rows come as runs already: table.Runs)
+        for text, style in (line if isinstance(line, Runs) else join_runs(line)):
             if x >= end:
                 break
             try:
