@@ -6,20 +6,20 @@ decoding, the column definitions, the thread's wake-up) about as large as decodi
 rows. When both readings are due in the same batch, the first of the two collectors to run
 sends ::
 
-    select count(*), group_concat("hostgroup"), group_concat("srv_host"), ...
+    select 'pool', count(*), group_concat("hostgroup" || ',' || "srv_host" || ',' || ...)
     from stats_mysql_connection_pool
-    union all select null, group_concat(Variable_Name), group_concat(Variable_Value), count(*),
-    null, ... from stats_mysql_global where Variable_Name in (...)
+    union all select 'header', count(*), group_concat(Variable_Name || ',' || Variable_Value)
+    from stats_mysql_global where Variable_Name in (...)
 
 and keeps the other's part for it (:func:`read`). ProxySQL refreshes every stats table whose
 name the query text has (ProxySQL_Admin::GenericRefreshStatistics tests each name in turn), so
 both tables are as fresh as with two queries, and ProxySQL answers one query instead of two.
-The pool comes as one row: how many backends, then each column's values joined by commas
-(no value of the pool has one), split here in C instead of a dozen row packets of fourteen
-values decoded one by one; its count is never NULL. The header's seven rows come as one row
-too, which starts with NULL: the names and the values joined, then how many (seven rows
-padded to the pool's width were half of what the answer cost to read). A column with fewer
-values than its count (group_concat leaves NULLs out, a value with a comma) has that table
+Each table comes as one row of three columns: which table, how many rows, and every value of
+its rows, row after row, joined by commas (no value of the pool has one): split here in C
+instead of a dozen row packets of fourteen values decoded one by one, and three column
+definitions read instead of fifteen (a column's definition costs PyMySQL as much as a few
+values). A row with a NULL (``||`` makes the whole row NULL, and group_concat leaves it out) or
+a value with a comma gives another number of values than its count says: that table is then
 read by itself for that reading.
 
 The union needs the pool's columns (their names and number differ between versions): a
@@ -39,7 +39,7 @@ import time
 from typing import Dict, Optional, Sequence, Tuple
 
 from proxytop import errors
-from proxytop.core import Table, unconcatenated
+from proxytop.core import Table
 from proxytop.polling.connection import Folding
 
 POOL_SUFFIX = "_connection_pool"
@@ -57,51 +57,66 @@ def partner_table(table: str) -> str:
     return table[: -len(POOL_SUFFIX)] + GLOBAL_SUFFIX
 
 
-MIN_POOL_COLUMNS = 3  # the header's row takes four columns: NULL, the names, the values, how many
-
-
 def combined_sql(pool_table: str, pool_names: Sequence[str], header) -> str:
-    """The pool's rows as one row (how many, then each column's values joined by commas), then
-    the header's rows as one row of the pool's width (NULL, the names and the values joined,
-    how many), with ``MIN_POOL_COLUMNS`` or more pool columns.
+    """The pool's rows as one row ('pool', how many, their values joined by commas row after
+    row), then the header's rows the same way ('header', ...).
 
     >>> from proxytop.collectors.proxysql import HeaderStatus
     >>> sql = combined_sql("stats_mysql_connection_pool", ("hostgroup", "srv_host", "status"), HeaderStatus())
-    >>> sql[:sql.index(" from stats_mysql_global")]
-    'select count(*), group_concat("hostgroup"), group_concat("srv_host"), group_concat("status") from stats_mysql_connection_pool union all select null, group_concat(Variable_Name), group_concat(Variable_Value), count(*)'
+    >>> print(sql[:sql.index(" from stats_mysql_global")])
+    select 'pool', count(*), group_concat("hostgroup" || ',' || "srv_host" || ',' || "status") from stats_mysql_connection_pool union all select 'header', count(*), group_concat(Variable_Name || ',' || Variable_Value)
     >>> sql.endswith(HeaderStatus().sql()[len("select * from stats_mysql_global"):])
     True
     """
     narrow = header.sql()
     where = narrow[narrow.index(header.table) + len(header.table):]
-    width = 1 + len(pool_names)
-    concatenated = ", ".join(f'group_concat("{name}")' for name in pool_names)
-    return (f"select count(*), {concatenated} from {pool_table} union all "
-            f"select null, group_concat(Variable_Name), group_concat(Variable_Value), count(*)"
-            f"{', null' * (width - 4)} from {header.table}{where}")
+    joined = " || ',' || ".join(f'"{name}"' for name in pool_names)
+    return (f"select 'pool', count(*), group_concat({joined}) from {pool_table} union all "
+            f"select 'header', count(*), group_concat(Variable_Name || ',' || Variable_Value) "
+            f"from {header.table}{where}")
 
 
 HEADER_COLUMNS = ("Variable_Name", "Variable_Value")
 
 
+def unjoined(names: Sequence[str], count, joined: Optional[str]) -> Optional[Table]:
+    """A table sent as one text: ``count`` rows of ``names``' values joined by commas, row after
+    row. None when ``count`` is no number or the text has another number of values.
+
+    >>> unjoined(("id", "hits"), "2", "1,10,2,0")
+    Table(columns=('id', 'hits'), rows=(('1', '10'), ('2', '0')))
+    >>> unjoined(("id", "hits"), "0", None).rows, unjoined(("id", "hits"), "2", "1,10")
+    ((), None)
+    """
+    try:
+        count = int(count)
+    except (TypeError, ValueError):
+        return None
+    values = joined.split(",") if joined is not None else []
+    width = len(names)
+    if len(values) != count * width:
+        return None
+    return Table(tuple(names), tuple(tuple(values[at:at + width]) for at in range(0, len(values), width)))
+
+
 def split(table: Table, pool_names: Sequence[str]) -> Tuple[Optional[Table], Optional[Dict[str, str]]]:
     """The combined result as the pool's Table and the header's {Variable_Name: Variable_Value},
-    each None when its values don't line up with its count (group_concat leaves NULLs out; a
-    header's value may have a comma): that one is then read plainly.
+    each None when its values don't line up with its count (a row with a NULL left out, a
+    value with a comma): that one is then read plainly.
 
-    >>> t = Table(("n", "a", "b", "c"), (("2", "10,20", "db1,db2", "3306,3307"),
-    ...                                  (None, "Questions,Active_Transactions", "42,3", "2")))
+    >>> t = Table(("pool", "count(*)", "group_concat"), (("pool", "2", "10,db1,3306,20,db2,3307"),
+    ...                                                  ("header", "2", "Questions,42,Active_Transactions,3")))
     >>> split(t, ("hostgroup", "srv_host", "srv_port"))
     (Table(columns=('hostgroup', 'srv_host', 'srv_port'), rows=(('10', 'db1', '3306'), ('20', 'db2', '3307'))), {'Questions': '42', 'Active_Transactions': '3'})
-    >>> split(Table(("n", "a", "b", "c"), (("2", "10", None, None), (None, "Questions", "4,2", "1"))), ("hostgroup",))
+    >>> split(Table(("pool", "n", "j"), (("pool", "2", "10,db1"), ("header", "1", "Questions,4,2"))), ("hostgroup", "srv_host"))
     (None, None)
     """
     pool = header = None
-    for row in table.rows:
-        if row[0] is not None:
-            pool = unconcatenated(pool_names, row[0], row[1:1 + len(pool_names)])
+    for kind, count, joined in table.rows:
+        if kind == "pool":
+            pool = unjoined(pool_names, count, joined)
         else:
-            variables = unconcatenated(HEADER_COLUMNS, row[3], row[1:3])
+            variables = unjoined(HEADER_COLUMNS, count, joined)
             header = dict(variables.rows) if variables is not None else None
     return pool, header
 
@@ -122,7 +137,7 @@ def read(session, collector, plain):
     is_pool = collector.table.endswith(POOL_SUFFIX)
     pool_table = collector.table if is_pool else partner_table(collector.table)
     names = folding.pool_columns.get(pool_table, ())
-    if folding.refused or partner is None or partner.name not in folding.due or len(names) < MIN_POOL_COLUMNS:
+    if folding.refused or partner is None or partner.name not in folding.due or not names:
         data = plain(session)
         if is_pool and isinstance(data, Table):
             folding.pool_columns[pool_table] = data.columns
@@ -136,7 +151,7 @@ def read(session, collector, plain):
             raise
         folding.refused = True  # e.g. a ProxySQL whose admin interface has no UNION ALL
         return read(session, collector, plain)
-    if pool is None:  # a NULL in the pool (group_concat left it out): its rows read by themselves
+    if pool is None:  # a NULL in the pool (its row left out): its rows read by themselves
         pool = session.query(f"select * from {pool_table}")
     if rows is None:  # a header's value with a comma, or NULL: its rows read by themselves
         rows = header.read_plainly(session)

@@ -12,7 +12,7 @@ names for every screen.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 from proxytop.collectors.errors import BackendErrors, FreeConnections, ReplicationHostgroups
 from proxytop.collectors.monitor import MonitorLogs, MonitorReadings
@@ -103,9 +103,8 @@ _GAUGES = ("hostgroup", "ConnUsed", "ConnFree", "MaxConnUsed", "Latency_us", "La
 def pool_values(snapshot) -> Dict[Tuple[str, str, str], Tuple]:
     """A connection-pool reading by (hostgroup, host, port), in the order read: each backend's
     (host, port, status, hostgroup, ConnUsed, ConnFree, MaxConnUsed, latency in ms, COUNTERS),
-    the numbers as to_number reads them (a column the version lacks: None). Made once per
-    reading, a column at a time: the texts of whole numbers are read in one pass in C, and no
-    dict is made per row (every second, for the screen, the header's alarm and the rates).
+    the numbers as to_number reads them (a column the version lacks: None). Made a column at a
+    time: the texts of whole numbers are read in one pass in C, and no dict is made per row.
 
     >>> from proxytop.core import Snapshot, Table
     >>> t = Table(("hostgroup", "srv_host", "srv_port", "status", "Queries", "Latency_us"),
@@ -113,50 +112,74 @@ def pool_values(snapshot) -> Dict[Tuple[str, str, str], Tuple]:
     >>> pool_values(Snapshot("p", t, 1.0, 0.0))
     {('10', 'db1', '3306'): ('db1', '3306', 'ONLINE', 10, None, None, None, 1.5, (None, None, 42, None, None))}
     """
-    if snapshot is None or snapshot.data is None:
+    if snapshot is None or snapshot.data is None or not snapshot.data.rows:
         return {}
+    column = columns_of(snapshot.data)
+    hosts, ports = column("srv_host"), column("srv_port")
+    hostgroup, used, free, max_used, micros, millis = (to_numbers(column(name)) for name in _GAUGES)
+    # Latency_us (2.x), else Latency_ms (before 1.3.3)
+    latency = [ms if raw is None else (None if us is None else us / 1000.0)
+               for raw, us, ms in zip(column("Latency_us"), micros, millis)]
+    counts = zip(*(to_numbers(column(name)) for name in COUNTERS))
+    values = zip(hosts, ports, column("status"), hostgroup, used, free, max_used, latency, counts)
+    return dict(zip(pool_keys(column), values))
 
-    def build():
-        table = snapshot.data
-        rows, width = table.rows, len(table.columns)
-        if not rows:
-            return {}
-        if set(map(len, rows)) == {width}:  # the usual case: the columns taken apart in C
-            by_position = tuple(zip(*rows))
-        else:  # a short row lacks its last columns (None), a long one's extra values are not read
-            by_position = tuple(tuple(row[at] if at < len(row) else None for row in rows) for at in range(width))
-        position = {name: at for at, name in enumerate(table.columns)}  # a repeated name: its last
-        absent = (None,) * len(rows)
 
-        def column(name):
-            at = position.get(name)
-            return absent if at is None else by_position[at]
+def columns_of(table) -> Callable[[str], tuple]:
+    """``column(name)``: the values of a table's column by name, one per row, the columns
+    taken apart in C. A column the version lacks is all None, and so are a short row's last
+    values (a long row's extra values are not read); of a repeated name, the last column.
 
-        hostgroups, hosts, ports = (column(name) for name in _KEY_FIELDS)
-        keys = zip(map(str, hostgroups), map(str, hosts), map(str, ports))
-        hostgroup, used, free, max_used, micros, millis = (to_numbers(column(name)) for name in _GAUGES)
-        # Latency_us (2.x), else Latency_ms (before 1.3.3)
-        latency = [ms if raw is None else (None if us is None else us / 1000.0)
-                   for raw, us, ms in zip(column("Latency_us"), micros, millis)]
-        counts = zip(*(to_numbers(column(name)) for name in COUNTERS))
-        return dict(zip(keys, zip(hosts, ports, column("status"), hostgroup, used, free, max_used, latency, counts)))
+    >>> from proxytop.core import Table
+    >>> column = columns_of(Table(("a", "b"), (("1", "2"), ("3",))))
+    >>> column("a"), column("b"), column("c")
+    (('1', '3'), ('2', None), (None, None))
+    """
+    rows, width = table.rows, len(table.columns)
+    if set(map(len, rows)) == {width}:  # the usual case
+        by_position = tuple(zip(*rows))
+    else:
+        by_position = tuple(tuple(row[at] if at < len(row) else None for row in rows) for at in range(width))
+    by_name = dict(zip(table.columns, by_position))
+    absent = (None,) * len(rows)
+    return lambda name: by_name.get(name, absent)
 
-    return build()
+
+def pool_keys(column):
+    """Each pool row's key, (hostgroup, host, port) as text, from :func:`columns_of`'s ``column``."""
+    hostgroups, hosts, ports = (column(name) for name in _KEY_FIELDS)
+    return zip(map(str, hostgroups), map(str, hosts), map(str, ports))
 
 
 def counters_by_key(snapshot) -> Dict[Tuple[str, str, str], Tuple]:
-    """The COUNTERS of each backend of a reading as numbers."""
-    if snapshot is None or snapshot.data is None:
+    """The COUNTERS of each backend of a reading as numbers (what :func:`pool_values` has last).
+
+    >>> from proxytop.core import Snapshot, Table
+    >>> t = Table(("hostgroup", "srv_host", "srv_port", "Queries"), (("10", "db1", "3306", "42"),))
+    >>> counters_by_key(Snapshot("p", t, 1.0, 0.0))
+    {('10', 'db1', '3306'): (None, None, 42, None, None)}
+    """
+    if snapshot is None or snapshot.data is None or not snapshot.data.rows:
         return {}
-    return {key: values[-1] for key, values in pool_values(snapshot).items()}
+    column = columns_of(snapshot.data)
+    return dict(zip(pool_keys(column), zip(*(to_numbers(column(name)) for name in COUNTERS))))
 
 
 def pool_statuses(snapshot) -> Tuple[Tuple[Tuple[str, str, str], str], ...]:
     """((hostgroup, host, port), status) of each backend of a reading, in the order read:
-    what the status log and the header alarm take from a pool reading."""
-    if snapshot is None or snapshot.data is None:
+    what the status log and the header alarm take from a pool reading (every frame: its four
+    columns only, not :func:`pool_values`).
+
+    >>> from proxytop.core import Snapshot, Table
+    >>> t = Table(("hostgroup", "srv_host", "srv_port", "status"), (("10", "db1", "3306", "ONLINE"),))
+    >>> pool_statuses(Snapshot("p", t, 1.0, 0.0))
+    ((('10', 'db1', '3306'), 'ONLINE'),)
+    """
+    if snapshot is None or snapshot.data is None or not snapshot.data.rows:
         return ()
-    return tuple((key, str(values[2] or "")) for key, values in pool_values(snapshot).items())
+    column = columns_of(snapshot.data)
+    statuses = (str(status or "") for status in column("status"))
+    return tuple(dict(zip(pool_keys(column), statuses)).items())  # a key read twice: its place, its last status
 
 
 def settings_by_key(servers) -> Dict[Tuple[str, str, str], Mapping]:

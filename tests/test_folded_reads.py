@@ -22,7 +22,7 @@ from tests.benchmark import Stepper
 from tests.proxysql_double import ProxySQLDouble, Recording
 
 POOL = "select * from stats_mysql_connection_pool"
-COMBINED = "select count(*), group_concat(\"hostgroup\")"  # the pool's part of a combined query
+COMBINED = "select 'pool', count(*), group_concat(\"hostgroup\""  # the pool's part of a combined query
 
 
 def counting(column_name, key_column, key, step):
@@ -110,7 +110,7 @@ def test_the_pool_read_in_one_concatenated_row_is_the_table_select_star_gives():
 
 
 def test_a_null_in_the_pool_has_it_read_by_itself_for_that_reading():
-    """group_concat leaves a NULL out, and the columns' values would no longer line up: the
+    """A NULL makes its row's joined values NULL, which group_concat leaves out: the
     pool is read by itself in that batch, and its rows are the plain query's."""
     def null_latency(columns, rows):
         rows = [list(r) for r in rows]
@@ -201,7 +201,7 @@ class LockedOnceSession(RefusingSession):
             raise pymysql.err.OperationalError(1205, "database is locked")
         if sql.startswith(COMBINED):
             self.sent.append(sql)
-            return Table(("n", "a", "b", "c", "d"), (("1", "10", "db1", "3306", "ONLINE"), (None, "Questions", "7", "1", None)))
+            return Table(("kind", "n", "joined"), (("pool", "1", "10,db1,3306,ONLINE"), ("header", "1", "Questions,7")))
         return super().query(sql)
 
 

@@ -24,7 +24,9 @@ from proxytop.config.tls import DISABLED, TLSSettings
 
 log = logging.getLogger(__name__)
 
-_RESET_TABLE = re.compile(r"\w+_reset\b", re.IGNORECASE)
+# Searched in every query sent. Not ``\w+_reset\b``: that retried the \w+ from every letter of
+# every word (40 µs for the monitor logs' query, against 1 µs for this one).
+_RESET_TABLE = re.compile(r"_reset\b", re.IGNORECASE)
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
 
 

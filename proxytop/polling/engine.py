@@ -22,7 +22,7 @@ from typing import Callable, Deque, Dict, Iterable, List, Optional, Sequence, Tu
 
 from proxytop.core import Collector, Snapshot, Source
 from proxytop.polling.readings import Readings
-from proxytop.polling.schedule import Schedule
+from proxytop.polling.schedule import ACTIVATION_DELAY, Schedule
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +104,7 @@ class Engine:
         self._sources: Dict[str, Source] = {}
         self._collectors: Dict[str, Collector] = {}
         self._by_source: Dict[str, List[Collector]] = {}  # each source's collectors
+        self._active_by_source: Dict[str, Tuple[Collector, ...]] = {}  # each source's active ones (set_active)
         self._schedule = Schedule(clock)
         self._readings = Readings()
         self._states: Dict[str, SourceState] = {}
@@ -219,8 +220,18 @@ class Engine:
         """Only these collectors poll from now on; newly active ones poll at once. Those of
         ``together`` read in one batch, at the soonest any of them is due: readings at one
         interval that were planned apart (a screen shown while the pool kept its alarm's pace)
-        then share their batches, and the UI one frame per interval."""
-        newly, plan = self._schedule.activate(frozenset(n for n in names if n in self._collectors))
+        then share their batches, and the UI one frame per interval.
+
+        Before the engine starts (the screen shown at launch) the first readings are due at
+        once: their connections take longer to open than the first frame takes to draw. Once
+        it runs, a screen's readings come a moment after its first frame (Schedule.activate):
+        over connections already open, they would hold that frame up."""
+        delay = ACTIVATION_DELAY if self._started else 0.0
+        newly, plan = self._schedule.activate(frozenset(n for n in names if n in self._collectors), delay)
+        active = self._schedule.active
+        with self.lock:  # what each worker's step reads, made once here rather than at every step
+            self._active_by_source = {source: tuple(c for c in collectors if c.name in active)
+                                      for source, collectors in self._by_source.items()}
         together = [name for name in together if name in self._collectors]
         self._schedule.align(together)
         self._wake_sources_of(together)
@@ -336,9 +347,9 @@ class Engine:
         self._tell_listeners()
 
     def _active_of(self, source_name: str) -> Sequence[Collector]:
-        """The source's collectors that poll now."""
-        active = self._schedule.active
-        return [c for c in self._by_source.get(source_name, ()) if c.name in active]
+        """The source's collectors that poll now (only collectors registered when set_active
+        was called can be active: it leaves out the names it doesn't know)."""
+        return self._active_by_source.get(source_name, ())
 
 
 class _ConnectionLost(Exception):

@@ -39,11 +39,12 @@ class Schedule:
     def active(self) -> frozenset:
         return self._active
 
-    def activate(self, names: frozenset) -> Tuple[frozenset, List[Tuple[float, str]]]:
+    def activate(self, names: frozenset, delay: float = ACTIVATION_DELAY) -> Tuple[frozenset, List[Tuple[float, str]]]:
         """Only ``names`` poll from now on. Returns the newly active ones and, for each source
         concerned, when its first reading is due: (time, source).
 
-        They read a moment after the UI's first frame of the new screen and, with many sources
+        They read ``delay`` seconds after the activation (a moment after the UI's first frame
+        of the new screen; at launch at once, see Engine.set_active) and, with many sources
         starting at once, spread over up to STAGGER_PER_SOURCE each (one interval at most), so
         hundreds of servers don't all compete with the UI for the interpreter at once."""
         with self._lock:
@@ -51,7 +52,7 @@ class Schedule:
             self._active = names
             if not newly:
                 return newly, []
-            start = self._clock() + ACTIVATION_DELAY
+            start = self._clock() + delay
             sources = sorted({self._source_of[name] for name in newly})
             spread = 0.0
             if len(sources) > 1:

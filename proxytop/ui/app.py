@@ -18,6 +18,7 @@ from typing import Optional, Tuple
 
 import npyscreen
 
+from proxytop.screens.table import Runs
 from proxytop.ui import view, wakeup
 
 KEYPRESS_TIMEOUT = 2  # tenths of a second between wake-ups of a replay (a live view sleeps until woken)
@@ -196,6 +197,9 @@ class Canvas(npyscreen.widget.Widget):
         started = time.thread_time()
         height, width = terminal_size(self.parent.parentApp.terminal_fd)
         pad = self.parent.curses_pad
+        # asked before rendering: a reading that comes while the frame is drawn is not in it,
+        # and is drawn at once rather than DATA_FRAME_GAP later (at launch: 0.5 s without rows)
+        has_data = self.controller.newest_of_screen() is not None
         lines = view.render(self.controller, width, height)
         if self.controller.ui.repaint:  # ^L: the terminal may show something else
             self.controller.ui.repaint = False
@@ -209,7 +213,7 @@ class Canvas(npyscreen.widget.Widget):
         self._painted, self._painted_on, self._painted_size = lines, pad, (height, width)
         self._drawn_at = time.monotonic()
         self._frame_cost = time.thread_time() - started
-        self._showed_data = self.controller.newest_of_screen() is not None
+        self._showed_data = has_data
 
 
 def terminal_size(fd: int) -> Tuple[int, int]:
@@ -241,7 +245,8 @@ def paint(pad, lines, painted, width: int, height: int, attribute) -> None:
                 pass
         x = 0
         end = width - 1 if y == height - 1 else width  # never write the last cell
-        for text, style in join_runs(line):  # one curses call per run of a style
+        # one curses call per run of a style (a table's rows come as runs already: table.Runs)
+        for text, style in (line if isinstance(line, Runs) else join_runs(line)):
             if x >= end:
                 break
             try:
