@@ -31,9 +31,10 @@ def rows_text(data: Any, declared: str = "") -> str:
 
 
 def asks_line(screen, view, asks: Sequence[Any]) -> Tuple[Segment, ...]:
-    """'asks ProxySQL: stats_mysql_commands_counters every 1s (rebuilt on each read: 54 rows),
-    besides the header's stats_mysql_global every 1s' for the collectors ``asks`` (the
-    MySQL-side classes or instances) on the side ``screen`` (a SidedScreen) shows."""
+    """'asks ProxySQL: stats_mysql_commands_counters (54 rows) every 1s, stats_mysql_global
+    (header) every 1s' for the collectors ``asks`` (the MySQL-side classes or instances) on the
+    side ``screen`` (a SidedScreen) shows: the tables ProxySQL rebuilds for each read, their rows
+    and how often."""
     side = screen.side
     header = header_collector(screen)
     pace = view.interval_in_force(header)
@@ -41,15 +42,13 @@ def asks_line(screen, view, asks: Sequence[Any]) -> Tuple[Segment, ...]:
     for collector in asks:
         name = screen.on_side(collector.name)
         every = view.interval_in_force(name)
-        text = f"{name_on_side(collector.table, side)} every {units.interval(every)}"
+        latest = view.latest(name)
+        rows = rows_text(latest.data if latest is not None else None, getattr(collector, "rebuilt", ""))
+        text = name_on_side(collector.table, side) + (f" ({rows})" if rows else "") + f" every {units.interval(every)}"
         slower = getattr(collector, "slower_while", "")
         if slower and every and pace and every > pace:
             text += f" {slower}"
-        latest = view.latest(name)
-        rows = rows_text(latest.data if latest is not None else None, getattr(collector, "rebuilt", ""))
-        if rows:
-            text += f" (rebuilt on each read: {rows})"
         parts.append(text)
     if not any(screen.on_side(c.name) == header for c in asks):
-        parts.append(f"besides the header's {name_on_side('stats_mysql_global', side)} every {units.interval(pace)}")
+        parts.append(f"{name_on_side('stats_mysql_global', side)} (header) every {units.interval(pace)}")
     return (("asks ProxySQL: " + ", ".join(parts), "dim"),)
