@@ -10,6 +10,7 @@ import pymysql
 import pytest
 
 from proxytop import errors
+from proxytop.collectors.innodb import TAG  # what proxytop's statements to a MySQL server start with
 from proxytop.polling.connection import Endpoint, open_admin, open_mysql, run_query
 
 
@@ -22,26 +23,26 @@ def conn(mariadb):
 
 
 def test_text_as_str_with_invalid_utf8_replaced_and_other_types_converted(conn):
-    table = run_query(conn, "SELECT 1 AS one, 2.50 AS d, NULL AS n, 'caf\u00e9' AS t, "
+    table = run_query(conn, TAG + "SELECT 1 AS one, 2.50 AS d, NULL AS n, 'caf\u00e9' AS t, "
                             "CAST('2024-01-02' AS DATE) AS day, x'00ff' AS b, SUM(3) AS total")
     assert table.columns == ("one", "d", "n", "t", "day", "b", "total")
     assert table.rows == ((1, Decimal("2.50"), None, "caf\u00e9", datetime.date(2024, 1, 2), "\x00\ufffd", Decimal(3)),)
-    time_ms = run_query(conn, "SELECT TIME_MS FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()")
+    time_ms = run_query(conn, TAG + "SELECT TIME_MS FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()")
     assert isinstance(time_ms.rows[0][0], Decimal)  # MariaDB's DECIMAL column
 
 
 def test_a_server_error_leaves_the_connection_usable(conn):
     with pytest.raises(pymysql.err.MySQLError) as raised:
-        run_query(conn, "SELECT * FROM information_schema.no_such_table_here")
+        run_query(conn, TAG + "SELECT * FROM information_schema.no_such_table_here")
     assert raised.value.args[0] in (1109, 1146) and not errors.is_connection_error(raised.value)
-    assert run_query(conn, "SELECT 'still here'").rows == (("still here",),)
+    assert run_query(conn, TAG + "SELECT 'still here'").rows == (("still here",),)
 
 
 def test_a_lost_connection_is_a_connection_error(mariadb, conn):
     mariadb.query(f"KILL CONNECTION {conn.thread_id()}")
     with pytest.raises(pymysql.err.MySQLError) as raised:
         for _ in range(3):  # the first may still find the socket open
-            run_query(conn, "SELECT 1")
+            run_query(conn, TAG + "SELECT 1")
     assert errors.is_connection_error(raised.value)
 
 

@@ -46,6 +46,9 @@ MYSQL_EXPLAIN = re.compile(r"^\s*(/\* proxytop \*/\s*)?(set\s+statement\s+max_st
                            re.IGNORECASE)
 MYSQL_KILL = re.compile(r"^\s*(/\* proxytop \*/\s*)?kill\s+(query|connection)\s+\d+\s*$", re.IGNORECASE)
 TAGGED = re.compile(r"^\s*/\* proxytop \*/\s*")  # what proxytop sends a MySQL server starts so
+# ... but the question that tells a ProxySQL admin interface apart, sent to whatever -P names
+# (a test points it at MariaDB): ProxySQL matches it by its exact text, so it goes untagged.
+ADMIN_PROBE = re.compile(r"^select @@version_comment limit 1$")
 GENERAL_LOG = "proxytop-general.log"
 SUITE_CHECK = "test_suite_"  # tests whose name starts so run after every other test
 # ProxySQL copies its whole digest map for any query that names the table: only these reads
@@ -160,8 +163,8 @@ class StatementAudit:
                 if command in ("Query", "Prepare", "Execute"):
                     checked += 1
                     statement = TAGGED.sub("", argument)
-                    if SETUP.match(argument):
-                        continue  # PyMySQL's own, as it connects
+                    if SETUP.match(argument) or ADMIN_PROBE.match(argument):
+                        continue  # PyMySQL's own as it connects; the admin interface's probe
                     if not TAGGED.match(argument):
                         violations.append(f"{entry.server!r} connection {conn_id}: untagged {argument[:200]}")
                     elif not (ALLOWED.match(statement) or MYSQL_EXPLAIN.match(argument) or MYSQL_KILL.match(argument)):
