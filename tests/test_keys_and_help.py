@@ -92,6 +92,17 @@ def test_the_help_aligns_its_keys_and_lists_every_column_of_the_screen():
     assert any(line.split()[0] == "Queries/s" for line in listed) and any(line.startswith("  Weight") for line in listed)
 
 
+def test_the_help_wraps_a_long_text_under_its_column_at_80_columns():
+    ctl = Controller(Engine(), [ConnPoolScreen()], None)
+    wide = " ".join(view.screen_text([line]) for line in view.help_lines(ctl, 400)).split()
+    lines = [view.screen_text([line]) for line in view.help_lines(ctl, 80)]
+    assert all(len(line) <= 80 and "\u2026" not in line for line in lines)
+    assert " ".join(lines).split() == wide  # every word of every text, in order
+    switch = next(n for n, line in enumerate(lines) if "the MySQL servers' screens" in line)
+    text_column = lines[switch].index("the MySQL")
+    assert lines[switch + 1].startswith(" " * text_column) and lines[switch + 1].strip()  # its next line, under it
+
+
 def test_a_filter_that_cant_be_parsed_is_refused_and_the_previous_one_stays(proxytop_term, proxysql_double):
     term = live(proxytop_term, proxysql_double)
     term.send("/")

@@ -337,7 +337,8 @@ def _join(cells: Sequence[Segment], cursor: bool = False) -> Line:
 
 def help_lines(ctl, width: int) -> List[Line]:
     """The help's body (help_title goes above it): the keys of the screen, of a replay and of
-    the key table, then every column of the screen (screen.columns, as the table shows them)."""
+    the key table, then every column of the screen (screen.columns, as the table shows them);
+    a text too long for the width wraps under its own column."""
     overlay = ctl.overlay
     groups = [(f"{ctl.screen.title} screen", ctl.screen.bindings),
               (overlay.title if overlay else "", overlay.bindings if overlay else ()),
@@ -350,7 +351,8 @@ def help_lines(ctl, width: int) -> List[Line]:
         lines.append([(title, "label")])
         lines += [[(f"  {name:<{left}}", "header"), (text, None)] for name, text in entries]
         lines.append([])
-    return [fit(line, width) for line in lines[:-1]]
+    # a long text wraps under its own column: the help is read, not skimmed
+    return [part for line in lines[:-1] for part in wrap(line, width, indent=left + 2)]
 
 
 def help_title(ctl, shown: int, total: int, width: int) -> Line:
