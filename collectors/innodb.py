@@ -34,6 +34,7 @@ DISCOVERY = "innodb.discovery"
 # is sent none: it matches some of its commands by their exact text.)
 TAG = "/* proxytop */ "
 ACCESS_DENIED = {1227, 1142, 1143, 1044}  # ER_SPECIFIC_ACCESS_DENIED_ERROR and friends
+DENIED_RETRY = 60.0  # seconds before a statement refused for a missing privilege is sent again
 
 # What the InnoDB screen needs, plus the paths the IOstat screen maps onto devices.
 VARIABLES = (
@@ -119,6 +120,32 @@ class MySQLSession:
     def query(self, sql: str) -> Table:
         self.queries += 1
         return run_query(self.conn, TAG + sql)
+
+    def read_unless_denied(self, key: str, sql: str, now: float, retry_after: float = DENIED_RETRY):
+        """(table or None, denied, error line or None) of ``sql``. A statement refused for a
+        missing privilege is not sent again until ``retry_after`` seconds have passed (each
+        refusal is an access-denied error in the server's counters and audit logs); another
+        failed statement is one line; a broken connection raises."""
+        if self.denied_until.get(key, 0.0) > now:
+            return None, True, None
+        try:
+            return self.query(sql), False, None
+        except pymysql.err.MySQLError as exc:
+            if _code(exc) in ACCESS_DENIED:
+                self.denied_until[key] = now + retry_after
+                return None, True, None
+            if errors.is_connection_error(exc):
+                raise
+            return None, False, describe_mysql_error(exc, self.endpoint.password)
+
+    def retry_denied(self, now: float) -> None:
+        """Forget the refusals whose wait is over, on a new connection: a privilege granted
+        meanwhile applies only to connections opened after it."""
+        expired = [key for key, until in self.denied_until.items() if until <= now]
+        if expired:
+            for key in expired:
+                del self.denied_until[key]
+            self.reopen()
 
     def reopen(self) -> None:
         """A fresh connection in place: global privileges granted since apply only to new
@@ -333,7 +360,6 @@ class InnoDBEngine(ServerCollector):
     default_interval = 1.0
     min_interval = 1.0
     history = 2
-    retry_denied_after = 60.0
 
     def __init__(self, endpoint: Endpoint, clock=time.monotonic):
         super().__init__(endpoint)
@@ -341,29 +367,13 @@ class InnoDBEngine(ServerCollector):
 
     def _read(self, session: MySQLSession, key: str, sql: str):
         """(table or None, denied, error line or None)."""
-        if session.denied_until.get(key, 0.0) > self.clock():
-            return None, True, None
-        try:
-            return session.query(sql), False, None
-        except pymysql.err.MySQLError as exc:
-            if _code(exc) in ACCESS_DENIED:
-                session.denied_until[key] = self.clock() + self.retry_denied_after
-                return None, True, None
-            if errors.is_connection_error(exc):
-                raise
-            return None, False, describe_mysql_error(exc, session.endpoint.password)
+        return session.read_unless_denied(key, sql, self.clock())
 
     def collect(self, session: MySQLSession) -> EngineReading:
         prefetched, session.prefetched = session.prefetched, None  # taken once
         if prefetched is not None and self.clock() - prefetched[0] <= PREFETCH_FRESH:
             return prefetched[1]  # read with the status variables, a moment ago
-        expired = [key for key, until in session.denied_until.items() if until <= self.clock()]
-        if expired:
-            # Time to try again, on a new connection: a GRANT PROCESS made meanwhile applies
-            # only to connections opened after it.
-            for key in expired:
-                del session.denied_until[key]
-            session.reopen()
+        session.retry_denied(self.clock())
         if session.flavour is not None and session.flavour.is_mariadb:
             return self._collect_mariadb(session)
         text = metrics = None

@@ -4,7 +4,8 @@ role settings and its replication channels, read on the connection its InnoDB re
 One statement for the status variables and one for the role variables every reading; the
 replication status (SHOW ALL SLAVES STATUS on MariaDB, SHOW REPLICA STATUS on MySQL 8.0.22+,
 SHOW SLAVE STATUS before) needs a privilege (MariaDB: SLAVE MONITOR; MySQL: REPLICATION
-CLIENT): without it the reading says so, and the statement is tried again a minute later.
+CLIENT): without it the reading says so, and the statement is tried again a minute later, on
+a new connection.
 """
 from __future__ import annotations
 
@@ -12,12 +13,8 @@ import time
 from dataclasses import dataclass
 from typing import Dict, Mapping, Optional, Tuple
 
-import pymysql
-
-from proxytop.collectors.innodb import ACCESS_DENIED, MySQLSession, counter, describe_mysql_error, server_label, \
-    source_name
+from proxytop.collectors.innodb import MySQLSession, counter, server_label, source_name
 from proxytop.core import Collector, Table
-from proxytop.errors import is_connection_error
 from proxytop.metrics.innodb import Flavour
 from proxytop.polling.connection import Endpoint
 
@@ -31,7 +28,6 @@ STATUS = (
 )
 STATUS_SQL = "SHOW GLOBAL STATUS WHERE Variable_name IN ({})".format(", ".join(f"'{n}'" for n in STATUS))
 ROLE_SQL = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('read_only', 'super_read_only', 'wsrep_on', 'log_bin')"
-DENIED_RETRY = 60.0  # seconds before a refused replication statement is asked again
 ROLE_EVERY = 10.0  # seconds between two readings of the role variables, which change rarely
 
 
@@ -139,20 +135,12 @@ class ServerStatus(Collector):
         return values
 
     def collect(self, session: MySQLSession) -> ServerReading:
+        session.retry_denied(self.clock())
         status = {str(name): counter(value) for name, value in session.query(STATUS_SQL).rows}
         variables = self.role_variables(session)
         sql = replication_sql(session.flavour)
-        if session.denied_until.get(sql, 0.0) > self.clock():
-            return ServerReading(status, variables, replication_denied=replication_privilege(session.flavour))
-        try:
-            table = session.query(sql)
-        except pymysql.err.MySQLError as exc:
-            code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
-            if code in ACCESS_DENIED:
-                session.denied_until[sql] = self.clock() + DENIED_RETRY
-                return ServerReading(status, variables, replication_denied=replication_privilege(session.flavour))
-            if is_connection_error(exc):
-                raise
-            return ServerReading(status, variables,
-                                 replication_error=describe_mysql_error(exc, session.endpoint.password))
+        table, denied, error = session.read_unless_denied(sql, sql, self.clock())
+        if table is None:
+            return ServerReading(status, variables, replication_error=error,
+                                 replication_denied=replication_privilege(session.flavour) if denied else None)
         return ServerReading(status, variables, channels_from(table))

@@ -24,13 +24,12 @@ from typing import Dict, Optional, Tuple
 
 import pymysql
 
-from proxytop.collectors.innodb import ACCESS_DENIED, TAG, MySQLSession, describe_mysql_error, server_label, source_name
+from proxytop.collectors.innodb import ACCESS_DENIED, DENIED_RETRY, TAG, MySQLSession, describe_mysql_error, server_label, source_name
 from proxytop.core import Collector, Table
 from proxytop.errors import is_connection_error
 from proxytop.polling.connection import Endpoint, close_quietly, connect, run_query
 
 INFO_CHARS = 4096  # characters of each statement read (a statement can be megabytes long)
-DENIED_RETRY = 60.0  # seconds before a refused join is tried again
 IDLE = "Sleep"
 LOCAL_HOSTS = frozenset(("127.0.0.1", "localhost", "::1"))
 NO_PROCESS = "needs PROCESS: only this user's sessions, no transactions"
@@ -193,13 +192,7 @@ class Sessions(Collector):
 
     def collect(self, session: MySQLSession) -> SessionsReading:
         mariadb = session.flavour is not None and session.flavour.is_mariadb
-        expired = [key for key in (TRX_KEY, THREADS_KEY) if session.denied_until.get(key, float("inf")) <= self.clock()]
-        if expired:
-            # Time to try again, on a new connection: a privilege granted meanwhile applies
-            # only to connections opened after it.
-            for key in expired:
-                del session.denied_until[key]
-            session.reopen()
+        session.retry_denied(self.clock())
         transactions = TRX_KEY not in session.denied_until
         threads = THREADS_KEY not in session.denied_until
         error = None
