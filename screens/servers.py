@@ -213,15 +213,12 @@ class ServersScreen(Screen):
             rows_s=row_operations(before, status, seconds),
             hit_pct=hit_ratio(before, status), hll=status.get("Innodb_history_list_length"),
             lag=worst_lag(reading.channels), repl=replication_text(reading))
-        notes = channel_problems(reading.channels)
-        if reading.replication_denied:
-            notes.append(f"replication status needs {reading.replication_denied}")
-        if reading.replication_error:
-            notes.append(reading.replication_error)
-        if view.error(server.server_name):
-            notes.append(view.error(server.server_name))
+        problems = channel_problems(reading.channels)
+        notes = problems + [f"replication status needs {reading.replication_denied}" if reading.replication_denied
+                            else None, reading.replication_error, view.error(server.server_name)]
+        notes = [note for note in notes if note]
         row["note"] = "; ".join(notes) if notes else None
-        row["_note_style"] = "danger" if channel_problems(reading.channels) else "warning"
+        row["_note_style"] = "danger" if problems else "warning"
         return row
 
     def action_sessions(self, controller) -> None:
