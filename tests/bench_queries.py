@@ -33,6 +33,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 import psutil
 
 from proxytop.collectors.digest import MYSQL_TABLES, statement
+from proxytop.polling.connection import admin_statement
 from tests.benchmark import HEIGHT, WIDTH, RSSSampler, Stepper, machine, ms
 from tests.proxysql_double import ProxySQLDouble, Recording
 from tests.scale_digests import ScaleDigests
@@ -255,7 +256,7 @@ def bench_load(recording: Recording, seconds: float) -> dict:
 
         def digest_reads():
             with double._lock:
-                return [t for t, _u, sql in double.query_log if sql.strip().lower() == READ]
+                return [t for t, _u, sql in double.query_log if sql.strip().lower() == admin_statement(READ)]
 
         time.sleep(seconds)
         marks["hidden before"] = len(digest_reads())

@@ -446,8 +446,10 @@ class ProxySQLDouble:
                 self.rules_loaded_at = int(time.time())
 
     def queries(self, user: Optional[str] = None) -> List[str]:
+        """The statements received, without proxytop's ``/* proxytop */`` at their end (the
+        statement audit, tests/test_safety.py, checks the tag in ``query_log``)."""
         with self._lock:
-            return [sql for _, u, sql in self.query_log if user is None or u == user]
+            return [_PROXYTOP_TAG.sub("", sql) for _, u, sql in self.query_log if user is None or u == user]
 
     # --- tables ---
     def _columns_for(self, table: str, columns: List[str], rows: Rows) -> Tuple[List[str], Rows]:
@@ -637,6 +639,8 @@ class ProxySQLDouble:
 RESET_TWINS = ("stats_mysql_connection_pool", "stats_mysql_query_digest", "stats_mysql_errors",
                "stats_pgsql_connection_pool", "stats_pgsql_query_digest", "stats_pgsql_errors")
 
+_PROXYTOP_TAG = re.compile(r" /\* proxytop \*/$")
+_TRAILING_COMMENT = re.compile(r"\s*/\*[^*]*\*/\s*;?\s*$")
 _KILL = re.compile(r"^\s*kill\s+(connection\s+)?(\d+)\s*;?\s*$", re.IGNORECASE)
 
 
@@ -767,6 +771,7 @@ class Session:
         """A traffic-port query: ProxySQL's own answer, or the backend's."""
         if sql == "select @@version_comment limit 1":  # the one byte-exact match ProxySQL answers
             return (["@@version_comment"], [["(ProxySQL)"]])
+        sql = _TRAILING_COMMENT.sub("", sql)  # the backend ignores a comment
         lowered = " ".join(sql.lower().split())
         if lowered.startswith("set "):
             return None
@@ -787,7 +792,10 @@ class Session:
         rec = self.double.recording
         if lowered.startswith("set ") or lowered in ("begin", "commit", "rollback"):
             return None
-        kill = _KILL.match(sql)
+        # ProxySQL knows KILL CONNECTION and select @@version by their first words (a comment
+        # after them is ignored); SHOW TABLES and CHECKSUM ... only as the whole statement.
+        sql_words = _TRAILING_COMMENT.sub("", sql)
+        kill = _KILL.match(sql_words)
         if kill:
             if self.kind != "admin" or (kill.group(1) is None and "query" in lowered):
                 raise AdminError(1045, 'ProxySQL Admin Error: near "KILL": syntax error')
@@ -795,9 +803,9 @@ class Session:
             return None
         if lowered.startswith("kill"):
             raise AdminError(1045, 'ProxySQL Admin Error: near "KILL": syntax error')
-        if lowered in ("select @@version", "select version()"):
+        if " ".join(sql_words.lower().split()) in ("select @@version", "select version()"):
             version = "1.4.16-1-g6c9ae2b" if self.double.version == "1.4" else rec.version()
-            return ([sql.split(None, 1)[1]], [[version]])
+            return ([sql_words.split(None, 1)[1]], [[version]])
         if lowered.startswith("select @@version_comment"):
             return (["@@version_comment"], [["(ProxySQL Admin Module)"]])
         if lowered.startswith("select @@"):

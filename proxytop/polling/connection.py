@@ -27,6 +27,25 @@ log = logging.getLogger(__name__)
 # Searched in every query sent. Not ``\w+_reset\b``: that retried the \w+ from every letter of
 # every word (40 µs for the monitor logs' query, against 1 µs for this one).
 _RESET_TABLE = re.compile(r"_reset\b", re.IGNORECASE)
+# Every statement proxytop sends ProxySQL's admin interface says whose it is, as the MySQL
+# servers' do, but at its end: the admin interface recognises its own commands by their first
+# words (ProxySQL_Admin.cpp: KILL CONNECTION, LOAD/SAVE) and hands the rest to SQLite, which
+# takes a comment anywhere. Commands it matches by their whole text (CHECKSUM ..., SHOW TABLES;
+# the identifying select @@version_comment limit 1) would not be recognised with anything
+# added, so they go as they are.
+ADMIN_TAG = " /* proxytop */"
+_WHOLE_TEXT_COMMAND = re.compile(r"^\s*(checksum|show)\s", re.IGNORECASE)
+
+
+def admin_statement(sql: str) -> str:
+    """``sql`` as proxytop sends it to ProxySQL's admin interface.
+
+    >>> admin_statement("select * from stats_mysql_global"), admin_statement("KILL CONNECTION 7")
+    ('select * from stats_mysql_global /* proxytop */', 'KILL CONNECTION 7 /* proxytop */')
+    >>> admin_statement("CHECKSUM MEMORY MYSQL QUERY RULES")
+    'CHECKSUM MEMORY MYSQL QUERY RULES'
+    """
+    return sql if _WHOLE_TEXT_COMMAND.match(sql) else sql + ADMIN_TAG
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
 
 
@@ -187,13 +206,13 @@ class AdminSession:
             # Reading a *_reset table zeroes ProxySQL's counters for everybody.
             raise errors.UnsafeQuery("it names a *_reset table")
         self.queries += 1
-        return run_query(self.conn, sql)
+        return run_query(self.conn, admin_statement(sql))
 
     def execute(self, sql: str) -> None:
         """The one write proxytop makes (after the user confirms): a KILL CONNECTION."""
         self.queries += 1
         with self.conn.cursor() as cursor:
-            cursor.execute(sql)
+            cursor.execute(admin_statement(sql))
 
 
 def open_admin(endpoint: Endpoint) -> AdminSession:
@@ -253,7 +272,7 @@ def identify(session: AdminSession) -> None:
         server = getattr(session.conn, "server_version", "") or "unknown server"
         raise errors.NotProxySQLAdmin(f"server says {text or server!r}")
     try:
-        version = run_query(session.conn, "select @@version")
+        version = run_query(session.conn, admin_statement("select @@version"))
         tables = run_query(session.conn, "SHOW TABLES")
         session.tables = frozenset(row[0] for row in tables.rows)
         if "runtime_mysql_servers" in session.tables:
@@ -319,7 +338,7 @@ def count_pgsql_servers(session: AdminSession) -> Optional[int]:
     once when the connection opens, so that ``m`` knows without a query of its own."""
     if not session.version or session.version < (3,) or "runtime_pgsql_servers" not in session.tables:
         return None
-    result = run_query(session.conn, "select count(*) from runtime_pgsql_servers")
+    result = run_query(session.conn, admin_statement("select count(*) from runtime_pgsql_servers"))
     try:
         return int(result.rows[0][0])
     except (IndexError, TypeError, ValueError):
