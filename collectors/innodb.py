@@ -81,7 +81,7 @@ def describe_mysql_error(exc: BaseException, password: Optional[str] = None, ser
     else:
         message = errors.describe(exc, server=server)
     if password:
-        message = message.replace(password, "***")
+        message = errors.mask_password(message, password)
     return " ".join(message.split())
 
 

@@ -119,6 +119,21 @@ class Fleet:
         if key not in self.servers:
             self.servers[key] = Server(key, endpoint, explicit=True)
 
+    def watch(self, endpoint: Endpoint) -> None:
+        """Watch ``endpoint`` from now on as if it had been given with --mysql (the address
+        given for ProxySQL turned out to be a MySQL server): no ProxySQL to discover through.
+        No I/O: its source's thread connects on its own."""
+        self.discover = False
+        key = server_label(endpoint)
+        if key in self.servers:
+            return
+        self.add_explicit(endpoint)
+        if self._engine is not None:
+            self._engine.add_source(MySQLSource(endpoint))
+            for collector in fleet_collectors(endpoint):
+                self._engine.add_collector(collector)
+            self._pace()
+
     def listed(self) -> List[Server]:
         return [server for server in self.servers.values() if server.listed]
 

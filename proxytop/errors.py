@@ -22,6 +22,15 @@ class NotProxySQLAdmin(Exception):
     """The server answered but is not a ProxySQL admin interface."""
 
 
+class MySQLServerFound(NotProxySQLAdmin):
+    """A MySQL server answered where a ProxySQL admin interface was expected; ``found`` says
+    what it is (its version, when it said it)."""
+
+    def __init__(self, text: str, found: str = "a MySQL server"):
+        super().__init__(text)
+        self.found = found
+
+
 class NotMySQL(Exception):
     """The port did not answer as a MySQL server would: no greeting within the connect timeout
     (``silent``: an HTTP server waiting for its request, a hung server), or bytes of another
@@ -135,6 +144,8 @@ def _describe(exc: BaseException, target: str, password: Optional[str], server: 
     code, text = _code_and_text(exc)
     if password:
         text = mask_password(text, password)
+    if isinstance(exc, MySQLServerFound):
+        return f"{where}not a ProxySQL admin interface ({text}): to watch this MySQL server, use --mysql HOST[:PORT]"
     if isinstance(exc, NotProxySQLAdmin):
         return f"{where}not a ProxySQL admin interface ({text})"
     if isinstance(exc, UnsafeQuery):

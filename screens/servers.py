@@ -130,7 +130,7 @@ class ServersScreen(Screen):
         Binding(("c",), "channels", "the replication channels of the selected server: threads, lag, errors",
                 "c channels"),
     )
-    columns = (
+    all_columns = (
         Column("server", "Server", 18, "<", numeric=False, priority=0),
         Column("proxysql", "HG/Status", 12, "<", numeric=False, priority=6,
                help="ProxySQL hostgroups of the server and its status there (runtime_mysql_servers)"),
@@ -163,8 +163,10 @@ class ServersScreen(Screen):
         super().__init__(config)
         self.fleet = fleet if fleet is not None else Fleet.from_config(config)
         self._down = 0
+        self.columns = self.all_columns
+        self._without_proxysql = tuple(c for c in self.all_columns if c.key != "proxysql")
         if not getattr(config, "proxysql", True):  # no ProxySQL: no hostgroups to show
-            self.columns = tuple(c for c in self.columns if c.key != "proxysql")
+            self.columns = self._without_proxysql
 
     def active_collectors(self) -> List[str]:
         names = [DISCOVERY] if self.fleet.discover else []
@@ -178,6 +180,8 @@ class ServersScreen(Screen):
 
     def rows(self, view: DataView) -> List[Row]:
         self.fleet.sync_discovered()
+        if not self.fleet.discover:  # none asked of ProxySQL (or -H/-P named a MySQL server)
+            self.columns = self._without_proxysql
         rows = [self.server_row(server, view) for server in self.fleet.listed()]
         self._down = sum(1 for row in rows if row.get("_down"))
         return rows

@@ -29,7 +29,8 @@ def test_only_mysql_named_shows_the_servers_half_alone(proxytop_term, mariadb):
     screen = term.wait_until(lambda s: re.search(r"MariaDB 10\.\d+\.\d+\s+primary", row_of(s, mariadb.address))
                              is not None, timeout=15, what="the server's row")
     lines = screen.splitlines()
-    assert lines[0].startswith("proxytop 1 MySQL server") and "ProxySQL" not in lines[0]
+    # one server: the header names it
+    assert re.match(rf"proxytop MySQL {re.escape(mariadb.address)}  MariaDB 10\.", lines[0]) and "ProxySQL" not in lines[0]
     assert lines[2].startswith("1:Servers 2:Sessions 3:InnoDB 4:IOstat") and "ConnPool" not in screen
     assert "disconnected" not in screen  # no ProxySQL is looked for
     # Questions/s from two readings: proxytop's own statements at least
@@ -111,6 +112,33 @@ def test_m_on_a_backend_row_opens_its_server_and_m_comes_back(proxytop_term, pro
     term.send("M")  # back where it was: ConnPool
     term.wait_until(lambda s: s.splitlines()[2].startswith("1:ConnPool") and "hostgroup 20 total" in s,
                     what="ConnPool again")
+
+
+def test_h_and_p_pointed_at_a_mysql_server_show_its_mysql_screens(proxytop_term, mariadb):
+    """-H/-P name a MariaDB server, not a ProxySQL admin interface: proxytop says what it found
+    and watches it as if --mysql had named it, with the credentials given for it (-u, -p)."""
+    term = proxytop_term("-H", mariadb.host, "-P", str(mariadb.port), "-u", mariadb.user, "-p", mariadb.password,
+                         "-d", "1", cols=200, rows=24)
+    screen = term.wait_until(lambda s: re.search(r"MariaDB 10\.\d+\.\d+\s+primary", row_of(s, mariadb.address))
+                             is not None, timeout=20, what="the server's row on the Servers screen")
+    lines = screen.splitlines()
+    assert re.match(rf"proxytop MySQL {re.escape(mariadb.address)}  MariaDB 10\.", lines[0]), lines[0]
+    assert lines[2].startswith("1:Servers 2:Sessions") and "ConnPool" not in screen
+    assert f"{mariadb.address} is a MySQL server, not a ProxySQL admin interface (10." in " ".join(screen.split())
+    assert "disconnected" not in screen and "through ProxySQL" not in screen
+    term.send("M")
+    term.wait_for("only the MySQL servers are watched: -H/-P named a MySQL server")
+    term.send("q")
+    assert term.wait_exit(5) == 0
+
+
+def test_batch_pointed_at_a_mysql_server_says_how_to_watch_it(mariadb):
+    result = subprocess.run(list(proxytop_command()) + ["-H", mariadb.host, "-P", str(mariadb.port), "-u", mariadb.user,
+                                                        "-p", mariadb.password, "--batch", "--count", "1"],
+                            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 1
+    assert "not a ProxySQL admin interface (server says" in result.stderr
+    assert "to watch this MySQL server, use --mysql HOST[:PORT]" in result.stderr
 
 
 def test_channels_are_read_by_name_from_mysql_8s_show_replica_status():

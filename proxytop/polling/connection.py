@@ -248,7 +248,7 @@ def refused_by_mysql(exc: pymysql.err.OperationalError) -> None:
     "ProxySQL Error:": say that it is not the admin interface, which is the useful news."""
     code, message = (exc.args + (None, ""))[:2]
     if code == 1045 and not str(message).startswith("ProxySQL"):
-        raise errors.NotProxySQLAdmin(f"a MySQL server answered: {message}") from exc
+        raise errors.MySQLServerFound(f"a MySQL server answered: {message}") from exc
 
 
 def _server_error(exc: BaseException) -> bool:
@@ -270,7 +270,10 @@ def identify(session: AdminSession) -> None:
             raise
     if "ProxySQL" not in (text or ""):
         server = getattr(session.conn, "server_version", "") or "unknown server"
-        raise errors.NotProxySQLAdmin(f"server says {text or server!r}")
+        if server.startswith("5.5.5-"):  # MariaDB's greeting keeps an old prefix for old clients
+            server = server[len("5.5.5-"):]
+        found = " ".join(str(part) for part in (server, f"({text})" if text else "") if part)
+        raise errors.MySQLServerFound(f"server says {text or server!r}", found=found)
     try:
         version = run_query(session.conn, admin_statement("select @@version"))
         tables = run_query(session.conn, "SHOW TABLES")
@@ -308,6 +311,8 @@ class ProxySQLSource(PyMySQLSource):
         self.endpoint = endpoint
         self.description = f"ProxySQL {endpoint.label}"
         self.session: Optional[AdminSession] = None  # the latest session, for the header
+        # What answered instead, when it was a MySQL server: the live view then watches it as one.
+        self.found_mysql: Optional[str] = None
         self._answered: set = set()  # the endpoints that answered as ProxySQL (private: not recorded)
 
     def opened(self, session: AdminSession) -> None:
@@ -315,8 +320,16 @@ class ProxySQLSource(PyMySQLSource):
         self.session = session
         self._answered.add(session.endpoint.label)
 
+    def open(self, endpoint: Endpoint) -> AdminSession:
+        """An admin session to ``endpoint``, noting what answered when it was a MySQL server."""
+        try:
+            return open_admin(endpoint)
+        except errors.MySQLServerFound as exc:
+            self.found_mysql = exc.found
+            raise
+
     def connect(self) -> AdminSession:
-        session = open_admin(self.endpoint)
+        session = self.open(self.endpoint)
         self.opened(session)
         log.info("connected to %s as %s, version %s, %s", self.endpoint.label, self.endpoint.user,
                  session.version_text, session.encryption or "no TLS")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from proxytop.core import Table
-from proxytop.polling.connection import AdminSession, Endpoint, ProxySQLSource, close_quietly, open_admin
+from proxytop.polling.connection import AdminSession, Endpoint, ProxySQLSource, close_quietly
 
 log = logging.getLogger(__name__)
 
@@ -211,7 +211,7 @@ class WatchedProxySQLSource(ProxySQLSource):
     def connect(self) -> WatchedSession:
         node = self.nodes.watched
         self._arrive(node)
-        session = open_admin(node.endpoint)
+        session = self.open(node.endpoint)
         self.opened(session)
         log.info("connected to %s as %s, version %s", node.label, node.endpoint.user, session.version_text)
         self._learn(session)
@@ -231,7 +231,7 @@ class WatchedProxySQLSource(ProxySQLSource):
         self._arrive(node)
         close_quietly(handle.session.conn)  # the old node may be gone already
         handle.node = node
-        handle.session = open_admin(node.endpoint)  # a failure is a lost connection: retried
+        handle.session = self.open(node.endpoint)  # a failure is a lost connection: retried
         self.opened(handle.session)
         self._learn(handle.session)
         log.info("now watching %s", node.label)

@@ -213,7 +213,10 @@ class Controller:
         backend, its health view), the Servers screen opens on that server."""
         others = [half for half in self.halves if half != self.ui.half]
         if not others:
-            self.say("only the MySQL servers are watched: no ProxySQL was named (-H, -P)" if self.ui.half == MYSQL_HALF
+            found = getattr(self.engine.source("proxysql"), "found_mysql", None)
+            self.say(("only the MySQL servers are watched: " + ("-H/-P named a MySQL server" if found
+                                                                else "no ProxySQL was named (-H, -P)"))
+                     if self.ui.half == MYSQL_HALF
                      else "no MySQL server is watched: add one with --mysql HOST[:PORT]")
             return
         row = self.ui.detail_row if self.ui.mode == "detail" else self.selected_row()
@@ -271,6 +274,8 @@ class Controller:
 
     def alarm_plan(self) -> Tuple[Tuple[str, float], ...]:
         """The pool readings the header's backend alarm takes on every screen (screens.connpool)."""
+        if PROXYSQL_HALF not in self.halves:
+            return ()  # no ProxySQL is watched (or what was named turned out to be a MySQL server)
         return alarm_collectors(getattr(self.view.source("proxysql"), "session", None), self.engine.latest)
 
     def activate(self) -> None:
@@ -295,7 +300,7 @@ class Controller:
             if collector is not None:
                 engine.set_interval(name, max(collector.default_interval, interval) if collector.own_pace else interval)
         header = header_collector(screen, names)
-        if engine.collector(header) is not None:
+        if PROXYSQL_HALF in self.halves and engine.collector(header) is not None:
             engine.set_interval(header, interval)
             names.append(header)
         self._alarm_plan = self.alarm_plan()
@@ -337,7 +342,27 @@ class Controller:
         only registered collectors): ask again."""
         return not self.engine.replaying and any(self.engine.collector(n) is not None for n in self._asked_early)
 
+    def watch_mysql_found(self) -> None:
+        """The address given for ProxySQL answered as a MySQL server: from now on proxytop
+        watches it as one (its MySQL screens alone), and says what it found."""
+        source = self.engine.source("proxysql")
+        found = getattr(source, "found_mysql", None)
+        several = getattr(getattr(source, "nodes", None), "several", False)  # -H a,b: one of several
+        if not found or several or PROXYSQL_HALF not in self.halves or MYSQL_HALF not in self.halves:
+            return
+        fleet = next((s.fleet for s in self.screens if getattr(s, "fleet", None) is not None), None)
+        if fleet is None:
+            return
+        fleet.watch(source.endpoint)
+        del self.halves[PROXYSQL_HALF]
+        self.ui.half = MYSQL_HALF
+        self.switch(self.tabs[0])
+        self.activate()
+        self.say(f"{source.endpoint.label} is a MySQL server, not a ProxySQL admin interface ({found}): "
+                 f"showing its MySQL screens")
+
     def rows(self) -> List[dict]:
+        self.watch_mysql_found()
         screen = self.screen
         names = tuple(screen.active_collectors())
         if names != self._activated or self.alarm_plan() != self._alarm_plan or self._registered_since():

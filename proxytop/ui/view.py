@@ -15,7 +15,7 @@ from proxytop.metrics.sides import MYSQL, PGSQL
 from proxytop.screens.base import Cells
 from proxytop.screens.connpool import header_queries
 from proxytop.screens.sided import header_label, header_readings
-from proxytop.screens import HALF_TITLES, MYSQL_HALF, keys, table
+from proxytop.screens import HALF_TITLES, MYSQL_HALF, PROXYSQL_HALF, keys, table
 
 Segment = Tuple[str, Optional[str]]
 Line = List[Segment]
@@ -188,12 +188,19 @@ def mysql_header_lines(ctl, width: int) -> List[Line]:
     states = [engine.state(server.source) for server in listed]
     down = sum(1 for state in states if state is not None and state.error and not state.connected)
     first: List[Tuple[int, Line]] = [
-        (0, [("proxytop ", "header_title")] + ([("REPLAY ", "warning_bold")] if engine.replaying else [])),
-        (0, [(f"{len(listed)} MySQL server{'' if len(listed) == 1 else 's'}", "header")])]
+        (0, [("proxytop ", "header_title")] + ([("REPLAY ", "warning_bold")] if engine.replaying else []))]
+    if len(listed) == 1:  # one server: the header names it, as the ProxySQL half's names its ProxySQL
+        session = getattr(engine.source(listed[0].source), "session", None)
+        flavour = getattr(session, "flavour", None)
+        first.append((0, [("MySQL ", "label"), (listed[0].key, "header")]))
+        if flavour is not None:
+            first.append((2, [(f"  {flavour.label}", "header")]))
+    else:
+        first.append((0, [(f"{len(listed)} MySQL servers", "header")]))
     if down:
-        first.append((0, [(f"  {down} down", "danger")]))
+        first.append((0, [(f"  {down} down" if len(listed) > 1 else "  down", "danger")]))
     source, state = engine.source("proxysql"), engine.state("proxysql")
-    if source is not None:
+    if source is not None and PROXYSQL_HALF in ctl.halves:
         first.append((3, [("  through ProxySQL ", "label"), (source.endpoint.label, "header")]
                       + ([("  (disconnected)", "danger")] if state is not None and state.error else [])))
     lines = [fit_fields(first, width), fit_fields(timing_fields(ctl), width)]
