@@ -169,6 +169,11 @@ class Screen:
         such a row opens the Servers screen on it."""
         return None
 
+    def mysql_hostgroups(self, row: Row) -> Tuple[int, ...]:
+        """The hostgroups a row's queries went to (a digest's), when it names no one server:
+        M on it opens the Servers screen on their first server and names them all."""
+        return ()
+
     def initial_state(self) -> TableState:
         key, descending = self.default_sort
         return TableState(sort_key=key or (self.columns[0].key if self.columns else ""), descending=descending)

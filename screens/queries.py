@@ -516,6 +516,12 @@ class QueriesScreen(SidedScreen, Screen):
     # --- drill-down ----------------------------------------------------------------------------
     live_detail = True
 
+    def mysql_hostgroups(self, row: Row) -> Tuple[int, ...]:
+        """The hostgroups that served the digest (not the query cache's -1)."""
+        if row.get("_kind") == "subtotal" or getattr(self, "side", MYSQL) != MYSQL:
+            return ()
+        return tuple(int(h) for h in str(row.get("hg") or "").split(",") if h.strip().isdigit())
+
     def detail(self, row: Row, view: DataView) -> Optional[Detail]:
         frame = self.frame(view)
         rules_snapshot = view.latest(self.on_side(RuntimeQueryRules.name))

@@ -114,6 +114,18 @@ def test_m_on_a_backend_row_opens_its_server_and_m_comes_back(proxytop_term, pro
                     what="ConnPool again")
 
 
+def test_m_on_a_digest_opens_the_servers_of_its_hostgroups(proxytop_term, proxysql_double, mariadb):
+    term = proxytop_term("-P", str(proxysql_double.port), *mysql_args(mariadb), "--screen", "queries",
+                         cols=200, rows=30)
+    term.wait_until(lambda s: "SELECT c FROM sbtest1" in s, timeout=20, what="the digests")
+    term.send("M")  # on the first digest
+    screen = term.wait_until(lambda s: s.splitlines()[2].startswith("1:Servers")
+                             and re.search(r"hostgroups? [\d,]+: 127\.0\.0\.1:33\d\d", " ".join(s.split())),
+                             timeout=20, what="the Servers screen and the hostgroup's servers named")
+    term.send("M")
+    term.wait_until(lambda s: s.splitlines()[2].startswith("1:ConnPool") and "Queries" in s, what="Queries again")
+
+
 def test_h_and_p_pointed_at_a_mysql_server_show_its_mysql_screens(proxytop_term, mariadb):
     """-H/-P name a MariaDB server, not a ProxySQL admin interface: proxytop says what it found
     and watches it as if --mysql had named it, with the credentials given for it (-u, -p)."""

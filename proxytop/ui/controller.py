@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from functools import partialmethod
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from proxytop.collectors.innodb import DISCOVERY
 from proxytop.polling import nodes
 from proxytop.screens.base import Confirm, DataView, Detail, Screen
 from proxytop.screens.connpool import alarm_collectors
@@ -58,6 +59,7 @@ class UIState:
     # per screen: a row the cursor goes to once it shows (M on a backend: its server, which
     # the Servers screen may list only after its next discovery reading)
     sought: Dict[str, object] = field(default_factory=dict)
+    sought_hostgroups: Tuple[int, ...] = ()  # M on a digest: the Servers screen seeks their servers
     intervals: Dict[str, float] = field(default_factory=dict)  # per screen: seconds between readings
     mode: str = "table"  # table | filter | prompt | help | detail | confirm
     input: str = ""  # the filter or prompt text typed
@@ -221,17 +223,39 @@ class Controller:
             return
         row = self.ui.detail_row if self.ui.mode == "detail" else self.selected_row()
         server = self.screen.mysql_server(row) if row is not None else None
+        # a digest: the servers of the hostgroups that served it, once the fleet knows them
+        self.ui.sought_hostgroups = self.screen.mysql_hostgroups(row) if row is not None and server is None else ()
         self.ui.left_in[self.ui.half] = self.ui.index
         self.ui.half = others[0]
         target = self.ui.left_in.get(self.ui.half, self.tabs[0])
-        if server is not None:
-            servers = next((i for i in self.tabs if self.screens[i].key == "servers"), None)
-            if servers is not None:
-                target = servers
+        servers = next((i for i in self.tabs if self.screens[i].key == "servers"), None)
+        if servers is not None and (server is not None or self.ui.sought_hostgroups):
+            target = servers
+            if server is not None:
                 self.ui.cursor_id["servers"] = self.ui.sought["servers"] = server
         self.ui.mode = "table"
         self.switch(target)
         self._rows_token = None
+
+    def land_on_hostgroups(self) -> None:
+        """After M on a digest: the cursor on the first server of the hostgroups that served it,
+        and all of them named, as soon as the fleet knows them (ProxySQL's runtime_mysql_servers
+        is read when the MySQL screens show)."""
+        hostgroups = self.ui.sought_hostgroups
+        fleet = getattr(self.screen, "fleet", None)
+        if not hostgroups or self.screen.key != "servers" or fleet is None:
+            return
+        fleet.sync_discovered()  # the latest discovery reading's servers (no I/O)
+        found = [s.key for s in fleet.listed() if s.discovered and set(s.discovered.hostgroups) & set(hostgroups)]
+        named = "hostgroup" + ("s " if len(hostgroups) > 1 else " ") + ",".join(map(str, hostgroups))
+        if found:
+            self.ui.cursor_id["servers"] = self.ui.sought["servers"] = found[0]
+            self.say(f"{named}: {', '.join(found)}")
+        elif fleet.discover and self.engine.latest(DISCOVERY) is None:
+            return  # not read yet: the next frame looks again
+        else:
+            self.say(f"{named}: no MySQL server of it is known (ProxySQL's runtime_mysql_servers, an admin user)")
+        self.ui.sought_hostgroups = ()
 
     def switch(self, index: int) -> None:
         if index != self.ui.index:
@@ -363,6 +387,7 @@ class Controller:
 
     def rows(self) -> List[dict]:
         self.watch_mysql_found()
+        self.land_on_hostgroups()
         screen = self.screen
         names = tuple(screen.active_collectors())
         if names != self._activated or self.alarm_plan() != self._alarm_plan or self._registered_since():
