@@ -33,7 +33,7 @@ import sqlite3
 import time
 from typing import Dict, List, Optional, Tuple
 
-from tests.mysql_protocol import ProtocolServer, QueryError
+from tests.mysql_protocol import LONGLONG, VAR_STRING, ProtocolServer, QueryError
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 USER, PASSWORD = "monitor", "monitor-8-pw"
@@ -58,33 +58,33 @@ REPLICA_COLUMNS = (
     "Source_TLS_Version", "Source_public_key_path", "Get_Source_public_key", "Network_Namespace",
 )
 CHANNEL_DEFAULTS = {
-    "Replica_IO_State": "Waiting for source to send event", "Source_User": "repl", "Source_Port": "3306",
-    "Connect_Retry": "60", "Replica_IO_Running": "Yes", "Replica_SQL_Running": "Yes", "Last_Errno": "0",
-    "Last_Error": "", "Skip_Counter": "0", "Until_Condition": "None", "Until_Log_Pos": "0",
-    "Source_SSL_Allowed": "No", "Source_SSL_Verify_Server_Cert": "No", "Last_IO_Errno": "0", "Last_IO_Error": "",
-    "Last_SQL_Errno": "0", "Last_SQL_Error": "", "Source_Info_File": "mysql.slave_master_info", "SQL_Delay": "0",
+    "Replica_IO_State": "Waiting for source to send event", "Source_User": "repl", "Source_Port": 3306,
+    "Connect_Retry": 60, "Replica_IO_Running": "Yes", "Replica_SQL_Running": "Yes", "Last_Errno": 0,
+    "Last_Error": "", "Skip_Counter": 0, "Until_Condition": "None", "Until_Log_Pos": 0,
+    "Source_SSL_Allowed": "No", "Source_SSL_Verify_Server_Cert": "No", "Last_IO_Errno": 0, "Last_IO_Error": "",
+    "Last_SQL_Errno": 0, "Last_SQL_Error": "", "Source_Info_File": "mysql.slave_master_info", "SQL_Delay": 0,
     "SQL_Remaining_Delay": None, "Replica_SQL_Running_State": "Replica has read all relay log; waiting for more updates",
-    "Source_Retry_Count": "86400", "Auto_Position": "1", "Get_Source_public_key": "0",
+    "Source_Retry_Count": 86400, "Auto_Position": 1, "Get_Source_public_key": 0,
 }
 # Two channels of a replica (multi-source): one behind (its lag grows LAG_PER_SECOND a second),
 # one whose applier stopped on a duplicate key, as MySQL 8's multithreaded applier words it.
 CHANNELS = (
     {"Channel_Name": "europe", "Source_Host": "db8-eu.example", "Seconds_Behind_Source": 95,
-     "Source_Log_File": "binlog.000212", "Read_Source_Log_Pos": "4410221", "Relay_Source_Log_File": "binlog.000212",
-     "Exec_Source_Log_Pos": "3901112", "Relay_Log_File": "db8-replica-relay-bin-europe.000044",
-     "Relay_Log_Pos": "3901331", "Source_Server_Id": "11", "Source_UUID": "6c1f2a52-ab12-11ee-9c1e-0242ac120011",
+     "Source_Log_File": "binlog.000212", "Read_Source_Log_Pos": 4410221, "Relay_Source_Log_File": "binlog.000212",
+     "Exec_Source_Log_Pos": 3901112, "Relay_Log_File": "db8-replica-relay-bin-europe.000044",
+     "Relay_Log_Pos": 3901331, "Source_Server_Id": 11, "Source_UUID": "6c1f2a52-ab12-11ee-9c1e-0242ac120011",
      "Retrieved_Gtid_Set": "6c1f2a52-ab12-11ee-9c1e-0242ac120011:1-902211",
      "Executed_Gtid_Set": "6c1f2a52-ab12-11ee-9c1e-0242ac120011:1-901977"},
     {"Channel_Name": "asia", "Source_Host": "db8-ap.example", "Seconds_Behind_Source": None,
-     "Replica_SQL_Running": "No", "Replica_SQL_Running_State": "", "Last_Errno": "1062", "Last_SQL_Errno": "1062",
+     "Replica_SQL_Running": "No", "Replica_SQL_Running_State": "", "Last_Errno": 1062, "Last_SQL_Errno": 1062,
      "Last_Error": "Coordinator stopped because there were error(s) in the worker(s). The most recent failure being: "
                    "Worker 1 failed executing transaction '7d2e3b63-ab12-11ee-9c1e-0242ac120012:5521' at source log "
                    "binlog.000098, end_log_pos 90211. See error log and/or "
                    "performance_schema.replication_applier_status_by_worker table for more details about this "
                    "failure or others, if any.",
      "Last_SQL_Error_Timestamp": "241126 22:41:07", "Source_Log_File": "binlog.000098",
-     "Read_Source_Log_Pos": "120044", "Relay_Source_Log_File": "binlog.000098", "Exec_Source_Log_Pos": "89977",
-     "Relay_Log_File": "db8-replica-relay-bin-asia.000012", "Relay_Log_Pos": "90196", "Source_Server_Id": "12",
+     "Read_Source_Log_Pos": 120044, "Relay_Source_Log_File": "binlog.000098", "Exec_Source_Log_Pos": 89977,
+     "Relay_Log_File": "db8-replica-relay-bin-asia.000012", "Relay_Log_Pos": 90196, "Source_Server_Id": 12,
      "Source_UUID": "7d2e3b63-ab12-11ee-9c1e-0242ac120012",
      "Retrieved_Gtid_Set": "7d2e3b63-ab12-11ee-9c1e-0242ac120012:1-5530",
      "Executed_Gtid_Set": "7d2e3b63-ab12-11ee-9c1e-0242ac120012:1-5520"},
@@ -151,9 +151,9 @@ EXPLAIN_COLUMNS = ("id", "select_type", "table", "partitions", "type", "possible
                    "rows", "filtered", "Extra")
 PLANS = {
     "shop.orders": (
-        ("1", "SIMPLE", "c", None, "ref", "PRIMARY,idx_country", "idx_country", "10", "const", "212", "100.00",
+        (1, "SIMPLE", "c", None, "ref", "PRIMARY,idx_country", "idx_country", "10", "const", 212, "100.00",
          "Using index"),
-        ("1", "SIMPLE", "o", None, "ref", "idx_customer", "idx_customer", "4", "shop.c.id", "14", "100.00", None),
+        (1, "SIMPLE", "o", None, "ref", "idx_customer", "idx_customer", "4", "shop.c.id", 14, "100.00", None),
     ),
 }
 
@@ -183,6 +183,20 @@ def old_replication_name(column: str) -> str:
     """
     column = re.sub(r"(^|_)Source(?=_|$)", r"\1Master", column)
     return re.sub(r"(^|_)Replica(?=_|$)", r"\1Slave", column)
+
+
+def typed(columns, rows):
+    """A result whose columns of integers are BIGINT, as MySQL types them (PyMySQL then reads
+    ints, as from a real server); the others text.
+
+    >>> typed(["ID", "INFO"], [[1, None], [2, "x"]])[2] == [LONGLONG, VAR_STRING]
+    True
+    """
+    def integers(i):
+        values = [row[i] for row in rows if row[i] is not None]
+        return bool(values) and all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+    return list(columns), [list(row) for row in rows], [LONGLONG if integers(i) else VAR_STRING
+                                                        for i in range(len(columns))]
 
 
 # ----- MySQL functions SQLite lacks --------------------------------------------------------------
@@ -278,8 +292,7 @@ class MySQL8Double(ProtocolServer):
         for channel in CHANNELS:
             values = dict(CHANNEL_DEFAULTS, **channel)
             if values["Seconds_Behind_Source"] is not None:
-                values["Seconds_Behind_Source"] = str(int(values["Seconds_Behind_Source"]
-                                                          + LAG_PER_SECOND * self.elapsed()))
+                values["Seconds_Behind_Source"] += int(LAG_PER_SECOND * self.elapsed())
             rows.append([values.get(column, "") for column in REPLICA_COLUMNS])
         return rows
 
@@ -349,9 +362,9 @@ class Session:
             where = statement[re.search(r"\swhere\s", statement, re.IGNORECASE).start():] if show.group(2) else ""
             return self.run(f"SELECT * FROM {kind}{where}", rows=rows, table=kind)
         if lowered == "show replica status":
-            return list(REPLICA_COLUMNS), self.double.channel_rows()
+            return typed(REPLICA_COLUMNS, self.double.channel_rows())
         if lowered == "show slave status" and self.double.version.startswith("8.0"):
-            return [old_replication_name(c) for c in REPLICA_COLUMNS], self.double.channel_rows()
+            return typed([old_replication_name(c) for c in REPLICA_COLUMNS], self.double.channel_rows())
         if lowered == "show engine innodb status":
             return ["Type", "Name", "Status"], [["InnoDB", "", self.double.engine_status]]
         kill = re.fullmatch(r"kill (query|connection) (\d+)", lowered)
@@ -383,7 +396,7 @@ class Session:
         plan = PLANS.get(f"{schema}.{name}".lower())
         if plan is None:
             raise QueryError(1146, f"Table '{schema}.{name}' doesn't exist", "42S02")
-        return list(EXPLAIN_COLUMNS), [list(row) for row in plan]
+        return typed(EXPLAIN_COLUMNS, plan)
 
     def run(self, sql: str, rows=None, table: Optional[str] = None):
         """A SELECT over this moment's tables, run by SQLite."""
@@ -399,7 +412,7 @@ class Session:
             else:
                 self.fill(db, sql)
             cursor = db.execute(sqlite_for_mysql(sql))
-            return [d[0] for d in cursor.description], [list(r) for r in cursor.fetchall()]
+            return typed([d[0] for d in cursor.description], cursor.fetchall())
         except sqlite3.Error as exc:
             raise mysql_error(exc) from None
         finally:

@@ -5,8 +5,9 @@ COM_QUERY answered with text result sets or errors, COM_PING, COM_INIT_DB and CO
 
 A double subclasses :class:`ProtocolServer` and says who may log in (``password_of``), what the
 handshake announces (``handshake_version``) and how a session answers a statement
-(``open_session(user).query(sql)``: None for an OK packet, (columns, rows) for a result set, or
-:class:`QueryError`). Every statement received is kept in ``query_log``.
+(``open_session(user).query(sql)``: None for an OK packet, (columns, rows) for a result set of
+text columns, (columns, rows, column types) for typed ones, or :class:`QueryError`). Every
+statement received is kept in ``query_log``.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ CAPABILITIES = (1 | 2 | 4 | 8 | 0x200 | 0x2000 | 0x8000 | 0x10000 | 0x20000 | 0x
 CLIENT_CONNECT_WITH_DB = 8
 CLIENT_SSL = 0x800  # announced only by a double given a TLS context (tls=)
 VAR_STRING = 253
+LONGLONG = 8  # a BIGINT column: the client reads its values as integers
 
 
 def text_value(value) -> Optional[bytes]:
@@ -152,10 +154,11 @@ def err_packet(code: int, message: str, state: str = "28000") -> bytes:
     return b"\xff" + struct.pack("<H", code) + b"#" + state.encode() + message.encode("utf-8", "replace")
 
 
-def column_definition(name: str) -> bytes:
+def column_definition(name: str, type_code: int = VAR_STRING) -> bytes:
+    charset = 33 if type_code == VAR_STRING else 63  # utf8 text, or binary for a number
     return (lenenc_str(b"def") + lenenc_str(b"") + lenenc_str(b"") + lenenc_str(b"")
             + lenenc_str(name.encode("utf-8")) + lenenc_str(name.encode("utf-8"))
-            + b"\x0c" + struct.pack("<HIBHB", 33, 255, VAR_STRING, 0, 0) + b"\x00\x00")
+            + b"\x0c" + struct.pack("<HIBHB", charset, 255, type_code, 0, 0) + b"\x00\x00")
 
 
 class ProtocolServer:
@@ -380,12 +383,13 @@ class ProtocolServer:
         if result is None:
             io.write(ok_packet())
             return
-        columns, rows = result
+        columns, rows = result[0], result[1]
+        types = result[2] if len(result) > 2 else [VAR_STRING] * len(columns)
 
         def packets():
             yield lenenc_int(len(columns))
-            for name in columns:
-                yield column_definition(name)
+            for name, type_code in zip(columns, types):
+                yield column_definition(name, type_code)
             yield eof_packet()
             for row in rows:
                 parts = []
