@@ -157,6 +157,24 @@ PLANS = {
     ),
 }
 
+# What each privilege guards (MySQL doc "Privileges Provided by MySQL", "SHOW REPLICA STATUS
+# Statement", "The INFORMATION_SCHEMA INNODB_TRX Table"…): a statement naming the text, and the
+# error a user without the privilege gets. PROCESSLIST without PROCESS lists the user's own
+# sessions only.
+ALL_GRANTS = ("PROCESS", "REPLICATION CLIENT", "SELECT ON performance_schema")
+GUARDS = (
+    ("show replica status", "REPLICATION CLIENT",
+     (1227, "Access denied; you need (at least one of) the SUPER, REPLICATION CLIENT privilege(s) for this operation")),
+    ("show slave status", "REPLICATION CLIENT",
+     (1227, "Access denied; you need (at least one of) the SUPER, REPLICATION CLIENT privilege(s) for this operation")),
+    ("show engine innodb status", "PROCESS",
+     (1227, "Access denied; you need (at least one of) the PROCESS privilege(s) for this operation")),
+    ("information_schema.innodb_", "PROCESS",
+     (1227, "Access denied; you need (at least one of) the PROCESS privilege(s) for this operation")),
+    ("performance_schema.", "SELECT ON performance_schema",
+     (1142, "SELECT command denied to user '{user}'@'localhost' for table '{table}'")),
+)
+
 ROLES = {  # what tells a replica from a primary in SHOW GLOBAL VARIABLES
     True: {"read_only": "ON", "super_read_only": "ON", "hostname": "db8-replica"},
     False: {"read_only": "OFF", "super_read_only": "OFF", "hostname": "db8-primary"},
@@ -245,10 +263,11 @@ class MySQL8Double(ProtocolServer):
 
     unsupported_command = "Unknown command"
 
-    def __init__(self, port: int = 0, replica: bool = True, version: str = "8.0.36", **protocol):
+    def __init__(self, port: int = 0, replica: bool = True, version: str = "8.0.36", grants=ALL_GRANTS, **protocol):
         super().__init__(port=port, **protocol)
         self.version = version
         self.replica = replica
+        self.grants = frozenset(grants)  # the monitor user's privileges, of ALL_GRANTS
         self.started = time.monotonic()
         self.started_wall = datetime.datetime.now().replace(microsecond=0)
         self.status = read_tsv("global-status.tsv")
@@ -352,6 +371,7 @@ class Session:
             raise QueryError(1064, "the MySQL 8 double answers only statements tagged /* proxytop */", "42000")
         statement = sql[len(TAG):].strip()
         lowered = " ".join(statement.lower().split())
+        self.check_privileges(lowered)
         variables = re.fullmatch(r"select (@@\w+(?:\s*,\s*@@\w+)*)", lowered)
         if variables:
             return self.select_variables([name.strip() for name in statement[len("select "):].split(",")])
@@ -376,6 +396,12 @@ class Session:
         if lowered.startswith("select "):
             return self.run(statement)
         raise QueryError(1064, f"You have an error in your SQL syntax near '{statement[:40]}'", "42000")
+
+    def check_privileges(self, lowered: str) -> None:
+        for text, privilege, (code, message) in GUARDS:
+            if text in lowered and privilege not in self.double.grants:
+                table = lowered.split(text, 1)[1].split()[0] if text.endswith(".") else ""
+                raise QueryError(code, message.format(user=self.user, table=table), "42000")
 
     def select_variables(self, names: List[str]):
         values = []
@@ -421,6 +447,8 @@ class Session:
     def fill(self, db: sqlite3.Connection, sql: str) -> None:
         double = self.double
         sessions = double.sessions(self.conn_id, TAG + sql)
+        if "PROCESS" not in double.grants:  # the user's own sessions only
+            sessions = [row for row in sessions if row[1] == self.user]
         threads = [(1000 + i, name, "BACKGROUND", None, os_id) for i, (name, os_id) in enumerate(BACKGROUND_THREADS)]
         threads += [(2000 + s[0], "thread/sql/one_connection", "FOREGROUND", s[0], s[8]) for s in sessions]
         metrics = [(name, subsystem, count, "enabled" if on else "disabled") for name, subsystem, count, on in METRICS]

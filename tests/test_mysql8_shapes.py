@@ -12,6 +12,7 @@ import subprocess
 
 import pymysql
 import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from proxytop.collectors.mysql_sessions import sessions_sql
 from proxytop.screens.sessions import NOT_LOCAL
@@ -127,11 +128,14 @@ def test_batch_json_of_the_servers_screen(mysql8):
     assert "channel 'asia' SQL error 1062" in row["note"]
 
 
-def test_mysql_8_4_answers_show_replica_status_alone():
-    double = start_double(version="8.4.3")
+def test_mysql_8_4_with_caching_sha2_password_and_no_show_slave_status():
+    # 8.4's accounts use caching_sha2_password (mysql_native_password is off by default): without
+    # TLS, the client encrypts the password with the server's RSA key
+    double = start_double(version="8.4.3", sha2_rsa_key=rsa.generate_private_key(public_exponent=65537, key_size=2048))
     try:
         row = next(r for r in batch(double, "servers")["rows"] if r["server"] == address(double))
         assert row["version"] == "MySQL 8.4.3" and row["role"] == "replica" and row["repl"] == "Yes/No Yes/Yes"
+        assert double.rsa_logins >= 1
         assert only_reads_and_confirmed_kills(double) == []
     finally:
         double.stop()
@@ -158,7 +162,10 @@ def test_the_idle_session_in_a_transaction_and_no_cpu_columns(proxytop_term, mys
     assert "CPU%" not in screen and "Read/s" not in screen  # the server's process is not on this host
     assert "/var/lib/mysql/db8-replica.pid can't be read here" in screen and NOT_LOCAL in screen
     assert "proxytop's own session hidden" in screen
-    assert not any("@@pid_file" not in sql and "/proc" in sql for sql in mysql8.queries())
+    show_only(term, 4101)
+    term.send(ENTER)
+    term.wait_until(lambda s: f"Session 4101 of {address(mysql8)}" in s and "Idle in a transaction" in s,
+                    what="the session's detail")
     term.send("q")
     assert term.wait_exit(5) == 0
 
@@ -189,6 +196,15 @@ def test_kill_query_after_a_yes_and_nothing_on_no(proxytop_term, mysql8):
     term.wait_until(lambda s: session_line(s, 4102) == "" and "2 idle sessions hidden" in s, what="4102 now idle")
     term.send("i")
     term.wait_until(lambda s: re.search(r"report\s.*\sSleep\s", session_line(s, 4102)) is not None, what="4102 idle")
+    # KILL CONNECTION of the idle session in a transaction: it goes, its transaction with it
+    term.send("\\")
+    show_only(term, 4101)
+    term.send("K")
+    term.wait_for(f"Kill session 4101 on {server}?")
+    term.send("y")
+    term.wait_for(f"KILL CONNECTION 4101 sent to {server}")
+    assert mysql8.kills == [("QUERY", 4102), ("CONNECTION", 4101)]
+    term.wait_until(lambda s: session_line(s, 4101) == "" and "0/" in s, what="4101 gone")
 
 
 def test_explain_in_mysql_8s_columns(proxytop_term, mysql8):
@@ -225,6 +241,25 @@ def test_the_innodb_screen_reads_mysql_8s_redo_figures(mysql8):
     assert row["dirty"] == 988
     queries = " ".join(mysql8.queries())
     assert "SHOW ENGINE INNODB STATUS" in queries and "information_schema.INNODB_METRICS" in queries
+
+
+# ----- a user without privileges ------------------------------------------------------------------
+
+def test_a_user_without_privileges_is_told_what_each_screen_needs():
+    # no PROCESS, no REPLICATION CLIENT, no SELECT on performance_schema: MySQL 8's refusals
+    double = start_double(grants=())
+    try:
+        servers = batch(double, "servers")["rows"][0]
+        assert servers["note"] == "replication status needs REPLICATION CLIENT" and servers["repl"] is None
+        sessions = batch(double, "sessions")
+        assert sessions["rows"] == []  # only this user's sessions: proxytop's own, hidden
+        assert any("needs PROCESS: only this user's sessions" in note for note in sessions["notes"])
+        innodb = batch(double, "innodb")["rows"][0]
+        assert innodb["note"].startswith("needs PROCESS") and innodb["hll"] is None
+        assert innodb["age"] == 8301120994 - 8244000112  # status variables need no privilege
+        assert only_reads_and_confirmed_kills(double) == []
+    finally:
+        double.stop()
 
 
 # ----- the double refuses what it does not know ----------------------------------------------------
