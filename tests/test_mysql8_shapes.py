@@ -6,6 +6,7 @@ for a server whose process is not on this host), InnoDB; and the double itself r
 it does not know, so that a change in proxytop's SQL shows here."""
 from __future__ import annotations
 
+import doctest
 import json
 import re
 import subprocess
@@ -16,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from proxytop.collectors.mysql_sessions import sessions_sql
 from proxytop.screens.sessions import NOT_LOCAL
+from tests import mysql8_double
 from tests.mysql8_double import PASSWORD, USER, MySQL8Double
 from tests.terminal import ENTER, proxytop_command
 from tests.test_safety import ALLOWED, MYSQL_EXPLAIN, MYSQL_KILL, SETUP, TAGGED
@@ -286,3 +288,7 @@ def test_the_double_answers_mariadbs_statements_with_mysqls_errors(mysql8):
     finally:
         conn.close()
     mysql8.query_log.clear()  # the test's own statements, not proxytop's
+
+
+def test_the_doubles_worked_examples():
+    assert doctest.testmod(mysql8_double).failed == 0
