@@ -476,11 +476,7 @@ def main() -> None:
     args = parser.parse_args()
     double = MySQL8Double(port=args.port, replica=not args.primary, version=args.version).start()
     print(f"MySQL {args.version} test double on 127.0.0.1:{double.port} ({USER}/{PASSWORD})", flush=True)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        double.stop()
+    double.run_until_interrupted()
 
 
 if __name__ == "__main__":

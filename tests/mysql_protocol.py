@@ -244,6 +244,14 @@ class ProtocolServer:
         """Accept connections and read queries but never answer (or stop doing so)."""
         self.hanging = on
 
+    def run_until_interrupted(self) -> None:
+        """Serve until Ctrl-C (a double run by hand), then stop."""
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            self.stop()
+
     def queries(self, user: Optional[str] = None) -> List[str]:
         with self._lock:
             return [sql for _, u, sql in self.query_log if user is None or u == user]

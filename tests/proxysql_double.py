@@ -530,11 +530,7 @@ def main() -> None:
     double = ProxySQLDouble(port=args.port, start_frame=args.start_frame, version=args.version,
                             recording=recording, traffic=args.traffic).start()
     print(f"ProxySQL admin test double on 127.0.0.1:{double.port} (admin/admin, stats/stats)", flush=True)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        double.stop()
+    double.run_until_interrupted()
 
 
 if __name__ == "__main__":
