@@ -21,6 +21,8 @@ from tests import mysql8_double
 from tests.mysql8_double import PASSWORD, USER, MySQL8Double
 from tests.terminal import ENTER, proxytop_command
 from tests.test_safety import ALLOWED, MYSQL_EXPLAIN, MYSQL_KILL, SETUP, TAGGED
+from tests.test_servers import row_of
+from tests.test_sessions import session_line, show_only
 
 
 def only_reads_and_confirmed_kills(double: MySQL8Double) -> list:
@@ -32,9 +34,8 @@ def only_reads_and_confirmed_kills(double: MySQL8Double) -> list:
         if not TAGGED.match(sql) or not (ALLOWED.match(TAGGED.sub("", sql)) or MYSQL_EXPLAIN.match(sql)
                                          or MYSQL_KILL.match(sql)):
             wrong.append(sql)
-    sent_kills = sorted((m.group(1).upper(), int(m.group(2))) for m in
-                        (re.match(r"/\* proxytop \*/ KILL (QUERY|CONNECTION) (\d+)", s, re.IGNORECASE) for s in double.queries())
-                        if m)
+    sent = (re.match(r"/\* proxytop \*/ KILL (QUERY|CONNECTION) (\d+)$", sql) for sql in double.queries())
+    sent_kills = sorted((kill.group(1), int(kill.group(2))) for kill in sent if kill)
     if sent_kills != sorted(double.kills):
         wrong.append(f"KILL statements {sent_kills} but kills carried out {double.kills}")
     return wrong
@@ -66,14 +67,6 @@ def mysql_args(double: MySQL8Double) -> list:
 
 def address(double: MySQL8Double) -> str:
     return f"127.0.0.1:{double.port}"
-
-
-def row_of(screen: str, server: str) -> str:
-    return next((line for line in screen.splitlines() if line.startswith(server)), "")
-
-
-def session_line(screen: str, session_id: int) -> str:
-    return next((line for line in screen.splitlines() if re.match(rf"\s*{session_id}\s+\S", line)), "")
 
 
 def batch(double: MySQL8Double, screen: str, count: int = 2) -> dict:
@@ -170,12 +163,6 @@ def test_the_idle_session_in_a_transaction_and_no_cpu_columns(proxytop_term, mys
                     what="the session's detail")
     term.send("q")
     assert term.wait_exit(5) == 0
-
-
-def show_only(term, session_id: int) -> None:
-    term.send("/")
-    term.send(f"id={session_id}" + ENTER)
-    term.wait_until(lambda s: session_line(s, session_id) != "" and "id=" in s, what=f"session {session_id} alone")
 
 
 def test_kill_query_after_a_yes_and_nothing_on_no(proxytop_term, mysql8):
