@@ -20,25 +20,9 @@ from proxytop.screens.sessions import NOT_LOCAL
 from tests import mysql8_double
 from tests.mysql8_double import PASSWORD, USER, MySQL8Double
 from tests.terminal import ENTER, proxytop_command
-from tests.test_safety import ALLOWED, MYSQL_EXPLAIN, MYSQL_KILL, SETUP, TAGGED
+from tests.test_safety import mysql8_violations
 from tests.test_servers import row_of
 from tests.test_sessions import session_line, show_only
-
-
-def only_reads_and_confirmed_kills(double: MySQL8Double) -> list:
-    """What proxytop sent the double that is not a tagged read, EXPLAIN SELECT or KILL."""
-    wrong = []
-    for sql in double.queries():
-        if SETUP.match(sql):
-            continue
-        if not TAGGED.match(sql) or not (ALLOWED.match(TAGGED.sub("", sql)) or MYSQL_EXPLAIN.match(sql)
-                                         or MYSQL_KILL.match(sql)):
-            wrong.append(sql)
-    sent = (re.match(r"/\* proxytop \*/ KILL (QUERY|CONNECTION) (\d+)$", sql) for sql in double.queries())
-    sent_kills = sorted((kill.group(1), int(kill.group(2))) for kill in sent if kill)
-    if sent_kills != sorted(double.kills):
-        wrong.append(f"KILL statements {sent_kills} but kills carried out {double.kills}")
-    return wrong
 
 
 def start_double(**options) -> MySQL8Double:
@@ -50,7 +34,7 @@ def mysql8():
     double = start_double()
     yield double
     double.stop()
-    assert only_reads_and_confirmed_kills(double) == []
+    assert mysql8_violations(double) == []
 
 
 @pytest.fixture
@@ -58,7 +42,7 @@ def primary8():
     double = start_double(replica=False)
     yield double
     double.stop()
-    assert only_reads_and_confirmed_kills(double) == []
+    assert mysql8_violations(double) == []
 
 
 def mysql_args(double: MySQL8Double) -> list:
@@ -131,7 +115,7 @@ def test_mysql_8_4_with_caching_sha2_password_and_no_show_slave_status():
         row = next(r for r in batch(double, "servers")["rows"] if r["server"] == address(double))
         assert row["version"] == "MySQL 8.4.3" and row["role"] == "replica" and row["repl"] == "Yes/No Yes/Yes"
         assert double.rsa_logins >= 1
-        assert only_reads_and_confirmed_kills(double) == []
+        assert mysql8_violations(double) == []
     finally:
         double.stop()
     conn = pymysql.connect(host="127.0.0.1", port=double.start().port, user=USER, password=PASSWORD)
@@ -246,7 +230,7 @@ def test_a_user_without_privileges_is_told_what_each_screen_needs():
         innodb = batch(double, "innodb")["rows"][0]
         assert innodb["note"].startswith("needs PROCESS") and innodb["hll"] is None
         assert innodb["age"] == 8301120994 - 8244000112  # status variables need no privilege
-        assert only_reads_and_confirmed_kills(double) == []
+        assert mysql8_violations(double) == []
     finally:
         double.stop()
 
