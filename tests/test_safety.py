@@ -90,6 +90,18 @@ class StatementAudit:
     def path(server) -> str:
         return os.path.join(server.datadir, GENERAL_LOG)
 
+    def keep_each(self, double_class, kept: list) -> None:
+        """Every double of this class made from now on is put in ``kept``."""
+        original = double_class.__init__
+        audit = self
+
+        def init(double, *args, **kwargs):
+            original(double, *args, **kwargs)
+            with audit._lock:
+                kept.append(double)
+
+        double_class.__init__ = init
+
     def install(self) -> None:
         """Wrap the double and the MariaDB helper (additively: their behaviour is unchanged)."""
         if self.installed:
@@ -98,23 +110,8 @@ class StatementAudit:
         from tests import mariadb
 
         audit = self
-        double_init = ProxySQLDouble.__init__
-
-        def init(double, *args, **kwargs):
-            double_init(double, *args, **kwargs)
-            with audit._lock:
-                audit.doubles.append(double)
-
-        ProxySQLDouble.__init__ = init
-
-        mysql8_init = MySQL8Double.__init__
-
-        def init_mysql8(double, *args, **kwargs):
-            mysql8_init(double, *args, **kwargs)
-            with audit._lock:
-                audit.mysql8_doubles.append(double)
-
-        MySQL8Double.__init__ = init_mysql8
+        self.keep_each(ProxySQLDouble, self.doubles)
+        self.keep_each(MySQL8Double, self.mysql8_doubles)
 
         server_class = mariadb.MariaDBServer
         start, restart, stop, connect = (server_class.start, server_class.restart, server_class.stop,
