@@ -10,10 +10,10 @@ also gets its OS thread's CPU ticks and I/O bytes from /proc: raw counters, whic
 turns into rates from two readings. Nothing here writes to the server.
 
 MariaDB (tested against a real 10.11): PROCESSLIST has TIME_MS and TID, the OS thread id.
-MySQL 8 (written from the MySQL manual, never run against a real MySQL here):
-PROCESSLIST.TIME is whole seconds, and the OS thread id is performance_schema.threads'
-THREAD_OS_ID, joined on PROCESSLIST_ID (it needs SELECT on performance_schema: without it the
-thread ids, and so CPU and I/O per session, are left out).
+MySQL 8 (written from the MySQL manual; tested against a double written from it, never
+against a real MySQL): PROCESSLIST.TIME is whole seconds, and the OS thread id is
+performance_schema.threads' THREAD_OS_ID, joined on PROCESSLIST_ID (it needs SELECT on
+performance_schema: without it the thread ids, and so CPU and I/O per session, are left out).
 """
 from __future__ import annotations
 

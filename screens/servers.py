@@ -54,14 +54,18 @@ def role(reading: ServerReading) -> str:
 
 
 def replication_text(reading: ServerReading) -> Optional[str]:
-    """The threads of each channel, 'Yes/Yes' (IO/SQL); a Galera node's state; None otherwise.
+    """The threads of each channel, 'Yes/Yes' (IO/SQL), those with a thread not running first
+    (the column is narrower than several channels); a Galera node's state; None otherwise.
 
     >>> from proxytop.collectors.mysql_server import Channel
-    >>> replication_text(ServerReading({}, {}, (Channel("", "db1:3306", "Yes", "No", None),)))
-    'Yes/No'
+    >>> replication_text(ServerReading({}, {}, (Channel("eu", "db1:3306", "Yes", "Yes", 9),
+    ...                                         Channel("ap", "db2:3306", "Yes", "No", None))))
+    'Yes/No Yes/Yes'
     """
     if reading.channels:
-        return " ".join(f"{c.io_running}/{c.sql_running}" for c in reading.channels)
+        running = ("Yes", "Yes")
+        channels = sorted(reading.channels, key=lambda c: (c.io_running, c.sql_running) == running)
+        return " ".join(f"{c.io_running}/{c.sql_running}" for c in channels)
     state = reading.status.get("wsrep_local_state_comment")
     return str(state) if state else None
 

@@ -1,8 +1,8 @@
 """A ProxySQL admin interface test double.
 
-A real MySQL-protocol server (handshake, mysql_native_password — or caching_sha2_password's full
-authentication with the server's RSA key, ``sha2_rsa_key=`` —, COM_QUERY, text result sets)
-on a local port, answering from SQLite like ProxySQL does, with the tables and time series
+A real MySQL-protocol server (tests/mysql_protocol.py: handshake, mysql_native_password — or
+caching_sha2_password's full authentication with the server's RSA key, ``sha2_rsa_key=`` —,
+COM_QUERY, text result sets) on a local port, answering from SQLite like ProxySQL does, with the tables and time series
 recorded from a real ProxySQL 2.7.2 (tests/data/proxysql-2.7.2.jsonl.gz).
 
 Quirks reproduced: every value is sent as text (VAR_STRING); SQLite errors come back as errno
@@ -29,14 +29,13 @@ import hashlib
 import json
 import os
 import re
-import socket
-import ssl
 import sqlite3
 import struct
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from tests.mysql_protocol import ProtocolServer, QueryError
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 RECORDING = os.path.join(DATA, "proxysql-2.7.2.jsonl.gz")
@@ -51,12 +50,6 @@ RECORDINGS = {
     "3.0": os.path.join(DATA, "proxysql-3.0.1.jsonl.gz"),
 }
 CLUSTER_NODES = ("127.0.0.1:6042", "127.0.0.1:6052", "127.0.0.1:6062")
-
-# capability flags we announce (no SSL, no CONNECT_ATTRS, no DEPRECATE_EOF: classic EOF packets)
-CAPABILITIES = (1 | 2 | 4 | 8 | 0x200 | 0x2000 | 0x8000 | 0x10000 | 0x20000 | 0x80000)
-CLIENT_CONNECT_WITH_DB = 8
-CLIENT_SSL = 0x800  # announced only by a double given a TLS context (tls=)
-VAR_STRING = 253
 
 USERS = {  # user -> (password, kind)
     "admin": ("admin", "admin"),
@@ -213,162 +206,31 @@ def _sqlite_value(value):
     return value
 
 
-def _text(value) -> Optional[bytes]:
-    if value is None:
-        return None
-    if isinstance(value, bytes):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return str(value).encode("utf-8")
-
-
-# ----- the MySQL protocol ---------------------------------------------------------------------
-def lenenc_int(n: int) -> bytes:
-    if n < 251:
-        return bytes([n])
-    if n < 1 << 16:
-        return b"\xfc" + struct.pack("<H", n)
-    if n < 1 << 24:
-        return b"\xfd" + struct.pack("<I", n)[:3]
-    return b"\xfe" + struct.pack("<Q", n)
-
-
-def lenenc_str(data: bytes) -> bytes:
-    return lenenc_int(len(data)) + data
-
-
-def native_password_token(password: str, scramble: bytes) -> bytes:
-    if not password:
-        return b""
-    stage1 = hashlib.sha1(password.encode()).digest()
-    stage2 = hashlib.sha1(stage1).digest()
-    mix = hashlib.sha1(scramble + stage2).digest()
-    return bytes(a ^ b for a, b in zip(stage1, mix))
-
-
-class ClientGone(Exception):
-    pass
-
-
-def _close_gently(sock: socket.socket) -> None:
-    """End a failed TLS handshake so its alert reaches the client: closing at once, with the
-    client's first packet still unread, sends a reset that can overtake the alert (the client
-    then sees only a lost connection instead of, say, "certificate required")."""
-    try:
-        sock.shutdown(socket.SHUT_WR)
-        sock.settimeout(1.0)
-        while sock.recv(4096):
-            pass
-    except OSError:
-        pass
-
-
-class PacketIO:
-    def __init__(self, sock: socket.socket):
-        self.sock = sock
-        self.seq = 0
-
-    def _read_exact(self, n: int) -> bytes:
-        chunks = []
-        while n:
-            chunk = self.sock.recv(n)
-            if not chunk:
-                raise ClientGone()
-            chunks.append(chunk)
-            n -= len(chunk)
-        return b"".join(chunks)
-
-    def read(self) -> bytes:
-        payload = b""
-        while True:
-            header = self._read_exact(4)
-            length = header[0] | header[1] << 8 | header[2] << 16
-            self.seq = (header[3] + 1) % 256
-            payload += self._read_exact(length)
-            if length < 0xFFFFFF:
-                return payload
-
-    def write(self, payload: bytes) -> None:
-        self.sock.sendall(self.frame(payload))
-
-    def frame(self, payload: bytes) -> bytes:
-        out = []
-        while True:
-            part, payload = payload[:0xFFFFFF], payload[0xFFFFFF:]
-            out.append(struct.pack("<I", len(part))[:3] + bytes([self.seq]) + part)
-            self.seq = (self.seq + 1) % 256
-            if len(part) < 0xFFFFFF:
-                break
-        return b"".join(out)
-
-    def write_many(self, payloads) -> None:
-        """Packets sent in chunks of about 64 KiB rather than one send each, as ProxySQL does:
-        it queues a result's packets and writes its output buffer whole (MySQL_Data_Stream::
-        write_to_net), so a small result (column count, definitions, rows, EOF) arrives in one
-        segment. One send per packet made the client wait and wake up for each one: the
-        reading thread's CPU per refresh doubled on ConnPool, a cost a real ProxySQL never gives."""
-        chunk, size = [], 0
-        for payload in payloads:
-            chunk.append(self.frame(payload))
-            size += len(chunk[-1])
-            if size >= 65536:
-                self.sock.sendall(b"".join(chunk))
-                chunk, size = [], 0
-        if chunk:
-            self.sock.sendall(b"".join(chunk))
-
-
-def ok_packet() -> bytes:
-    return b"\x00" + lenenc_int(0) + lenenc_int(0) + struct.pack("<HH", 2, 0)
-
-
-def eof_packet() -> bytes:
-    return b"\xfe" + struct.pack("<HH", 0, 2)
-
-
-def err_packet(code: int, message: str, state: str = "28000") -> bytes:
-    return b"\xff" + struct.pack("<H", code) + b"#" + state.encode() + message.encode("utf-8", "replace")
-
-
-def column_definition(name: str) -> bytes:
-    return (lenenc_str(b"def") + lenenc_str(b"") + lenenc_str(b"") + lenenc_str(b"")
-            + lenenc_str(name.encode("utf-8")) + lenenc_str(name.encode("utf-8"))
-            + b"\x0c" + struct.pack("<HIBHB", 33, 255, VAR_STRING, 0, 0) + b"\x00\x00")
-
-
 # ----- the double -----------------------------------------------------------------------------
-class AdminError(Exception):
+class AdminError(QueryError):
+    """ProxySQL's errors, SQLSTATE 28000 unless told."""
+
     def __init__(self, code: int, message: str, state: str = "28000"):
-        super().__init__(message)
-        self.code, self.message, self.state = code, message, state
+        super().__init__(code, message, state)
 
 
-class ProxySQLDouble:
+class ProxySQLDouble(ProtocolServer):
     """Start with ``start()``; ``port`` is then the listening port. Thread-safe controls."""
+
+    unsupported_command = "ProxySQL Admin Error: Command not supported"
 
     def __init__(self, port: int = 0, host: str = "127.0.0.1", start_frame: int = 20,
                  version: str = "2.7", recording: Optional[Recording] = None, loop: bool = True,
                  tls=None, traffic: bool = False, sha2_rsa_key=None):
-        # A cryptography RSA private key: accounts log in with caching_sha2_password and always
-        # take its full authentication (nothing cached), where a client without TLS encrypts
-        # the password with this key's public half, as MySQL 8 after a restart.
-        self.sha2_rsa_key = sha2_rsa_key
-        self.rsa_logins = 0  # logins whose password came encrypted with that key
-        self.tls = tls  # an ssl.SSLContext (server side): offer TLS as ProxySQL does with its certificates
-        self.tls_sessions: List[str] = []  # the TLS version of each client that switched to TLS
+        super().__init__(port=port, host=host, tls=tls, sha2_rsa_key=sha2_rsa_key)
         self.traffic = traffic  # play ProxySQL's traffic port (6033) instead of its admin port
-        self.host = host
-        self.port = port
         self.recording = recording or Recording.load()
         self.version = version
         self.loop = loop
         self.frames: Dict[str, int] = {}
         self.start_frame = start_frame
         self.transforms: Dict[str, Transform] = {}
-        self.query_log: List[Tuple[float, str, str]] = []  # (time, user, sql)
         self.kills: List[int] = []
-        self.hanging = False
         # Tables replaced for every session (replace_table), and how often: sessions take them
         # before their next query. ``rules_loads`` is the version of mysql_query_rules in
         # runtime_checksums_values (each LOAD MYSQL QUERY RULES TO RUNTIME raises it).
@@ -376,53 +238,8 @@ class ProxySQLDouble:
         self.replaced_generation = 0
         self.rules_loads = 1
         self.rules_loaded_at = int(time.time())
-        self._lock = threading.Lock()
-        self._listener: Optional[socket.socket] = None
-        self._clients: List[socket.socket] = []
-        self._accept_thread: Optional[threading.Thread] = None
-        self._next_id = 1
-        self._running = False
 
     # --- controls ---
-    def start(self) -> "ProxySQLDouble":
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((self.host, self.port))
-        listener.listen(64)
-        self.port = listener.getsockname()[1]
-        self._listener = listener
-        self._running = True
-        self._accept_thread = threading.Thread(target=self._accept_loop, args=(listener,), daemon=True)
-        self._accept_thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Close the port and every client connection: like ProxySQL going down."""
-        self._running = False
-        listener, self._listener = self._listener, None
-        if listener is not None:
-            try:
-                listener.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            listener.close()
-        with self._lock:
-            clients, self._clients = self._clients, []
-        for client in clients:
-            try:
-                client.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            client.close()
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
-    def hang(self, on: bool = True) -> None:
-        """Accept connections and read queries but never answer (or stop doing so)."""
-        self.hanging = on
-
     def set_frame(self, table: str, frame: int) -> None:
         with self._lock:
             self.frames[table] = frame
@@ -481,158 +298,19 @@ class ProxySQLDouble:
             columns, rows = entry["columns"], entry["rows"]
         return self._columns_for(table, columns, rows)
 
-    # --- sessions ---
-    def _accept_loop(self, listener: socket.socket) -> None:
-        while self._running and self._listener is listener:
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return
-            with self._lock:
-                self._clients.append(client)
-                conn_id = self._next_id
-                self._next_id += 1
-            threading.Thread(target=self._serve, args=(client, conn_id), daemon=True).start()
+    # --- the protocol's questions ---
+    def handshake_version(self) -> str:
+        return "5.5.30" if self.version == "1.4" else "8.0.11"
 
-    def _wait_while_hanging(self, client) -> None:
-        while self.hanging and self._running and client in self._clients:
-            time.sleep(0.05)
-
-    def _serve(self, client: socket.socket, conn_id: int) -> None:
-        io = PacketIO(client)
-        try:
-            self._wait_while_hanging(client)
-            user = self._handshake(io, conn_id)
-            if user is None:
-                return
-            session = Session(self, user)
-            while True:
-                packet = io.read()
-                self._wait_while_hanging(io.sock)
-                if not self._running:
-                    return
-                command, body = packet[0], packet[1:]
-                io.seq = 1
-                if command == 0x01:  # COM_QUIT
-                    return
-                if command == 0x0E:  # COM_PING
-                    io.write(ok_packet())
-                elif command == 0x02:  # COM_INIT_DB
-                    io.write(ok_packet())
-                elif command == 0x03:  # COM_QUERY
-                    sql = body.decode("utf-8", "replace")
-                    with self._lock:
-                        self.query_log.append((time.time(), user, sql))
-                    try:
-                        result = session.query(sql)
-                    except AdminError as exc:
-                        io.write(err_packet(exc.code, exc.message, exc.state))
-                        continue
-                    self._send_result(io, result)
-                else:
-                    io.write(err_packet(1045, "ProxySQL Admin Error: Command not supported"))
-        except (ClientGone, OSError):
-            pass
-        finally:
-            client = io.sock  # the TLS socket once the client switched to TLS
-            with self._lock:
-                if client in self._clients:
-                    self._clients.remove(client)
-            try:
-                client.close()
-            except OSError:
-                pass
-
-    def _handshake(self, io: PacketIO, conn_id: int) -> Optional[str]:
-        scramble = os.urandom(20).replace(b"\x00", b"\x01")
-        server_version = "5.5.30" if self.version == "1.4" else "8.0.11"
-        capabilities = CAPABILITIES | (CLIENT_SSL if self.tls is not None else 0)
-        greeting = (b"\x0a" + server_version.encode() + b"\x00" + struct.pack("<I", conn_id)
-                    + scramble[:8] + b"\x00" + struct.pack("<H", capabilities & 0xFFFF) + b"\x21"
-                    + struct.pack("<H", 2) + struct.pack("<H", capabilities >> 16) + bytes([21])
-                    + b"\x00" * 10 + scramble[8:] + b"\x00"
-                    + (b"caching_sha2_password\x00" if self.sha2_rsa_key is not None else b"mysql_native_password\x00"))
-        io.seq = 0
-        io.write(greeting)
-        response = io.read()
-        if self.tls is not None and len(response) == 32 and struct.unpack("<I", response[:4])[0] & CLIENT_SSL:
-            # An SSL request: the client's flags alone; TLS starts, then the real handshake response.
-            plain = io.sock
-            io.sock = self.tls.wrap_socket(plain, server_side=True, do_handshake_on_connect=False)
-            try:
-                io.sock.do_handshake()
-            except ssl.SSLError:
-                _close_gently(io.sock)
-                raise ClientGone() from None
-            with self._lock:
-                self._clients = [io.sock if c is plain else c for c in self._clients]
-                self.tls_sessions.append(io.sock.version() or "TLS")
-            response = io.read()
-        pos = 32  # after the client flags, packet size, charset and filler
-        end = response.index(b"\x00", pos)
-        user = response[pos:end].decode("utf-8", "replace")
-        pos = end + 1
-        token_len = response[pos]
-        token = response[pos + 1: pos + 1 + token_len]
+    def password_of(self, user: str) -> Optional[str]:
         known = (TRAFFIC_USERS if self.traffic else USERS).get(user)
-        if self.sha2_rsa_key is not None:
-            password = self._sha2_full_authentication(io, scramble)
-            if known is not None and password == known[0]:
-                io.write(ok_packet())
-                return user
-            io.write(err_packet(1045, f"ProxySQL Error: Access denied for user '{user}'@'127.0.0.1' "
-                                      f"(using password: {'YES' if password else 'NO'})"))
-            return None
-        if known is None or token != native_password_token(known[0], scramble):
-            io.write(err_packet(1045, f"ProxySQL Error: Access denied for user '{user}'@'127.0.0.1' "
-                                      f"(using password: {'YES' if token else 'NO'})"))
-            return None
-        io.write(ok_packet())
-        return user
+        return known[0] if known is not None else None
 
-    def _sha2_full_authentication(self, io: PacketIO, scramble: bytes) -> Optional[str]:
-        """caching_sha2_password's full authentication (the client's fast-auth token is not
-        checked: nothing is cached): the password, or None if the client gave none."""
-        from cryptography.hazmat.primitives import hashes, serialization
-        from cryptography.hazmat.primitives.asymmetric import padding
+    def access_denied(self, user: str, with_password: bool) -> str:
+        return "ProxySQL Error: " + super().access_denied(user, with_password)
 
-        io.write(b"\x01\x04")  # extra auth data: perform full authentication
-        request = io.read()
-        if request in (b"", b"\x00"):
-            return None
-        if request == b"\x02":  # the client asks for the public key (no TLS)
-            public = self.sha2_rsa_key.public_key().public_bytes(
-                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-            io.write(b"\x01" + public)
-            encrypted = io.read()
-            message = self.sha2_rsa_key.decrypt(encrypted, padding.OAEP(
-                mgf=padding.MGF1(algorithm=hashes.SHA1()), algorithm=hashes.SHA1(), label=None))
-            plain = bytes(b ^ scramble[i % len(scramble)] for i, b in enumerate(message))
-            with self._lock:
-                self.rsa_logins += 1
-        else:
-            plain = request  # the clear password, over TLS
-        return plain.rstrip(b"\x00").decode("utf-8", "replace")
-
-    def _send_result(self, io: PacketIO, result) -> None:
-        if result is None:
-            io.write(ok_packet())
-            return
-        columns, rows = result
-
-        def packets():
-            yield lenenc_int(len(columns))
-            for name in columns:
-                yield column_definition(name)
-            yield eof_packet()
-            for row in rows:
-                parts = []
-                for value in row:
-                    data = _text(value)
-                    parts.append(b"\xfb" if data is None else lenenc_str(data))
-                yield b"".join(parts)
-            yield eof_packet()
-        io.write_many(packets())
+    def open_session(self, user: str, conn_id: int) -> "Session":
+        return Session(self, user)
 
 
 # Tables whose *_reset twin exists (reading the twin zeroes the counters for everybody).
@@ -864,11 +542,7 @@ def main() -> None:
     double = ProxySQLDouble(port=args.port, start_frame=args.start_frame, version=args.version,
                             recording=recording, traffic=args.traffic).start()
     print(f"ProxySQL admin test double on 127.0.0.1:{double.port} (admin/admin, stats/stats)", flush=True)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        double.stop()
+    double.run_until_interrupted()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,9 @@ the suite-wide checks last):
   PyMySQL's connection set-up), never a ``*_reset`` table, stats_mysql_query_digest only in the
   Queries screen's own read, and
   no KILL other than the ``KILL CONNECTION n`` the double carried out (a confirmed kill);
+- every MySQL 8 double (tests/mysql8_double.py) records the statements it received: each
+  proxytop's (tagged ``/* proxytop */``) and a read, an EXPLAIN of a SELECT or a KILL it
+  carried out (but PyMySQL's set-up);
 - every MariaDB the tests start writes a general query log: every statement of a connection
   that is not a test helper's (tests/mariadb.py ``connect``) — that is, proxytop's, in this
   process or in a real proxytop in a terminal — starts with ``/* proxytop */`` (but PyMySQL's
@@ -32,6 +35,7 @@ from typing import List, Optional, Set, Tuple
 import pytest
 
 from proxytop.collectors.digest import MYSQL_TABLES, statement
+from tests.mysql8_double import MySQL8Double
 from tests.proxysql_double import ProxySQLDouble
 from tests.terminal import ESC, ENTER, proxytop_command
 
@@ -76,6 +80,7 @@ class ServerLog:
 class StatementAudit:
     def __init__(self):
         self.doubles: List[ProxySQLDouble] = []
+        self.mysql8_doubles: List[MySQL8Double] = []
         self.servers: List[ServerLog] = []
         self._lock = threading.Lock()
         self.installed = False
@@ -90,6 +95,18 @@ class StatementAudit:
     def path(server) -> str:
         return os.path.join(server.datadir, GENERAL_LOG)
 
+    def keep_each(self, double_class, kept: list) -> None:
+        """Every double of this class made from now on is put in ``kept``."""
+        original = double_class.__init__
+        audit = self
+
+        def init(double, *args, **kwargs):
+            original(double, *args, **kwargs)
+            with audit._lock:
+                kept.append(double)
+
+        double_class.__init__ = init
+
     def install(self) -> None:
         """Wrap the double and the MariaDB helper (additively: their behaviour is unchanged)."""
         if self.installed:
@@ -98,14 +115,8 @@ class StatementAudit:
         from tests import mariadb
 
         audit = self
-        double_init = ProxySQLDouble.__init__
-
-        def init(double, *args, **kwargs):
-            double_init(double, *args, **kwargs)
-            with audit._lock:
-                audit.doubles.append(double)
-
-        ProxySQLDouble.__init__ = init
+        self.keep_each(ProxySQLDouble, self.doubles)
+        self.keep_each(MySQL8Double, self.mysql8_doubles)
 
         server_class = mariadb.MariaDBServer
         start, restart, stop, connect = (server_class.start, server_class.restart, server_class.stop,
@@ -188,6 +199,13 @@ class StatementAudit:
             violations += findings[1]
         return checked, violations
 
+    def mysql8_findings(self) -> Tuple[int, List[str]]:
+        checked, violations = 0, []
+        for double in list(self.mysql8_doubles):
+            checked += len(double.queries())
+            violations += mysql8_violations(double)
+        return checked, violations
+
     def proxysql_findings(self) -> Tuple[int, List[str]]:
         checked, violations = 0, []
         for double in list(self.doubles):
@@ -215,6 +233,23 @@ class StatementAudit:
             if sorted(sent_kills) != sorted(kills):
                 violations.append(f"KILL statements {sent_kills} but kills carried out {kills}")
         return checked, violations
+
+
+def mysql8_violations(double) -> List[str]:
+    """What a MySQL 8 double received that is not proxytop's read, EXPLAIN SELECT or a KILL the
+    double carried out (PyMySQL's set-up aside)."""
+    wrong = []
+    for sql in double.queries():
+        if SETUP.match(sql):
+            continue
+        if not TAGGED.match(sql) or not (ALLOWED.match(TAGGED.sub("", sql)) or MYSQL_EXPLAIN.match(sql)
+                                         or MYSQL_KILL.match(sql)):
+            wrong.append(f"MySQL 8 double: {sql[:200]}")
+    sent = (re.match(r"/\* proxytop \*/ KILL (QUERY|CONNECTION) (\d+)$", sql) for sql in double.queries())
+    sent_kills = sorted((kill.group(1), int(kill.group(2))) for kill in sent if kill)
+    if sent_kills != sorted(double.kills):
+        wrong.append(f"MySQL 8 double: KILL statements {sent_kills} but kills carried out {double.kills}")
+    return wrong
 
 
 _LINE = re.compile(r"^(?:\d{6}\s+\d{1,2}:\d{2}:\d{2}|\d{4}-\d{2}-\d{2}T[\d:.]+Z?)?\s+(\d+)\s+"
@@ -265,6 +300,14 @@ def test_suite_proxysql_received_only_reads_and_confirmed_kills():
     checked, violations = AUDIT.proxysql_findings()
     if not checked:
         pytest.skip("no ProxySQL double ran in this selection of tests")
+    assert not violations, "\n".join(violations[:30])
+
+
+def test_suite_mysql8_double_received_only_reads_from_proxytop():
+    assert AUDIT.installed
+    checked, violations = AUDIT.mysql8_findings()
+    if not checked:
+        pytest.skip("no MySQL 8 double ran in this selection of tests")
     assert not violations, "\n".join(violations[:30])
 
 
@@ -321,6 +364,30 @@ def test_the_audit_sees_a_write_on_the_double(proxysql_double):
     assert any("KILL QUERY 5" in v for v in violations)
     with double._lock:  # the probe is the test's: take it out of the suite's log
         double.query_log[:] = [entry for entry in double.query_log if "KILL QUERY 5" not in entry[2]]
+
+
+def test_the_audit_sees_a_write_on_the_mysql8_double():
+    import pymysql
+
+    from tests.mysql8_double import PASSWORD, USER
+
+    double = MySQL8Double().start()
+    conn = pymysql.connect(host="127.0.0.1", port=double.port, user=USER, password=PASSWORD)
+    try:
+        with conn.cursor() as cursor:
+            for sql in ("/* proxytop */ DO 1", "SELECT 2", "/* proxytop */ KILL QUERY 4102"):
+                try:
+                    cursor.execute(sql)
+                except pymysql.err.MySQLError:
+                    pass  # the double refuses the first two; the audit must see all three
+    finally:
+        conn.close()
+        double.stop()
+    violations = mysql8_violations(double)
+    assert any("DO 1" in v for v in violations) and any("SELECT 2" in v for v in violations)
+    assert double.kills == [("QUERY", 4102)] and len(violations) == 2  # a KILL carried out is allowed
+    double.query_log.clear()  # the probe is the test's: take it out of the suite's log
+    double.kills.clear()
 
 
 # ----- passwords ---------------------------------------------------------------------------------
