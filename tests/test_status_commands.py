@@ -18,13 +18,7 @@ from proxytop.screens.glostat import BYTES, COUNTER, GAUGE, SECONDS, TEXT, UNKNO
 from proxytop.screens.status import classify
 from tests.mariadb import MariaDBServer
 from tests.terminal import ENTER, proxytop_command
-
-
-def mysql_args(*servers) -> list:
-    args = []
-    for server in servers:
-        args += ["--mysql", server.address]
-    return args + ["--mysql-user", servers[0].user, "--mysql-password", servers[0].password]
+from tests.test_servers import mysql_args
 
 
 class Selects:
