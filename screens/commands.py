@@ -17,7 +17,7 @@ from proxytop.collectors.innodb_fleet import Server
 from proxytop.core import Snapshot, Table
 from proxytop.metrics import units
 from proxytop.metrics.rates import to_number
-from proxytop.screens.base import DataView, Screen, seconds_between
+from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.comcount import ComCountScreen, command_rows
 from proxytop.screens.one_server import OneServer, server_bindings
 from proxytop.screens.table import Column, Row
@@ -98,6 +98,29 @@ class CommandsScreen(OneServer, Screen):
             lines.append(((f"{unused} commands never executed are hidden (i shows them)", "dim"),))
         lines.append(((NO_LATENCY, "dim"),))
         return lines
+
+    def detail(self, row: Row, view: DataView) -> Optional[Detail]:
+        server = self.server()
+        return command_detail(row, self._summary[2], server.key if server is not None else "?")
+
+
+def command_detail(row: Row, seconds: Optional[float], server: str) -> Detail:
+    """Enter on a command: its figures; no histogram (the status has no time per command).
+
+    >>> detail = command_detail({"command": "select", "total": 1200, "rate": 40.0, "share": 80.0}, 2.0, "db1:3306")
+    >>> detail.title, detail.lines[1]
+    ('Com_select of db1:3306', (('per second   ', 'label'), ('40 over the last 2s', None)))
+    """
+    interval = f"the last {units.duration(seconds)}" if seconds else "the interval"
+    lines = (
+        (("executions   ", "label"), (f"{units.number(row.get('total'))} since the server started (or FLUSH STATUS)",
+                                      None)),
+        (("per second   ", "label"), (f"{units.number(row.get('rate'))} over {interval}", None)),
+        (("share        ", "label"), (f"{units.percent(row.get('share'))} of all commands per second", None)),
+        (),
+        ((NO_LATENCY + ".", "dim"),),
+    )
+    return Detail(f"Com_{row.get('command')} of {server}", lines)
 
 
 SCREEN = CommandsScreen

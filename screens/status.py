@@ -188,6 +188,8 @@ def buffer_pool_text(before: Mapping[str, object], status: Mapping[str, object])
     ...                  {"Innodb_buffer_pool_read_requests": "2000", "Innodb_buffer_pool_reads": "20",
     ...                   "Innodb_buffer_pool_pages_free": "250", "Innodb_buffer_pool_pages_total": "1000"})
     '75.0% used, hit ratio 99.0% over the interval'
+    >>> buffer_pool_text({}, {"Innodb_buffer_pool_pages_free": "250", "Innodb_buffer_pool_pages_total": "1000"})
+    '75.0% used'
     """
     names = ("Innodb_buffer_pool_read_requests", "Innodb_buffer_pool_reads")
     ratio = hit_ratio(numbers(before, *names), numbers(status, *names))
@@ -196,9 +198,11 @@ def buffer_pool_text(before: Mapping[str, object], status: Mapping[str, object])
     parts = []
     if free is not None and total:
         parts.append(f"{units.percent(100.0 * (total - free) / total)} used")
-    parts.append(f"hit ratio {units.percent(ratio)} over the interval" if ratio is not None
-                 else "no page requested over the interval")
-    return ", ".join(parts) if free is not None or ratio is not None else None
+    if ratio is not None:
+        parts.append(f"hit ratio {units.percent(ratio)} over the interval")
+    elif before:  # two readings, but no page requested between them (or the counters were reset)
+        parts.append("no hit ratio: no page requested over the interval")
+    return ", ".join(parts) or None
 
 
 class StatusScreen(OneServer, Screen):

@@ -17,7 +17,7 @@ from proxytop.core import Snapshot
 from proxytop.screens.glostat import BYTES, COUNTER, GAUGE, SECONDS, TEXT, UNKNOWN, global_rows
 from proxytop.screens.status import classify
 from tests.mariadb import MariaDBServer
-from tests.terminal import ENTER, proxytop_command
+from tests.terminal import ENTER, ESC, proxytop_command
 from tests.test_servers import mysql_args
 
 
@@ -90,6 +90,14 @@ def test_commands_shows_the_select_rate_and_i_shows_the_commands_never_executed(
                              timeout=20, what="select/s >= 20")
     assert "Latency per statement is in performance_schema" in screen and cells(screen, "xa_start") == []
     assert "Avg" not in screen and "p99" not in screen  # no latency columns: the status has no time
+    term.send("/")
+    term.send("command:^select$" + ENTER)  # the cursor on it
+    term.send(ENTER)
+    term.wait_until(lambda s: f"Com_select of {mariadb.address}" in s and "of all commands per second" in s,
+                    what="the command's detail")
+    term.send(ESC, pause=0.4)
+    term.wait_until(lambda s: "Esc back" not in s and "Count/s" in s, what="the table again")
+    term.send("\\")  # the filter cleared, then the xa_ commands alone
     term.send("/")
     term.send("xa_" + ENTER)
     term.wait_until(lambda s: re.search(r"\b0/\d+ rows", s) is not None, what="no xa_ command shown")
