@@ -1,5 +1,6 @@
 """A MySQL / MariaDB server's own state for the Servers screen: a few status counters, its
-role settings and its replication channels, read on the connection its InnoDB readings use.
+role settings and its replication channels, read on the connection its InnoDB readings use;
+and, for the Status and Commands screens, its whole global status (StatusVariables).
 
 One statement for the status variables and one for the role variables every reading; the
 replication status (SHOW ALL SLAVES STATUS on MariaDB, SHOW REPLICA STATUS on MySQL 8.0.22+,
