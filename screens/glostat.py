@@ -55,20 +55,20 @@ RULES: Tuple[Rule, ...] = (
     rule(r"MySQL_Monitor_\w+", "Monitor", COUNTER),
     rule(r"Queries_(backends|frontends)_bytes_(recv|sent)", "Traffic", COUNTER, BYTES),
     rule(r"(Client|Server)_Connections_(connected|non_idle|hostgroup_locked)|Active_Transactions",
-          "Connections", GAUGE),
+         "Connections", GAUGE),
     rule(r"(Client|Server)_Connections_(aborted|created|delayed)|Access_Denied_\w+|ConnPool_get_conn_\w+"
-          r"|MyHGM_myconnpoll_\w+|new_req_conns_count|mysql_killed_backend_\w+"
-          r"|client_host_error_killed_connections|max_connect_timeouts|mysql_unexpected_frontend_\w+",
-          "Connections", COUNTER),
+         r"|MyHGM_myconnpoll_\w+|new_req_conns_count|mysql_killed_backend_\w+"
+         r"|client_host_error_killed_connections|max_connect_timeouts|mysql_unexpected_frontend_\w+",
+         "Connections", COUNTER),
     rule(r"(Query_Processor|Backend_query)_time_nsec", "Commands", COUNTER, NANOSECONDS),
     rule(r"queries_with_max_lag_ms__total_wait_time_us", "Commands", COUNTER, MICROSECONDS),
     rule(r"Mirror_(concurrency|queue_length)", "Commands", GAUGE),
     rule(r"Questions|Slow_queries|Com_\w+|GTID_consistent_queries|GTID_session_collected"
-          r"|Selects_for_update__autocommit0|queries_with_max_lag_ms(__delayed)?|backend_lagging_during_query"
-          r"|backend_offline_during_query|get_aws_aurora_replicas_skipped_during_query"
-          r"|hostgroup_locked_(set_cmds|queries)|generated_error_packets|automatic_detected_sql_injection"
-          r"|whitelisted_sqli_fingerprint",
-          "Commands", COUNTER),
+         r"|Selects_for_update__autocommit0|queries_with_max_lag_ms(__delayed)?|backend_lagging_during_query"
+         r"|backend_offline_during_query|get_aws_aurora_replicas_skipped_during_query"
+         r"|hostgroup_locked_(set_cmds|queries)|generated_error_packets|automatic_detected_sql_injection"
+         r"|whitelisted_sqli_fingerprint",
+         "Commands", COUNTER),
     rule(r"\w+_bytes", "Memory", GAUGE, BYTES),
     rule(r"ProxySQL_Uptime", "Other", GAUGE, SECONDS),
     rule(r"MySQL_Thread_Workers|Servers_table_version", "Other", GAUGE),
@@ -439,15 +439,15 @@ PGSQL_RULES: Tuple[Rule, ...] = (
     rule(r"PgSQL_Monitor_\w+", "Monitor", COUNTER),
     rule(r"Queries_(backends|frontends)_bytes_(recv|sent)", "Traffic", COUNTER, BYTES),
     rule(r"(Client|Server)_Connections_(connected|non_idle|hostgroup_locked)|Active_Transactions",
-          "Connections", GAUGE),
+         "Connections", GAUGE),
     rule(r"(Client|Server)_Connections_(aborted|created|delayed)|Access_Denied_\w+|PgHGM_pgconnpoll_\w+"
-          r"|new_req_conns_count|pgsql_killed_backend_\w+|client_host_error_killed_connections"
-          r"|max_connect_timeouts|Backend_reset_connection",
-          "Connections", COUNTER),
+         r"|new_req_conns_count|pgsql_killed_backend_\w+|client_host_error_killed_connections"
+         r"|max_connect_timeouts|Backend_reset_connection",
+         "Connections", COUNTER),
     rule(r"Mirror_(concurrency|queue_length)", "Commands", GAUGE),
     rule(r"Questions|Slow_queries|Commit(_filtered)?|Rollback(_filtered)?|Selects_for_update__autocommit0"
-          r"|(Backend|Frontend)_set_client_encoding|generated_error_packets|backend_offline_during_query",
-          "Commands", COUNTER),
+         r"|(Backend|Frontend)_set_client_encoding|generated_error_packets|backend_offline_during_query",
+         "Commands", COUNTER),
     rule(r"\w+_bytes", "Memory", GAUGE, BYTES),
     rule(r"ProxySQL_Uptime", "Other", GAUGE, SECONDS),
     rule(r"PgSQL_Thread_Workers|Servers_table_version", "Other", GAUGE),

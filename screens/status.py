@@ -21,7 +21,7 @@ from proxytop.collectors.innodb_fleet import Server
 from proxytop.metrics import units
 from proxytop.metrics.rates import rate, to_number
 from proxytop.screens.base import DataView, Screen, seconds_between
-from proxytop.screens.glostat import (BYTES, COUNTER, GAUGE, MICROSECONDS, MILLISECONDS, NANOSECONDS, SECONDS, TEXT,
+from proxytop.screens.glostat import (BYTES, COUNT, COUNTER, GAUGE, MICROSECONDS, MILLISECONDS, NANOSECONDS, SECONDS, TEXT,
                                       GloStatScreen, Rule, first_match, global_rows, in_sections, rule)
 from proxytop.screens.one_server import OneServer, server_bindings
 from proxytop.screens.servers import hit_ratio
@@ -33,7 +33,7 @@ SECTIONS = ("Connections", "Commands", "Selects and sorts", "InnoDB", "Replicati
 CONNECTIONS, COMMANDS, SELECTS, INNODB, REPLICATION, GALERA, TABLES, HANDLER, TRAFFIC, CACHE, OTHER = SECTIONS
 
 
-def _r(regex: str, section: str, kind: str, unit: str = "count") -> Rule:
+def _r(regex: str, section: str, kind: str, unit: str = COUNT) -> Rule:
     # Status variable names are matched whatever their case: SHOW STATUS and
     # information_schema spell them differently, MariaDB and MySQL too (Innodb_..._lru_flushed).
     return rule(regex, section, kind, unit, re.IGNORECASE)
