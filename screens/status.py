@@ -21,8 +21,8 @@ from proxytop.collectors.innodb_fleet import Server
 from proxytop.metrics import units
 from proxytop.metrics.rates import rate, to_number
 from proxytop.screens.base import DataView, Screen, seconds_between
-from proxytop.screens.glostat import (BYTES, COUNT, COUNTER, GAUGE, MICROSECONDS, MILLISECONDS, NANOSECONDS, SECONDS, TEXT,
-                                      GloStatScreen, Rule, first_match, global_rows, in_sections, rule)
+from proxytop.screens.glostat import (BYTES, COUNT, COUNTER, GAUGE, MICROSECONDS, MILLISECONDS, NANOSECONDS, SECONDS,
+                                      TEXT, GloStatScreen, Rule, first_match, global_rows, in_sections, rule)
 from proxytop.screens.one_server import OneServer, server_bindings
 from proxytop.screens.servers import hit_ratio
 from proxytop.screens.table import Row, TableState
