@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import List, Mapping, Optional, Tuple
 
-from proxytop.collectors.innodb_fleet import Server
+from proxytop.collectors.innodb_fleet import Fleet, Server
 from proxytop.core import Snapshot, Table
 from proxytop.metrics import units
 from proxytop.metrics.rates import to_number
@@ -64,7 +64,7 @@ class CommandsScreen(OneServer, Screen):
     bindings = ComCountScreen.bindings + server_bindings("the commands")
     action_toggle_unused = ComCountScreen.action_toggle_unused
 
-    def __init__(self, config=None, fleet=None):
+    def __init__(self, config=None, fleet: Optional[Fleet] = None):
         super().__init__(config, fleet)
         self._summary: Tuple[Optional[float], int, Optional[float]] = (None, 0, None)  # all/s, unused, seconds
 
