@@ -13,9 +13,13 @@ import time
 
 import pytest
 
+from proxytop.collectors.innodb_fleet import Fleet
+from proxytop.config.mysql_options import Credentials
 from proxytop.core import Snapshot
+from proxytop.polling.connection import Endpoint
+from proxytop.screens.commands import CommandsScreen
 from proxytop.screens.glostat import BYTES, COUNTER, GAUGE, SECONDS, TEXT, UNKNOWN, global_rows
-from proxytop.screens.status import classify
+from proxytop.screens.status import StatusScreen, classify
 from tests.mariadb import MariaDBServer
 from tests.terminal import ENTER, ESC, proxytop_command
 from tests.test_servers import mysql_args
@@ -269,3 +273,14 @@ def test_mysql_8s_status_variables_have_rules():
     assert kinds["Com_change_replication_source"][:2] == ("Commands", COUNTER)
     # case does not matter: information_schema.GLOBAL_STATUS names them in capitals
     assert classify("INNODB_BUFFER_POOL_PAGES_FREE") is classify("Innodb_buffer_pool_pages_free")
+
+
+def test_only_the_server_shown_is_read_and_both_screens_share_its_reading():
+    fleet = Fleet(Credentials(user="u"), 3.0, discover=False)
+    for host in ("db1", "db2"):
+        fleet.add_explicit(Endpoint(host=host, port=3306))
+    status, commands = StatusScreen(fleet=fleet), CommandsScreen(fleet=fleet)
+    assert status.active_collectors() == commands.active_collectors() == ["mysql.global_status.db1:3306"]
+    commands.on_show({"servers": "db2:3306"})  # the Servers screen's cursor, or n on another one-server screen
+    assert commands.active_collectors() == ["mysql.global_status.db2:3306"]
+    assert "mysql.global_status.db2:3306" in {c.name for c in fleet.collectors()}  # registered for every server
