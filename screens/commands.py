@@ -72,10 +72,7 @@ class CommandsScreen(OneServer, Screen):
         return server.global_status_name
 
     def rows(self, view: DataView) -> List[Row]:
-        self.fleet.sync_discovered()
-        server = self.server()
-        previous, current = view.pair(server.global_status_name) if server is not None else (None, None)
-        previous, current = as_commands(previous), as_commands(current)
+        previous, current = (as_commands(snapshot) for snapshot in self.readings(view))
         every = command_rows(previous, current, show_unused=True)
         rates = [row["rate"] for row in every if row.get("rate") is not None]
         self._summary = (sum(rates) if rates else None, sum(1 for row in every if not to_number(row.get("total"))),
@@ -83,8 +80,7 @@ class CommandsScreen(OneServer, Screen):
         return every if self.options.get("unused") else [row for row in every if row.get("total")]
 
     def notes(self, view: DataView):
-        server = self.server()
-        current = view.latest(server.global_status_name) if server is not None else None
+        current = self.readings(view)[1]
         reading = current.data if current is not None and current.data else None
         lines = self.server_lines(view, reading)
         if reading is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, List, Mapping, Optional, Tuple
 
 from proxytop.collectors.innodb_fleet import Fleet, Server
+from proxytop.core import Snapshot
 from proxytop.screens.base import DataView
 from proxytop.screens.keys import Binding
 
@@ -70,6 +71,12 @@ class OneServer:
         self._step_server(controller, -1)
 
     # --- what every such screen does alike ------------------------------------------------------
+    def readings(self, view: DataView) -> Tuple[Optional[Snapshot], Optional[Snapshot]]:
+        """The last two readings of the server shown (servers ProxySQL lists registered first)."""
+        self.fleet.sync_discovered()
+        server = self.server()
+        return view.pair(self.reading_name(server)) if server is not None else (None, None)
+
     def active_collectors(self) -> List[str]:
         server = self.server()
         return [self.reading_name(server)] if server is not None else []

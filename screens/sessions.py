@@ -299,9 +299,7 @@ class SessionsScreen(OneServer, Screen):
 
     # --- readings and rows -----------------------------------------------------------------------
     def rows(self, view: DataView) -> List[Row]:
-        self.fleet.sync_discovered()
-        server = self.server()
-        previous, current = view.pair(server.sessions_name) if server is not None else (None, None)
+        previous, current = self.readings(view)
         reading = current.data if current is not None and isinstance(current.data, SessionsReading) else None
         before = previous.data if previous is not None and isinstance(previous.data, SessionsReading) else None
         self._reading = reading

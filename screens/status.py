@@ -218,19 +218,14 @@ class StatusScreen(OneServer, Screen):
         return server.global_status_name
 
     def rows(self, view: DataView) -> List[Row]:
-        self.fleet.sync_discovered()
-        server = self.server()
-        if server is None:
-            return []
-        previous, current = view.pair(server.global_status_name)
+        previous, current = self.readings(view)
         return global_rows(previous, current, classify=classify)
 
     def arrange(self, rows: Sequence[Row], state: TableState) -> List[Row]:
         return in_sections(rows, self.columns, state, SECTIONS)
 
     def notes(self, view: DataView):
-        server = self.server()
-        previous, current = view.pair(server.global_status_name) if server is not None else (None, None)
+        previous, current = self.readings(view)
         status = current.data if current is not None and current.data else None
         lines = self.server_lines(view, status)
         if status is None:
