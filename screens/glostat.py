@@ -28,7 +28,7 @@ SECTIONS = ("Connections", "Prepared statements", "Commands", "Query cache", "Mo
             "Memory", "Other")
 
 COUNTER, GAUGE, TEXT = "counter", "gauge", "text"
-COUNT, BYTES, SECONDS, NANOSECONDS, MICROSECONDS = "count", "bytes", "seconds", "ns", "us"
+COUNT, BYTES, SECONDS, MILLISECONDS, MICROSECONDS, NANOSECONDS = "count", "bytes", "seconds", "ms", "us", "ns"
 
 
 @dataclass(frozen=True)
@@ -39,39 +39,39 @@ class Rule:
     unit: str = COUNT
 
 
-def _rule(regex: str, section: str, kind: str, unit: str = COUNT) -> Rule:
-    return Rule(re.compile(regex + r"\Z"), section, kind, unit)
+def rule(regex: str, section: str, kind: str, unit: str = COUNT, flags: int = 0) -> Rule:
+    return Rule(re.compile(regex + r"\Z", flags), section, kind, unit)
 
 
 # What proxytop knows of stats_mysql_global (1.4 to 3.0); the first matching rule wins.
 RULES: Tuple[Rule, ...] = (
-    _rule(r"Stmt_(Client|Server)_Active_(Total|Unique)|Stmt_Cached|Stmt_Max_Stmt_id", "Prepared statements", GAUGE),
-    _rule(r"Com_(frontend|backend)_stmt_\w+", "Prepared statements", COUNTER),
-    _rule(r"Query_Cache_(Memory_bytes)", "Query cache", GAUGE, BYTES),
-    _rule(r"Query_Cache_Entries", "Query cache", GAUGE),
-    _rule(r"Query_Cache_bytes_(IN|OUT)", "Query cache", COUNTER, BYTES),
-    _rule(r"Query_Cache_(count_GET|count_GET_OK|count_SET|Purged)", "Query cache", COUNTER),
-    _rule(r"MySQL_Monitor_Workers(_Aux|_Started)?", "Monitor", GAUGE),
-    _rule(r"MySQL_Monitor_\w+", "Monitor", COUNTER),
-    _rule(r"Queries_(backends|frontends)_bytes_(recv|sent)", "Traffic", COUNTER, BYTES),
-    _rule(r"(Client|Server)_Connections_(connected|non_idle|hostgroup_locked)|Active_Transactions",
-          "Connections", GAUGE),
-    _rule(r"(Client|Server)_Connections_(aborted|created|delayed)|Access_Denied_\w+|ConnPool_get_conn_\w+"
-          r"|MyHGM_myconnpoll_\w+|new_req_conns_count|mysql_killed_backend_\w+"
-          r"|client_host_error_killed_connections|max_connect_timeouts|mysql_unexpected_frontend_\w+",
-          "Connections", COUNTER),
-    _rule(r"(Query_Processor|Backend_query)_time_nsec", "Commands", COUNTER, NANOSECONDS),
-    _rule(r"queries_with_max_lag_ms__total_wait_time_us", "Commands", COUNTER, MICROSECONDS),
-    _rule(r"Mirror_(concurrency|queue_length)", "Commands", GAUGE),
-    _rule(r"Questions|Slow_queries|Com_\w+|GTID_consistent_queries|GTID_session_collected"
-          r"|Selects_for_update__autocommit0|queries_with_max_lag_ms(__delayed)?|backend_lagging_during_query"
-          r"|backend_offline_during_query|get_aws_aurora_replicas_skipped_during_query"
-          r"|hostgroup_locked_(set_cmds|queries)|generated_error_packets|automatic_detected_sql_injection"
-          r"|whitelisted_sqli_fingerprint",
-          "Commands", COUNTER),
-    _rule(r"\w+_bytes", "Memory", GAUGE, BYTES),
-    _rule(r"ProxySQL_Uptime", "Other", GAUGE, SECONDS),
-    _rule(r"MySQL_Thread_Workers|Servers_table_version", "Other", GAUGE),
+    rule(r"Stmt_(Client|Server)_Active_(Total|Unique)|Stmt_Cached|Stmt_Max_Stmt_id", "Prepared statements", GAUGE),
+    rule(r"Com_(frontend|backend)_stmt_\w+", "Prepared statements", COUNTER),
+    rule(r"Query_Cache_(Memory_bytes)", "Query cache", GAUGE, BYTES),
+    rule(r"Query_Cache_Entries", "Query cache", GAUGE),
+    rule(r"Query_Cache_bytes_(IN|OUT)", "Query cache", COUNTER, BYTES),
+    rule(r"Query_Cache_(count_GET|count_GET_OK|count_SET|Purged)", "Query cache", COUNTER),
+    rule(r"MySQL_Monitor_Workers(_Aux|_Started)?", "Monitor", GAUGE),
+    rule(r"MySQL_Monitor_\w+", "Monitor", COUNTER),
+    rule(r"Queries_(backends|frontends)_bytes_(recv|sent)", "Traffic", COUNTER, BYTES),
+    rule(r"(Client|Server)_Connections_(connected|non_idle|hostgroup_locked)|Active_Transactions",
+         "Connections", GAUGE),
+    rule(r"(Client|Server)_Connections_(aborted|created|delayed)|Access_Denied_\w+|ConnPool_get_conn_\w+"
+         r"|MyHGM_myconnpoll_\w+|new_req_conns_count|mysql_killed_backend_\w+"
+         r"|client_host_error_killed_connections|max_connect_timeouts|mysql_unexpected_frontend_\w+",
+         "Connections", COUNTER),
+    rule(r"(Query_Processor|Backend_query)_time_nsec", "Commands", COUNTER, NANOSECONDS),
+    rule(r"queries_with_max_lag_ms__total_wait_time_us", "Commands", COUNTER, MICROSECONDS),
+    rule(r"Mirror_(concurrency|queue_length)", "Commands", GAUGE),
+    rule(r"Questions|Slow_queries|Com_\w+|GTID_consistent_queries|GTID_session_collected"
+         r"|Selects_for_update__autocommit0|queries_with_max_lag_ms(__delayed)?|backend_lagging_during_query"
+         r"|backend_offline_during_query|get_aws_aurora_replicas_skipped_during_query"
+         r"|hostgroup_locked_(set_cmds|queries)|generated_error_packets|automatic_detected_sql_injection"
+         r"|whitelisted_sqli_fingerprint",
+         "Commands", COUNTER),
+    rule(r"\w+_bytes", "Memory", GAUGE, BYTES),
+    rule(r"ProxySQL_Uptime", "Other", GAUGE, SECONDS),
+    rule(r"MySQL_Thread_Workers|Servers_table_version", "Other", GAUGE),
 )
 
 UNKNOWN = Rule(re.compile(""), "Other", TEXT, COUNT)
@@ -84,9 +84,14 @@ def classify(name: str) -> Rule:
     >>> [(r.section, r.kind, r.unit) for r in map(classify, ("Com_commit", "Query_Cache_Memory_bytes", "Frobs_new"))]
     [('Commands', 'counter', 'count'), ('Query cache', 'gauge', 'bytes'), ('Other', 'text', 'count')]
     """
-    for rule in RULES:
-        if rule.pattern.match(name):
-            return rule
+    return first_match(RULES, name)
+
+
+def first_match(rules: Sequence[Rule], name: str) -> Rule:
+    """The first of ``rules`` whose pattern matches the whole name; UNKNOWN when none does."""
+    for candidate in rules:
+        if candidate.pattern.match(name):
+            return candidate
     return UNKNOWN
 
 
@@ -202,9 +207,28 @@ def in_unit(value, unit: Optional[str]) -> str:
         return units.duration(value)
     if unit == NANOSECONDS:
         return units.duration(to_number(value) / 1e9)
+    if unit == MILLISECONDS:
+        return units.duration(to_number(value) / 1e3)
     if unit == MICROSECONDS:
         return units.microseconds(value)
     return units.number(value)
+
+
+def in_sections(rows: Sequence[Row], columns: Sequence[Column], state: TableState,
+                sections: Sequence[str]) -> List[Row]:
+    """Sections in a fixed order (``sections``), each under a heading; sort and filter within them."""
+    visible = filter_rows(rows, columns, state.filter)
+    by_section: Dict[str, List[Row]] = {}
+    for row in visible:
+        by_section.setdefault(row.get("section"), []).append(row)
+    arranged: List[Row] = []
+    for section in sections:
+        members = by_section.get(section)
+        if not members:
+            continue
+        arranged.append({"_id": ("section", section), "_kind": "subtotal", "name": f"\u2500\u2500 {section}"})
+        arranged.extend(sort_rows(members, state.sort_key, state.descending, ("name",)))
+    return arranged
 
 
 @dataclass(frozen=True)
@@ -347,19 +371,7 @@ class GloStatScreen(SidedScreen, Screen):
         return tracker
 
     def arrange(self, rows: Sequence[Row], state: TableState) -> List[Row]:
-        """Sections in a fixed order, each under a heading; sort and filter within them."""
-        visible = filter_rows(rows, self.columns, state.filter)
-        by_section: Dict[str, List[Row]] = {}
-        for row in visible:
-            by_section.setdefault(row.get("section"), []).append(row)
-        arranged: List[Row] = []
-        for section in SECTIONS:
-            members = by_section.get(section)
-            if not members:
-                continue
-            arranged.append({"_id": ("section", section), "_kind": "subtotal", "name": f"\u2500\u2500 {section}"})
-            arranged.extend(sort_rows(members, state.sort_key, state.descending, ("name",)))
-        return arranged
+        return in_sections(rows, self.columns, state, SECTIONS)
 
     def notes(self, view: DataView):
         previous, current = view.pair(self.on_side(GlobalStatus.name))
@@ -419,26 +431,26 @@ SCREEN = GloStatScreen
 # own in the same sections; a variable not known here is shown as text, without a rate, as on
 # the MySQL side.
 PGSQL_RULES: Tuple[Rule, ...] = (
-    _rule(r"Query_Cache_(Memory_bytes)", "Query cache", GAUGE, BYTES),
-    _rule(r"Query_Cache_Entries", "Query cache", GAUGE),
-    _rule(r"Query_Cache_bytes_(IN|OUT)", "Query cache", COUNTER, BYTES),
-    _rule(r"Query_Cache_(count_GET|count_GET_OK|count_SET|Purged)", "Query cache", COUNTER),
-    _rule(r"PgSQL_Monitor_Workers(_Aux|_Started)?", "Monitor", GAUGE),
-    _rule(r"PgSQL_Monitor_\w+", "Monitor", COUNTER),
-    _rule(r"Queries_(backends|frontends)_bytes_(recv|sent)", "Traffic", COUNTER, BYTES),
-    _rule(r"(Client|Server)_Connections_(connected|non_idle|hostgroup_locked)|Active_Transactions",
-          "Connections", GAUGE),
-    _rule(r"(Client|Server)_Connections_(aborted|created|delayed)|Access_Denied_\w+|PgHGM_pgconnpoll_\w+"
-          r"|new_req_conns_count|pgsql_killed_backend_\w+|client_host_error_killed_connections"
-          r"|max_connect_timeouts|Backend_reset_connection",
-          "Connections", COUNTER),
-    _rule(r"Mirror_(concurrency|queue_length)", "Commands", GAUGE),
-    _rule(r"Questions|Slow_queries|Commit(_filtered)?|Rollback(_filtered)?|Selects_for_update__autocommit0"
-          r"|(Backend|Frontend)_set_client_encoding|generated_error_packets|backend_offline_during_query",
-          "Commands", COUNTER),
-    _rule(r"\w+_bytes", "Memory", GAUGE, BYTES),
-    _rule(r"ProxySQL_Uptime", "Other", GAUGE, SECONDS),
-    _rule(r"PgSQL_Thread_Workers|Servers_table_version", "Other", GAUGE),
+    rule(r"Query_Cache_(Memory_bytes)", "Query cache", GAUGE, BYTES),
+    rule(r"Query_Cache_Entries", "Query cache", GAUGE),
+    rule(r"Query_Cache_bytes_(IN|OUT)", "Query cache", COUNTER, BYTES),
+    rule(r"Query_Cache_(count_GET|count_GET_OK|count_SET|Purged)", "Query cache", COUNTER),
+    rule(r"PgSQL_Monitor_Workers(_Aux|_Started)?", "Monitor", GAUGE),
+    rule(r"PgSQL_Monitor_\w+", "Monitor", COUNTER),
+    rule(r"Queries_(backends|frontends)_bytes_(recv|sent)", "Traffic", COUNTER, BYTES),
+    rule(r"(Client|Server)_Connections_(connected|non_idle|hostgroup_locked)|Active_Transactions",
+         "Connections", GAUGE),
+    rule(r"(Client|Server)_Connections_(aborted|created|delayed)|Access_Denied_\w+|PgHGM_pgconnpoll_\w+"
+         r"|new_req_conns_count|pgsql_killed_backend_\w+|client_host_error_killed_connections"
+         r"|max_connect_timeouts|Backend_reset_connection",
+         "Connections", COUNTER),
+    rule(r"Mirror_(concurrency|queue_length)", "Commands", GAUGE),
+    rule(r"Questions|Slow_queries|Commit(_filtered)?|Rollback(_filtered)?|Selects_for_update__autocommit0"
+         r"|(Backend|Frontend)_set_client_encoding|generated_error_packets|backend_offline_during_query",
+         "Commands", COUNTER),
+    rule(r"\w+_bytes", "Memory", GAUGE, BYTES),
+    rule(r"ProxySQL_Uptime", "Other", GAUGE, SECONDS),
+    rule(r"PgSQL_Thread_Workers|Servers_table_version", "Other", GAUGE),
 )
 
 
@@ -450,7 +462,4 @@ def classify_pgsql(name: str) -> Rule:
     >>> [(r.section, r.kind, r.unit) for r in map(classify_pgsql, ("pgsql_backend_buffers_bytes", "PgSQL_Thread_Workers"))]
     [('Memory', 'gauge', 'bytes'), ('Other', 'gauge', 'count')]
     """
-    for rule in PGSQL_RULES:
-        if rule.pattern.match(name):
-            return rule
-    return UNKNOWN
+    return first_match(PGSQL_RULES, name)

@@ -21,6 +21,7 @@ from proxytop.core import Table
 from proxytop.metrics import units
 from proxytop.screens.base import Confirm, DataView, Detail, Screen, seconds_between
 from proxytop.screens.keys import Binding
+from proxytop.screens.one_server import OneServer, server_bindings
 from proxytop.screens.proclist import one_line, time_text, wrapped
 from proxytop.screens.table import Column, Row
 
@@ -243,11 +244,11 @@ def explain_detail(plan: Table, row: Row, server: str) -> Detail:
     return Detail(f"EXPLAIN of session {row.get('id')} on {server}", tuple(tuple(line) for line in lines))
 
 
-class SessionsScreen(Screen):
+class SessionsScreen(OneServer, Screen):
     key = "sessions"
     title = "Sessions"
     short_title = "Sess"
-    uses_fleet = True
+    shows = "sessions"
     default_sort = ("time_ms", True)
     tiebreak = ("id",)
     default_interval = 2.0
@@ -286,62 +287,19 @@ class SessionsScreen(Screen):
                 "rolled back (asks first)"),
         Binding(("e",), "explain", "EXPLAIN the selected session's SELECT (a connection of its own, 2 s limit)",
                 "e explain"),
-        Binding(("n",), "next_server", "the sessions of the next MySQL server", "n/N server"),
-        Binding(("N",), "previous_server", "the sessions of the previous MySQL server"),
-    )
+    ) + server_bindings("the sessions")
 
     def __init__(self, config=None, fleet: Optional[Fleet] = None):
-        super().__init__(config)
-        self.fleet = fleet if fleet is not None else Fleet.from_config(config)
-        self.server_key: Optional[str] = None  # the server shown (None: the first listed)
+        super().__init__(config, fleet)
         self._summary: Tuple[Counter, int, int] = (Counter(), 0, 0)  # by command, idle hidden, own hidden
         self._reading: Optional[SessionsReading] = None
 
-    # --- which server --------------------------------------------------------------------------
-    def server(self) -> Optional[Server]:
-        listed = self.fleet.listed()
-        chosen = self.fleet.servers.get(self.server_key) if self.server_key else None
-        if chosen is not None and chosen.listed:
-            return chosen
-        return listed[0] if listed else None
-
-    def on_show(self, selected: Mapping[str, Any]) -> None:
-        key = selected.get("servers")
-        if key in self.fleet.servers:
-            self.server_key = key
-
-    def _step_server(self, controller, step: int) -> None:
-        listed = self.fleet.listed()
-        current = self.server()
-        if current is None or len(listed) < 2:
-            controller.say("no other MySQL server to show")
-            return
-        keys = [server.key for server in listed]
-        self.server_key = keys[(keys.index(current.key) + step) % len(keys)]
-        # The Servers screen's cursor follows: this screen shows its server when shown again.
-        controller.ui.cursor_id["servers"] = self.server_key
-        controller.say(f"sessions of {self.server_key}")
-
-    def action_next_server(self, controller) -> None:
-        self._step_server(controller, +1)
-
-    def action_previous_server(self, controller) -> None:
-        self._step_server(controller, -1)
+    def reading_name(self, server: Server) -> str:
+        return server.sessions_name
 
     # --- readings and rows -----------------------------------------------------------------------
-    def active_collectors(self) -> List[str]:
-        server = self.server()
-        return [server.sessions_name] if server is not None else []
-
-    def rows_token(self, view: DataView):
-        server = self.server()
-        state = view.state(server.source) if server is not None else None
-        return (server.key if server else None, state is not None and state.connected)
-
     def rows(self, view: DataView) -> List[Row]:
-        self.fleet.sync_discovered()
-        server = self.server()
-        previous, current = view.pair(server.sessions_name) if server is not None else (None, None)
+        previous, current = self.readings(view)
         reading = current.data if current is not None and isinstance(current.data, SessionsReading) else None
         before = previous.data if previous is not None and isinstance(previous.data, SessionsReading) else None
         self._reading = reading
@@ -354,18 +312,9 @@ class SessionsScreen(Screen):
         return rows
 
     def notes(self, view: DataView):
-        server = self.server()
-        if server is None:
-            return [(("No MySQL server to watch: add one with --mysql HOST[:PORT] or --mysql-socket PATH.",
-                      "warning"),)]
-        several = len(self.fleet.listed()) > 1
-        lines = [(("Server  ", "label"), (server.key, "header"),
-                  ("   n/N: next/previous server" if several else "", "dim"))]
         reading = self._reading
-        if reading is None:
-            state = view.state(server.source)
-            why = view.error(server.sessions_name) or (state.error if state is not None and state.error else None)
-            lines.append(((why or "waiting for the first reading\u2026", "warning" if why else "dim"),))
+        lines = self.server_lines(view, reading)
+        if reading is None or self.server() is None:
             return lines
         commands, idle, own = self._summary
         lines.append((("Sessions  ", "label"), (summary_text(commands), None)))
@@ -385,10 +334,6 @@ class SessionsScreen(Screen):
         if reading.error:
             lines.append(((reading.error, "warning"),))
         return lines
-
-    def status(self, view: DataView) -> Optional[str]:
-        server = self.server()
-        return view.error(server.sessions_name) if server is not None else None
 
     def detail(self, row: Row, view: DataView) -> Optional[Detail]:
         server = self.server()
