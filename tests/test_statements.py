@@ -1,0 +1,295 @@
+"""The Statements screen: one MySQL server's statement digest (performance_schema), over real
+MariaDB servers the suite starts with performance_schema=ON (the shared one has it off, as
+MariaDB does by default): rates of known statements, a TRUNCATE of the table between readings,
+proxytop's own statements left out, the one line where performance_schema is off, --batch and
+the terminal; and the statement key on ProxySQL's real digest texts against MariaDB's
+DIGEST_TEXT of the same statements."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+from typing import Dict, List, Tuple
+
+import pymysql
+import pytest
+
+from proxytop.collectors.innodb import MySQLSource
+from proxytop.collectors.mysql_statements import OWN_KEYS, PROBE_SQL, MySQLStatements, StatementsReading, statements_sql
+from proxytop.core import Snapshot
+from proxytop.metrics.statements import statement_key
+from proxytop.polling.connection import Endpoint
+from proxytop.screens.statements import off_line, statement_rows
+from tests.mariadb import MariaDBServer, start_or_skip
+from tests.terminal import ENTER, proxytop_command
+from tests.test_safety import GENERAL_LOG
+from tests.test_sessions import mysql_args
+
+SCHEMA = "stmt_test"
+ROWS = 10
+PROXYSQL_RECORDINGS = ("proxysql-2.7.2.jsonl.gz", "proxysql-2.7.2-cluster.jsonl.gz")
+# ProxySQL digest texts of the recordings that can't be run here as they are
+NOT_RUN = {
+    "SELEC id FROM sbtest1 WHERE id = ?": "a syntax error: the server makes no digest of what it can't parse",
+    "UPDATE sbtest1 SET k = k WHERE id = ?": "the same statement key as UPDATE ... SET k = k ? (a sign folded)",
+}
+
+
+@pytest.fixture(scope="module")
+def server():
+    """A MariaDB with performance_schema on, and a table without an index on v."""
+    started = start_or_skip({"performance_schema": "ON"}, name="statements")
+    try:
+        started.query(f"CREATE DATABASE {SCHEMA}")
+        started.query(f"CREATE TABLE {SCHEMA}.t (id INT PRIMARY KEY, v INT)")
+        started.query(f"INSERT INTO {SCHEMA}.t VALUES " + ", ".join(f"({n}, {n})" for n in range(1, ROWS + 1)))
+        yield started
+    finally:
+        started.stop()
+
+
+def endpoint_of(server) -> Endpoint:
+    return Endpoint(host=server.host, port=server.port, user=server.user, password=server.password, timeout=5.0)
+
+
+class Reader:
+    """The real collector on a real connection; each reading a snapshot stamped now."""
+
+    def __init__(self, server):
+        self.source = MySQLSource(endpoint_of(server))
+        self.session = self.source.connect()
+        self.collector = MySQLStatements(self.source.endpoint)
+        self.snapshots: List[Snapshot] = []
+
+    def read(self) -> Snapshot:
+        started = time.monotonic()
+        data = self.collector.collect(self.session)
+        snapshot = Snapshot(self.collector.name, data, taken_at=started, duration=time.monotonic() - started)
+        self.snapshots.append(snapshot)
+        return snapshot
+
+    def rows(self) -> Dict[str, dict]:
+        previous, current = self.snapshots[-2:]
+        return {row["text"]: row for row in statement_rows(previous, current)}
+
+    def close(self) -> None:
+        self.session.conn.close()
+
+
+def run(server, sql: str, times: int) -> None:
+    conn = server.connect(database=SCHEMA)
+    try:
+        with conn.cursor() as cursor:
+            for n in range(times):
+                cursor.execute(sql, (n % ROWS + 1,))
+                cursor.fetchall()
+    finally:
+        conn.close()
+
+
+SCAN = "SELECT id FROM t WHERE v = %s"  # no index on v: every row examined, one sent
+SCAN_DIGEST = "SELECT ID FROM `t` WHERE `v` = ?"
+
+
+def test_count_per_second_and_rows_examined_per_call_of_a_known_statement(server):
+    run(server, SCAN, 1)
+    reader = Reader(server)
+    try:
+        reader.read()
+        run(server, SCAN, 40)
+        reader.read()
+        previous, current = reader.snapshots
+        seconds = current.taken_at - previous.taken_at
+        row = reader.rows()[SCAN_DIGEST]
+        assert row["count_s"] == pytest.approx(40 / seconds)
+        assert row["examined_per_call"] == ROWS and row["sent_per_call"] == 1
+        assert row["no_index_s"] == pytest.approx(40 / seconds)  # a full scan each time
+        assert row["errors_s"] == 0 and row["time_s"] > 0 and row["count"] == 41 and row["schema"] == SCHEMA
+        assert 0 < row["share"] <= 100
+    finally:
+        reader.close()
+
+
+def server_time(server) -> int:
+    return int(server.query("SELECT UNIX_TIMESTAMP()")[0][0])
+
+
+def test_a_truncate_between_readings_gives_no_rate_never_a_negative_one(server):
+    run(server, SCAN, 5)
+    reader = Reader(server)
+    try:
+        reader.read()
+        seen_first = server_time(server)
+        while server_time(server) <= seen_first:  # FIRST_SEEN counts seconds: the next one
+            time.sleep(0.05)
+        server.query("TRUNCATE TABLE performance_schema.events_statements_summary_by_digest")
+        run(server, SCAN, 200)  # more than before the TRUNCATE: counters up, but a new row
+        reader.read()
+        row = reader.rows()[SCAN_DIGEST]
+        assert row["count"] == 200 and row["count_s"] is None and row["time_s"] is None
+        run(server, SCAN, 10)
+        reader.read()
+        assert reader.rows()[SCAN_DIGEST]["count_s"] > 0  # the next interval has its rate again
+        everything = [value for r in reader.rows().values() for key, value in r.items()
+                      if key.endswith("_s") and value is not None]
+        assert all(value >= 0 for value in everything)
+    finally:
+        reader.close()
+
+
+def test_proxytops_own_statements_are_left_out(server):
+    run(server, SCAN, 1)
+    reader = Reader(server)
+    try:
+        reader.read()
+        data = reader.read().data
+        assert isinstance(data, StatementsReading) and data.own_hidden >= 2  # the probe and the read, at least
+        texts = [row[2] for row in data.digests.rows]
+        assert not [t for t in texts if statement_key(t) in OWN_KEYS]
+        keys = {statement_key(t) for t in texts}
+        assert statement_key(statements_sql(False)) not in keys and statement_key(PROBE_SQL) not in keys
+        assert statement_key(SCAN_DIGEST) in keys  # the others' statements are there
+    finally:
+        reader.close()
+
+
+def test_every_statement_proxytop_sent_is_known_as_its_own(server):
+    """What proxytop really sent (the general log's tagged statements, from every test on this
+    server) against the list made from where the statements are defined: a statement added
+    without it would show up here."""
+    subprocess.run(list(proxytop_command()) + mysql_args(server) + ["--batch", "--count", "2", "-d", "0.5",
+                                                                   "--screen", "all"],
+                   capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL, check=True)
+    with open(os.path.join(server.datadir, GENERAL_LOG), encoding="utf-8", errors="replace") as handle:
+        sent = {m.group(1).strip() for m in re.finditer(r"\bQuery\t/\* proxytop \*/ (.*)", handle.read())}
+    assert len(sent) >= 5
+    unknown = [sql for sql in sent if statement_key(sql) not in OWN_KEYS and not sql.startswith(("EXPLAIN", "KILL"))]
+    assert unknown == []
+
+
+def test_with_performance_schema_off_one_line_says_so_and_how(mariadb):
+    reader = Reader(mariadb)
+    try:
+        data = reader.read().data
+        assert data.enabled is False and data.digests.rows == ()
+    finally:
+        reader.close()
+    result = subprocess.run(list(proxytop_command()) + mysql_args(mariadb) + ["--batch", "--count", "1", "--screen",
+                                                                              "statements"],
+                            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr
+    assert off_line(mariadb.address) in " ".join(result.stdout.split())
+
+
+def test_a_user_without_select_on_performance_schema_is_told(server):
+    server.create_user("stmt_nops", "nops-pw", ["PROCESS"])
+    endpoint = Endpoint(host=server.host, port=server.port, user="stmt_nops", password="nops-pw", timeout=5.0)
+    source = MySQLSource(endpoint)
+    session = source.connect()
+    try:
+        data = MySQLStatements(endpoint).collect(session)
+        assert data.denied and not data.digests.rows
+    finally:
+        session.conn.close()
+
+
+def test_batch_json_has_the_rates_of_the_statements_run_meanwhile(server):
+    stop = threading.Event()
+
+    def load() -> None:  # the scan, now and then, until the report is out
+        while not stop.is_set():
+            run(server, SCAN, 3)
+            stop.wait(0.2)
+
+    loader = threading.Thread(target=load, daemon=True)
+    loader.start()
+    try:  # the first report waits for two readings, 10 s apart: it has rates
+        result = subprocess.run(list(proxytop_command()) + mysql_args(server)
+                                + ["--batch", "--count", "1", "--screen", "statements", "--format", "json"],
+                                capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL)
+    finally:
+        stop.set()
+        loader.join(10)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["screen"] == "statements"
+    assert {"text", "count_s", "time_s", "examined_per_call", "no_index_s"} <= set(report["columns"])
+    assert "p95_ms" not in report["columns"]  # MariaDB has no QUANTILE_95: no column, a note
+    row = next(r for r in report["rows"] if r["text"] == SCAN_DIGEST)
+    assert row["count_s"] > 0 and row["examined_per_call"] == ROWS and row["no_index_s"] > 0
+    assert any("no QUANTILE_95" in note for note in report["notes"])
+
+
+def test_the_screen_in_a_terminal_and_a_digest_opened(proxytop_term, server):
+    run(server, SCAN, 3)
+    term = proxytop_term(*mysql_args(server), "--screen", "statements", cols=200, rows=30)
+    term.wait_until(lambda s: "Statements" in s and SCAN_DIGEST in s, timeout=30, what="the scan's digest")
+    term.send("/")
+    term.send("text:WHERE `v`" + ENTER)
+    term.wait_until(lambda s: SCAN_DIGEST in s and "Digest text" in s, what="the filtered table")
+    term.send(ENTER)
+    screen = term.wait_until(lambda s: "rows per call" in s and "no index" in s, what="the digest's detail")
+    assert f"Statement " in screen and server.address in screen
+    term.send("q")
+    assert term.wait_exit(5) == 0
+
+
+# ----- the statement key on real pairs ----------------------------------------------------------------
+
+def proxysql_texts() -> List[str]:
+    """Every digest text of the ProxySQL recordings (sysbench and the cluster's extra load)."""
+    texts: List[str] = []
+    folder = os.path.join(os.path.dirname(__file__), "data")
+    for name in PROXYSQL_RECORDINGS:
+        with gzip.open(os.path.join(folder, name), "rt", encoding="utf-8") as handle:
+            for line in handle:
+                entry = json.loads(line)
+                if "stats_mysql_query_digest" in entry.get("sql", "") and "digest_text" in entry.get("columns", ()):
+                    at = entry["columns"].index("digest_text")
+                    texts += [row[at] for row in entry["rows"] if row[at] and row[at] not in texts]
+    return texts
+
+
+def runnable(text: str) -> str:
+    """A statement of that digest text, with values where ProxySQL left ?."""
+    sql = text.replace("(?,?,?,...)", "(1,2,3,4)").replace("SLEEP(?)", "SLEEP(0)").replace("LIKE ?", "LIKE '%a%'")
+    sql = re.sub(r"\bk \?", "k +1", sql)  # ProxySQL folded the sign of "+1" into its ?
+    return sql.replace("?", "1")
+
+
+def test_proxysql_digest_texts_match_mariadbs_digest_text_of_the_same_statements(server):
+    texts = proxysql_texts()
+    assert len(texts) >= 60
+    conn = server.connect()
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute("CREATE DATABASE IF NOT EXISTS sbtest")
+            cursor.execute("USE sbtest")
+            for n in range(1, 5):
+                cursor.execute(f"CREATE TABLE IF NOT EXISTS sbtest{n} (id INT PRIMARY KEY AUTO_INCREMENT, k INT, "
+                               "c CHAR(120), pad CHAR(60), KEY (k))")
+            cursor.execute("TRUNCATE TABLE performance_schema.events_statements_summary_by_digest")
+            # the temporary table first: other statements use it
+            for text in sorted(texts, key=lambda t: not t.startswith("CREATE")):
+                try:
+                    cursor.execute(runnable(text))
+                    cursor.fetchall()
+                except pymysql.err.MySQLError:
+                    pass  # an error still makes a digest row (a duplicate key, a missing table)
+            cursor.execute("SELECT DIGEST_TEXT FROM performance_schema.events_statements_summary_by_digest")
+            server_texts = [row[0] for row in cursor.fetchall()]
+    finally:
+        conn.close()
+    server_keys = {statement_key(text): text for text in server_texts}
+    matched: List[Tuple[str, str]] = [(t, server_keys[statement_key(t)]) for t in texts if statement_key(t) in server_keys]
+    unmatched = [t for t in texts if statement_key(t) not in server_keys and t not in NOT_RUN]
+    assert unmatched == []
+    # real pairs, as the two products write them
+    pairs = dict(matched)
+    assert pairs["SELECT DISTINCT c FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c"] == \
+        "SELECT DISTINCTROW `c` FROM `sbtest1` WHERE ID BETWEEN ? AND ? ORDER BY `c` "
+    assert pairs["SELECT c FROM sbtest1 WHERE id IN (?,?,?,...)"] == "SELECT `c` FROM `sbtest1` WHERE ID IN (...) "
