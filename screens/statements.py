@@ -22,11 +22,14 @@ from proxytop.metrics import statements, units
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.keys import Binding
 from proxytop.screens.proclist import wrapped
-from proxytop.screens.queries import per_second_ms, text_cell
 from proxytop.screens.table import Column, Row
 
 Segment = Tuple[str, Optional[str]]
 NO_P95 = "p95: this server has no QUANTILE_95 (MySQL 8.0 has it; MariaDB does not)"
+
+
+def text_cell(value: Any) -> str:
+    return "(no digest text)" if value is None else str(value)  # performance_schema had no room for it
 
 
 def off_line(server: str) -> str:
@@ -79,7 +82,7 @@ COLUMNS = (
            help="the statement with its literals replaced by ?, one line (DIGEST_TEXT)"),
     Column("schema", "Schema", 10, "<", numeric=False, priority=5, help="the schema it ran in (SCHEMA_NAME)"),
     Column("count_s", "Count/s", 8, fmt=units.number, priority=0, help="executions per second over the interval"),
-    Column("time_s", "Time/s", 8, fmt=per_second_ms, priority=0,
+    Column("time_s", "Time/s", 8, fmt=units.milliseconds, priority=0,
            help="ms of statement time per second over the interval (ΔSUM_TIMER_WAIT/Δt; 1000 = one thread busy)"),
     Column("share", "Share", 6, fmt=units.percent, priority=1, help="share of all digests' Time/s"),
     Column("avg_ms", "Avg", 7, fmt=units.milliseconds, priority=1, help="average latency over the interval"),
@@ -107,7 +110,7 @@ def statement_detail(row: Row, server: str) -> Detail:
     lines.append([])
     figures = [("server", server), ("schema", row.get("schema") or units.MISSING), ("digest", row.get("digest")),
                ("first seen", _clock(row.get("first_seen"))), ("last seen", _clock(row.get("last_seen"))),
-               ("now", f"{units.number(row.get('count_s'))}/s, Time/s {per_second_ms(row.get('time_s'))} "
+               ("now", f"{units.number(row.get('count_s'))}/s, Time/s {units.milliseconds(row.get('time_s'))} "
                        f"({units.percent(row.get('share'))} of all), avg {units.milliseconds(row.get('avg_ms'))}"),
                ("rows per call", f"examined {units.number(row.get('examined_per_call'))}, "
                                  f"sent {units.number(row.get('sent_per_call'))}"),

@@ -25,7 +25,8 @@ from proxytop.metrics.statements import statement_key
 from proxytop.polling.connection import Endpoint
 from proxytop.screens.statements import off_line, statement_rows
 from tests.mariadb import MariaDBServer, start_or_skip
-from tests.terminal import ENTER, proxytop_command
+from tests.terminal import ENTER, ESC, proxytop_command
+from tests.test_innodb_live import point_double_at
 from tests.test_safety import GENERAL_LOG
 from tests.test_sessions import mysql_args
 
@@ -293,3 +294,51 @@ def test_proxysql_digest_texts_match_mariadbs_digest_text_of_the_same_statements
     assert pairs["SELECT DISTINCT c FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c"] == \
         "SELECT DISTINCTROW `c` FROM `sbtest1` WHERE ID BETWEEN ? AND ? ORDER BY `c` "
     assert pairs["SELECT c FROM sbtest1 WHERE id IN (?,?,?,...)"] == "SELECT `c` FROM `sbtest1` WHERE ID IN (...) "
+
+
+# ----- the link from a ProxySQL digest (Queries, S) -----------------------------------------------------
+
+def test_s_on_a_queries_digest_shows_it_beside_the_same_statement_on_its_backend(proxytop_term, proxysql_double,
+                                                                                 server):
+    """The ProxySQL double's backends all point at the real MariaDB (hostgroups 10 and 20); its
+    recorded digest has sysbench's point select, which the server runs meanwhile."""
+    point_double_at(proxysql_double, server, "monitor", "monitor")
+    server.query("CREATE DATABASE IF NOT EXISTS sbtest")
+    server.query("CREATE TABLE IF NOT EXISTS sbtest.sbtest1 (id INT PRIMARY KEY, k INT, c CHAR(120), pad CHAR(60))")
+    server.query("REPLACE INTO sbtest.sbtest1 VALUES (1, 1, 'c', 'p'), (2, 2, 'c', 'p')")
+    stop = threading.Event()
+
+    def load() -> None:
+        conn = server.connect(database="sbtest")
+        try:
+            with conn.cursor() as cursor:
+                while not stop.is_set():
+                    cursor.execute("SELECT c FROM sbtest1 WHERE id=%s", (1,))
+                    cursor.fetchall()
+                    stop.wait(0.02)
+        finally:
+            conn.close()
+
+    loader = threading.Thread(target=load, daemon=True)
+    loader.start()
+    try:
+        term = proxytop_term("-P", str(proxysql_double.port), "-u", "admin", "-p", "admin", "--screen", "queries",
+                             "--mysql-user", server.user, "--mysql-password", server.password, cols=200, rows=40)
+        term.wait_until(lambda s: "SELECT c FROM sbtest1 WHERE id=?" in s, timeout=20, what="the digest")
+        term.send("/")
+        term.send("text:^SELECT.c.FROM.sbtest1.WHERE.id.\\?$" + ENTER)
+        term.wait_until(lambda s: "SELECT c FROM sbtest1 WHERE id=?" in s and "sbtest2" not in s,
+                        what="the filtered table")
+        term.send("S")
+        line = rf"^  {re.escape(server.address)}\s+([\d.]+)\s+\S+\s+\S+\s+1\s+1\s"  # Count/s ... Sent/call 1, Exam/call 1
+        screen = term.wait_until(lambda s: re.search(line, s, re.M) is not None and float(
+            re.search(line, s, re.M).group(1)) > 0, timeout=40, what="the server's figures beside ProxySQL's")
+        assert "on its backends" in screen and "HG 10 ProxySQL" in screen
+        assert "ProxySQL digest  SELECT c FROM sbtest1 WHERE id=?" in screen
+        term.send(ESC)
+        term.wait_until(lambda s: "on its backends" not in s and "Digest text" in s, what="the table again")
+        term.send(ENTER)  # Enter still opens the digest's own detail
+        term.wait_until(lambda s: "Route through the runtime query rules" in s, what="the digest's detail")
+    finally:
+        stop.set()
+        loader.join(10)

@@ -211,7 +211,7 @@ def statement_rows(previous: Optional[Mapping[Tuple[Any, Any], Mapping[str, Any]
                                "last_seen": now.get("last_seen"), "first_seen": now.get("first_seen"),
                                "_weight": sum_timer}
         for name in ("count_s", "time_s", "share", "avg_ms", "examined_per_call", "sent_per_call", "affected_s",
-                     "no_index_s", "errors_s", "examined_s"):
+                     "no_index_s", "errors_s", "examined_s", "sent_s"):
             row[name] = None
         change = moved.get(key)
         if change is not None:
@@ -222,6 +222,7 @@ def statement_rows(previous: Optional[Mapping[Tuple[Any, Any], Mapping[str, Any]
                        examined_per_call=_per(change.get("rows_examined"), calls),
                        sent_per_call=_per(change.get("rows_sent"), calls),
                        examined_s=_per(change.get("rows_examined"), seconds),
+                       sent_s=_per(change.get("rows_sent"), seconds),
                        affected_s=_per(change.get("rows_affected"), seconds),
                        no_index_s=_per((change.get("no_index") or 0) + (change.get("no_good_index") or 0), seconds)
                        if "no_index" in change else None,
@@ -263,3 +264,28 @@ def resets(previous: Optional[Mapping[Tuple[Any, Any], Mapping[str, Any]]],
     if not previous:
         return 0
     return sum(1 for key, now in current.items() if key in previous and row_delta(previous[key], now) is None)
+
+
+def combine(rows: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """One statement's figures on one server from its rows (one per schema it ran in): rates
+    added up, per-call figures weighted by the calls, the worst max and p95.
+
+    >>> combine([{"count_s": 10.0, "time_s": 20.0, "examined_s": 100.0, "sent_s": 10.0, "no_index_s": 0.0,
+    ...           "errors_s": 0.0, "max_ms": 5.0, "p95_ms": None, "schema": "a", "count": 10},
+    ...          {"count_s": 30.0, "time_s": 20.0, "examined_s": 300.0, "sent_s": 30.0, "no_index_s": 30.0,
+    ...           "errors_s": 1.0, "max_ms": 9.0, "p95_ms": None, "schema": "b", "count": 30}])["examined_per_call"]
+    10.0
+    """
+    rated = [row for row in rows if row.get("count_s") is not None]
+    made: Dict[str, Any] = {"schemas": sorted({str(row.get("schema") or "") for row in rows}),
+                            "count": sum(row.get("count") or 0 for row in rows),
+                            "max_ms": max((row["max_ms"] for row in rows if row.get("max_ms") is not None), default=None),
+                            "p95_ms": max((row["p95_ms"] for row in rows if row.get("p95_ms") is not None), default=None)}
+    for name in ("count_s", "time_s", "examined_s", "sent_s", "no_index_s", "errors_s"):
+        values = [row[name] for row in rated if row.get(name) is not None]
+        made[name] = sum(values) if values else None
+    calls = made["count_s"]
+    made["avg_ms"] = made["time_s"] / calls if calls and made["time_s"] is not None else None
+    made["examined_per_call"] = made["examined_s"] / calls if calls and made["examined_s"] is not None else None
+    made["sent_per_call"] = made["sent_s"] / calls if calls and made["sent_s"] is not None else None
+    return made
