@@ -30,7 +30,7 @@ from proxytop.collectors.mysql_server import ROLE_SQL, STATUS_SQL as SERVER_STAT
 from proxytop.collectors.mysql_sessions import PID_FILE_SQL, sessions_sql
 from proxytop.core import Collector, Table
 from proxytop.metrics.innodb import Flavour
-from proxytop.metrics.statements import COLUMNS, statement_key
+from proxytop.metrics.statements import COLUMNS, KeptKeys, statement_key
 from proxytop.polling.connection import Endpoint
 
 LIMIT = 300  # the heaviest digests (by SUM_TIMER_WAIT) read each time
@@ -110,6 +110,7 @@ class MySQLStatements(Collector):
         self.source = source_name(endpoint)
         self.clock = clock
         self._probe: Optional[Probe] = None
+        self._keys = KeptKeys()
 
     def collect(self, session: MySQLSession) -> StatementsReading:
         session.retry_denied(self.clock())
@@ -120,8 +121,9 @@ class MySQLStatements(Collector):
         table, denied, error = session.read_unless_denied(DENIED_KEY, statements_sql(probe.p95), self.clock())
         if table is None:
             return StatementsReading(empty, denied=denied, error=error, p95=probe.p95)
-        text_at = COLUMNS.index("text")
-        kept = tuple(row for row in table.rows if statement_key(row[text_at]) not in OWN_KEYS)
+        digest_at, text_at = COLUMNS.index("digest"), COLUMNS.index("text")
+        keys = self._keys.of((row[digest_at], row[text_at]) for row in table.rows)
+        kept = tuple(row for row, key in zip(table.rows, keys) if key not in OWN_KEYS)
         return StatementsReading(Table(COLUMNS, kept), p95=probe.p95, own_hidden=len(table.rows) - len(kept))
 
     def _probed(self, session: MySQLSession) -> Probe:

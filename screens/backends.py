@@ -93,7 +93,8 @@ class BackendsLink:
     drawn ten times a second); each server's rows keyed once per reading."""
 
     def __init__(self):
-        self._keyed: Dict[str, Tuple[Any, List[Tuple[str, Figures]]]] = {}
+        self._keyed: Dict[str, Tuple[Any, List[Tuple[str, Optional[str], Figures]]]] = {}
+        self._keys: Dict[str, statements.KeptKeys] = {}  # each server's
 
     def collectors(self, fleet: Optional[Fleet], hostgroups: Sequence[str]) -> List[str]:
         """What the view needs read: ProxySQL's backends and their statement digests."""
@@ -120,10 +121,13 @@ class BackendsLink:
         token = (taken_at(previous), taken_at(current))
         kept = self._keyed.get(server.key)
         if kept is None or kept[0] != token:
-            kept = (token, [(statements.statement_key(row["full_text"]), row)
-                            for row in statement_rows(previous, current)])
+            rows = statement_rows(previous, current)
+            keys = self._keys.setdefault(server.key, statements.KeptKeys())
+            # a text performance_schema cut matches the statements it starts
+            kept = (token, [(row_key, statements.truncated_key(row["full_text"]), row) for row_key, row in
+                            zip(keys.of((row["digest"], row["full_text"]) for row in rows), rows)])
             self._keyed[server.key] = kept
-        matched = [row for row_key, row in kept[1] if row_key == key or statements.matches(key, row["full_text"])]
+        matched = [row for row_key, prefix, row in kept[1] if row_key == key or (prefix and key.startswith(prefix))]
         if not matched:
             return None, f"not among its {reading.limit} heaviest digests"
         return statements.combine(matched), ""

@@ -433,6 +433,7 @@ class QueriesScreen(SidedScreen, Screen):
         self._detail: Tuple[Any, Optional[Detail]] = (None, None)
         self.link = BackendsLink()
         self.link_open = False  # the detail shown is the link's (S), not the digest's (Enter)
+        self._served: Tuple[Any, Dict[str, dict]] = (None, {})
 
     def collectors(self):
         return [digest_collector(self.config), RuntimeQueryRules(), RuntimeUsers(), DigestVariables()]
@@ -549,9 +550,12 @@ class QueriesScreen(SidedScreen, Screen):
         """ProxySQL's figures of the row's digest per hostgroup (the query cache aside)."""
         if frame.now is None:
             return {}
-        self.complete_rows([row], None)
-        return hostgroup_figures(frame.before, frame.now, frame.seconds, row.get("digest"), row.get("_id"),
-                                 self.grouping[1])
+        key = (row.get("_id"), frame.key)
+        if self._served[0] != key:  # once per reading: the view is drawn ten times a second
+            self.complete_rows([row], None)
+            self._served = (key, hostgroup_figures(frame.before, frame.now, frame.seconds, row.get("digest"),
+                                                   row.get("_id"), self.grouping[1]))
+        return self._served[1]
 
     def _link_detail(self, row: Row, frame: Frame, view: DataView) -> Detail:
         if self.fleet is not None:

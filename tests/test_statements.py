@@ -13,16 +13,20 @@ import re
 import subprocess
 import threading
 import time
+from types import SimpleNamespace
 from typing import Dict, List, Tuple
 
 import pymysql
 import pytest
 
-from proxytop.collectors.innodb import MySQLSource
+from proxytop.collectors.innodb import DiscoveredServer, MySQLSource
+from proxytop.collectors.innodb_fleet import Fleet, Server
 from proxytop.collectors.mysql_statements import OWN_KEYS, PROBE_SQL, MySQLStatements, StatementsReading, statements_sql
-from proxytop.core import Snapshot
-from proxytop.metrics.statements import statement_key
+from proxytop.config.mysql_options import Credentials
+from proxytop.core import Snapshot, Table
+from proxytop.metrics.statements import COLUMNS as STATEMENT_COLUMNS, statement_key
 from proxytop.polling.connection import Endpoint
+from proxytop.screens.backends import BackendsLink
 from proxytop.screens.statements import off_line, statement_rows
 from tests.mariadb import MariaDBServer, start_or_skip
 from tests.terminal import ENTER, ESC, proxytop_command
@@ -342,3 +346,54 @@ def test_s_on_a_queries_digest_shows_it_beside_the_same_statement_on_its_backend
     finally:
         stop.set()
         loader.join(10)
+
+
+class LinkView:
+    """The DataView calls the link makes: each server's two statement readings, its state."""
+
+    def __init__(self, readings: Dict[str, Tuple[StatementsReading, StatementsReading]], down: Dict[str, str] = {}):
+        self.readings, self.down = readings, down
+
+    def pair(self, name):
+        found = self.readings.get(name)
+        if found is None:
+            return None, None
+        return tuple(Snapshot(name, data, taken_at=float(10 * n), duration=0.01, wall_time=1795211590.0 + 10 * n)
+                     for n, data in enumerate(found))
+
+    def state(self, source):
+        return SimpleNamespace(connected=source not in self.down, error=self.down.get(source))
+
+    def error(self, name):
+        return None
+
+
+def test_the_link_shows_each_backends_figures_or_why_not():
+    fleet = Fleet(Credentials(user="u"), 3.0, discover=False)
+    servers = []
+    for port, hostgroups in ((3311, (10,)), (3312, (20,)), (3313, (20,)), (3314, (20,))):
+        server = Server(f"db:{port}", Endpoint(host="db", port=port),
+                        discovered=DiscoveredServer("db", port, hostgroups, ("ONLINE",) * len(hostgroups)))
+        fleet.servers[server.key] = server
+        servers.append(server)
+
+    def reading(count: int, examined: int) -> StatementsReading:
+        row = ("sbtest", "d1", "SELECT `c` FROM `sbtest1` WHERE ID = ? ", count, count * 10 ** 8, examined, count, 0, 0, 0,
+               0, 10 ** 9, 1795211000, 1795211590, None)
+        return StatementsReading(Table(STATEMENT_COLUMNS, (row,)))
+
+    view = LinkView({servers[0].statements_name: (reading(100, 100), reading(300, 300)),
+                     servers[1].statements_name: (StatementsReading(Table(STATEMENT_COLUMNS, ()), enabled=False),) * 2},
+                    down={servers[3].source: "connection refused"})
+    figures = {"10": {"count_s": 25.0, "time_s": 3.0, "avg_ms": 0.12, "sent_per_call": 1.0},
+               "20": {"count_s": None, "time_s": None, "avg_ms": None, "sent_per_call": None}}
+    detail = BackendsLink().detail({"digest": "0xBF00"}, "SELECT c FROM sbtest1 WHERE id=?", figures, fleet, view)
+    lines = ["".join(text for text, _style in line) for line in detail.lines]
+    server_line = next(line for line in lines if line.startswith("  db:3311"))
+    # 200 more calls in 10 s, 2e10 ps = 20 ms: 2 ms of statement time a second, 100 µs each, one row each
+    assert re.match(r"  db:3311\s+20\s+2ms\s+100µs\s+1\s+1\s+0\s+0\s+—\s+1ms\s+sbtest$", server_line)
+    assert any(line.startswith("HG 10 ProxySQL") and "25" in line for line in lines)
+    assert "performance_schema is off" in next(line for line in lines if line.startswith("  db:3312"))
+    assert "reading its statement digest" in next(line for line in lines if line.startswith("  db:3313"))
+    assert "down: connection refused" in next(line for line in lines if line.startswith("  db:3314"))
+    assert BackendsLink().collectors(fleet, ["20"]) == [s.statements_name for s in servers[1:]]

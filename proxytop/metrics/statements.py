@@ -98,6 +98,31 @@ def statement_key(text: Optional[str]) -> str:
     return key.rstrip(";")
 
 
+class KeptKeys:
+    """:func:`statement_key` of each (digest, text) worked out once and kept while the digest
+    is read: a key takes about 80 µs, 25 ms for the 300 rows of a reading made anew each time.
+
+    >>> keys = KeptKeys()
+    >>> keys.of([("d1", "SELECT `a` FROM `t` ")]), keys.of([("d1", "SELECT `a` FROM `t` ")])
+    (['select a from t'], ['select a from t'])
+    """
+
+    def __init__(self):
+        self._kept: Dict[Tuple[Any, Any], str] = {}
+
+    def of(self, pairs: Iterable[Tuple[Any, Optional[str]]]) -> List[str]:
+        kept: Dict[Tuple[Any, Any], str] = {}
+        keys = []
+        for pair in pairs:
+            key = self._kept.get(pair)
+            if key is None:
+                key = statement_key(pair[1])
+            kept[pair] = key
+            keys.append(key)
+        self._kept = kept  # only the digests of the last reading
+        return keys
+
+
 def truncated_key(text: Optional[str]) -> Optional[str]:
     """The key of what is left of a DIGEST_TEXT that performance_schema cut (it ends with
     '...'): a prefix of the whole statement's key. None for a whole text.
@@ -109,22 +134,6 @@ def truncated_key(text: Optional[str]) -> Optional[str]:
     if not stripped.endswith(TRUNCATED) or stripped.endswith("(...)") or stripped.endswith("*/"):
         return None
     return statement_key(stripped[:-len(TRUNCATED)])
-
-
-def matches(key: str, text: Optional[str]) -> bool:
-    """Whether a DIGEST_TEXT is the statement of ``key`` (a cut one: a prefix of it).
-
-    >>> matches(statement_key("SELECT a,b,c,d FROM t"), "SELECT `a` , `b` , `c` ...")
-    True
-    >>> matches(statement_key("SELECT a FROM t"), "SELECT `a` FROM `u` ")
-    False
-    """
-    if not key:
-        return False
-    if statement_key(text) == key:
-        return True
-    prefix = truncated_key(text)
-    return bool(prefix) and key.startswith(prefix)
 
 
 # ----- rates ----------------------------------------------------------------------------------
