@@ -27,7 +27,7 @@ from proxytop.core import Snapshot, Table
 from proxytop.metrics.statements import COLUMNS as STATEMENT_COLUMNS, statement_key
 from proxytop.polling.connection import Endpoint
 from proxytop.screens.backends import BackendsLink
-from proxytop.screens.statements import off_line, statement_rows
+from proxytop.screens.statements import StatementsScreen, off_line, statement_rows
 from tests.mariadb import MariaDBServer, start_or_skip
 from tests.terminal import ENTER, ESC, proxytop_command
 from tests.test_innodb_live import point_double_at
@@ -367,6 +367,9 @@ class LinkView:
     def error(self, name):
         return None
 
+    def interval_in_force(self, name):
+        return 10.0
+
 
 def test_the_link_shows_each_backends_figures_or_why_not():
     fleet = Fleet(Credentials(user="u"), 3.0, discover=False)
@@ -397,3 +400,22 @@ def test_the_link_shows_each_backends_figures_or_why_not():
     assert "reading its statement digest" in next(line for line in lines if line.startswith("  db:3313"))
     assert "down: connection refused" in next(line for line in lines if line.startswith("  db:3314"))
     assert BackendsLink().collectors(fleet, ["20"]) == [s.statements_name for s in servers[1:]]
+
+
+def test_p95_where_the_server_has_quantile_95_a_hand_written_mysql_8_shape():
+    """MySQL 8.0's QUANTILE_95 (picoseconds), written from the MySQL manual: no MySQL runs here."""
+    fleet = Fleet(Credentials(user="u"), 3.0, discover=False)
+    fleet.add_explicit(Endpoint(host="db8", port=3306))
+    screen = StatementsScreen(fleet=fleet)
+
+    def reading(count: int) -> StatementsReading:
+        row = ("shop", "d8", "SELECT `a` FROM `t` WHERE `id` = ? ", count, count * 10 ** 9, count, count, 0, 0, 0, 0,
+               5 * 10 ** 9, 1795211000, 1795211590, 3 * 10 ** 9)
+        return StatementsReading(Table(STATEMENT_COLUMNS, (row,)), p95=True)
+
+    name = fleet.servers["db8:3306"].statements_name
+    rows = screen.rows(LinkView({name: (reading(10), reading(30))}))
+    assert "p95_ms" in [c.key for c in screen.columns]
+    assert rows[0]["p95_ms"] == 3.0 and rows[0]["max_ms"] == 5.0 and rows[0]["count_s"] == 2.0
+    assert not any("QUANTILE_95" in segment[0] for line in screen.notes(LinkView({name: (reading(10), reading(30))}))
+                   for segment in line)
