@@ -34,10 +34,11 @@ _SIGNED = re.compile(r"[+-]+\?")  # ProxySQL folds a sign into its number
 _VALUE_LIST = re.compile(r"\((?:[?,]|\.\.\.)+\)")  # (?,?,?,...) and (...)
 _REPEATED_LIST = re.compile(r"\(\?\)(?:,\(\?\))+")  # VALUES (?),(?),(?)
 # performance_schema spells some words its own way (MariaDB 10.11: DISTINCT -> DISTINCTROW,
-# INT -> INTEGER, CHAR -> CHARACTER, DATABASE -> SCHEMA, the column User -> SYSTEM_USER)
-_SYNONYMS = {"distinctrow": "distinct", "integer": "int", "character": "char", "schema": "database",
-             "schemas": "databases", "system_user": "user"}
-_SYNONYM = re.compile(r"\b(" + "|".join(_SYNONYMS) + r")\b")
+# INT -> INTEGER, CHAR -> CHARACTER, VARCHAR -> VARCHARACTER, DATABASE -> SCHEMA, the name User
+# -> SYSTEM_USER, TIMESTAMPDIFF(SECOND, ...) -> SQL_TSI_SECOND)
+_SYNONYMS = {"distinctrow": "distinct", "integer": "int", "character": "char", "varcharacter": "varchar",
+             "schema": "database", "schemas": "databases", "system_user": "user"}
+_SYNONYM = re.compile(r"\b(" + "|".join(_SYNONYMS) + r"|sql_tsi_(\w+))\b")
 
 
 def _token(match: "re.Match[str]") -> str:
@@ -75,6 +76,10 @@ def statement_key(text: Optional[str]) -> str:
     True
     >>> statement_key("SET @day = CURDATE()") == statement_key("SET @? = CURDATE ( ) ")
     True
+    >>> statement_key("SELECT TIMESTAMPDIFF(SECOND, t.a, NOW()) AS age, p.USER AS user FROM p")
+    'select timestampdiff(second,t.a,now())as age,p.user as user from p'
+    >>> statement_key("SELECT TIMESTAMPDIFF ( SQL_TSI_SECOND , `t` . `a` , NOW ( ) ) AS `age` , `p` . `USER` AS SYSTEM_USER FROM `p` ")
+    'select timestampdiff(second,t.a,now())as age,p.user as user from p'
 
     Statements as sent: literals, quoting, whitespace, case and comments.
 
@@ -94,7 +99,7 @@ def statement_key(text: Optional[str]) -> str:
     key = _SIGNED.sub("?", key)
     key = _VALUE_LIST.sub("(?)", key)
     key = _REPEATED_LIST.sub("(?)", key)
-    key = _SYNONYM.sub(lambda m: _SYNONYMS[m.group(1)], key)
+    key = _SYNONYM.sub(lambda m: m.group(2) or _SYNONYMS[m.group(1)], key)
     return key.rstrip(";")
 
 
