@@ -51,6 +51,8 @@ VARIABLES = (
     "innodb_doublewrite", "sync_binlog",
 )
 
+VERSION_SQL = "SELECT @@version, @@version_comment"  # once per connection
+ENGINE_STATUS_SQL = "SHOW ENGINE INNODB STATUS"
 VARIABLES_SQL = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ({})".format(", ".join(f"'{n}'" for n in VARIABLES))
 
 
@@ -176,7 +178,7 @@ class MySQLSource(PyMySQLSource):
         conn, protocol = connect(endpoint)
         try:
             session = MySQLSession(conn=conn, endpoint=endpoint, encryption=protocol)
-            table = session.query("SELECT @@version, @@version_comment")
+            table = session.query(VERSION_SQL)
             if table.rows:
                 session.version_text = table.rows[0][0] or ""
                 session.version_comment = table.rows[0][1] or ""
@@ -377,7 +379,7 @@ class InnoDBEngine(ServerCollector):
         if session.flavour is not None and session.flavour.is_mariadb:
             return self._collect_mariadb(session)
         text = metrics = None
-        table, text_denied, text_error = self._read(session, "status", "SHOW ENGINE INNODB STATUS")
+        table, text_denied, text_error = self._read(session, "status", ENGINE_STATUS_SQL)
         if table is not None:
             column = table.columns.index("Status") if table.has("Status") else len(table.columns) - 1
             raw = table.rows[0][column] if table.rows else ""

@@ -1,8 +1,8 @@
 """The MySQL servers proxytop watches (its fleet): those given with --mysql / --mysql-socket
 and those ProxySQL's runtime_mysql_servers lists, each with its own source and collectors
 registered with the engine, and how often a large fleet is read. The screens of the MySQL
-servers (Servers, Sessions, Status, Commands, InnoDB, IOstat) share one fleet; the InnoDB
-screen registers it.
+servers (Servers, Sessions, Statements, Status, Commands, InnoDB, IOstat) share one fleet; the
+InnoDB screen registers it.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from proxytop.collectors.innodb import (DISCOVERY, DiscoveredServer, Discovery, 
                                         server_collectors, server_label, source_name)
 from proxytop.collectors.mysql_server import ServerStatus, StatusVariables
 from proxytop.collectors.mysql_sessions import Sessions
+from proxytop.collectors.mysql_statements import MySQLStatements, statements_name
 from proxytop.config.endpoints import DEFAULT_TIMEOUT
 from proxytop.config.mysql_options import DEFAULT_PORT, Credentials, login_name, resolve_credentials
 from proxytop.errors import OptionError
@@ -23,8 +24,10 @@ from proxytop.polling.connection import Endpoint
 
 def fleet_collectors(endpoint: Endpoint):
     """Every collector of one server: its InnoDB readings, its own state (Servers), its
-    sessions (Sessions) and its whole global status (Status, Commands)."""
-    return server_collectors(endpoint) + [ServerStatus(endpoint), Sessions(endpoint), StatusVariables(endpoint)]
+    sessions (Sessions), its statement digest (Statements) and its whole global status (Status,
+    Commands)."""
+    return server_collectors(endpoint) + [ServerStatus(endpoint), Sessions(endpoint), MySQLStatements(endpoint),
+                                          StatusVariables(endpoint)]
 
 
 @dataclass
@@ -48,6 +51,7 @@ class Server:
         self.server_name = f"mysql.server.{self.key}"  # the Servers screen's
         self.sessions_name = f"mysql.sessions.{self.key}"  # the Sessions screen's
         self.global_status_name = f"mysql.global_status.{self.key}"  # the Status and Commands screens'
+        self.statements_name = statements_name(self.key)  # the Statements screen's
 
     @property
     def proxysql_label(self) -> str:

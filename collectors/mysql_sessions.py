@@ -36,6 +36,7 @@ NO_PROCESS = "needs PROCESS: only this user's sessions, no transactions"
 # Names in each reading's table, in order (the statement's aliases, both products alike).
 COLUMNS = ("id", "user", "host", "db", "command", "time_ms", "state", "tid", "info", "info_cut",
            "trx_state", "trx_age", "rows_locked", "rows_modified")
+PID_FILE_SQL = "SELECT @@pid_file"  # once per connection, on the server's host
 TRX_KEY, THREADS_KEY = "sessions.trx", "sessions.threads"  # in MySQLSession.denied_until
 
 
@@ -232,7 +233,7 @@ class Sessions(Collector):
         return self._host
 
     def _find_pid(self, session: MySQLSession) -> Tuple[Optional[int], Optional[str]]:
-        rows = session.query("SELECT @@pid_file").rows
+        rows = session.query(PID_FILE_SQL).rows
         path = str(rows[0][0]) if rows and rows[0][0] else ""
         text = read_file(path) if path else None
         if text is None:

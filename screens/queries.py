@@ -30,6 +30,7 @@ from proxytop.metrics.rates import to_number
 from proxytop.metrics.route import Query, Route, compile_rules, evaluate, parse_digest
 from proxytop.metrics.sides import MYSQL, Side
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
+from proxytop.screens.backends import BackendsLink, hostgroup_figures
 from proxytop.screens.sided import SidedScreen
 from proxytop.screens.keys import Binding
 from proxytop.screens.table import Column, Row, filter_rows
@@ -417,15 +418,22 @@ class QueriesScreen(SidedScreen, Screen):
     pgsql_titles = {"schema": ("Database", "databases it ran in")}
     default_sort = ("time_s", True)
     default_interval = DEFAULT_FLOOR
+    uses_fleet = True  # the link (S) shows the MySQL servers' side of a digest
     bindings = (
         Binding(("b",), "by", "group by: digest, digest + hostgroup, digest + user, digest + schema", "b by"),
+        Binding(("S",), "backends", "the selected digest on each backend its hostgroups route to, beside ProxySQL's "
+                "figures (the servers' performance_schema, read while open)", "S backends"),
     )
 
-    def __init__(self, config=None):
+    def __init__(self, config=None, fleet=None):
         super().__init__(config)
         self.options["by"] = 0
+        self.fleet = fleet  # the MySQL servers (None: the link says it knows none)
         self._frame: Optional[Frame] = None
         self._detail: Tuple[Any, Optional[Detail]] = (None, None)
+        self.link = BackendsLink()
+        self.link_open = False  # the detail shown is the link's (S), not the digest's (Enter)
+        self._served: Tuple[Any, Dict[str, dict]] = (None, {})
 
     def collectors(self):
         return [digest_collector(self.config), RuntimeQueryRules(), RuntimeUsers(), DigestVariables()]
@@ -524,6 +532,8 @@ class QueriesScreen(SidedScreen, Screen):
 
     def detail(self, row: Row, view: DataView) -> Optional[Detail]:
         frame = self.frame(view)
+        if self.link_open:
+            return self._link_detail(row, frame, view)
         rules_snapshot = view.latest(self.on_side(RuntimeQueryRules.name))
         users_snapshot = view.latest(self.on_side(RuntimeUsers.name))
         variables = variables_of(view, self.on_side(DigestVariables.name)) or {}
@@ -540,6 +550,47 @@ class QueriesScreen(SidedScreen, Screen):
                                                view.history(self.on_side(QueryDigest.name)), rules_of(rules_snapshot),
                                                problem, users_of(users_snapshot), iterations, self.grouping[1]))
         return self._detail[1]
+
+    # --- the link to the MySQL servers (S) -----------------------------------------------------
+    def _served_by(self, row: Row, frame: Frame) -> Dict[str, dict]:
+        """ProxySQL's figures of the row's digest per hostgroup (the query cache aside)."""
+        if frame.now is None:
+            return {}
+        key = (row.get("_id"), frame.key)
+        if self._served[0] != key:  # once per reading: the view is drawn ten times a second
+            self.complete_rows([row], None)
+            self._served = (key, hostgroup_figures(frame.before, frame.now, frame.seconds, row.get("digest"),
+                                                   row.get("_id"), self.grouping[1]))
+        return self._served[1]
+
+    def _link_detail(self, row: Row, frame: Frame, view: DataView) -> Detail:
+        if self.fleet is not None:
+            self.fleet.sync_discovered()  # backends discovered since (no I/O)
+        self.complete_rows([row], view)
+        text = frame.now.texts.get(row.get("digest")) if frame.now is not None else None
+        return self.link.detail(row, text, self._served_by(row, frame), self.fleet, view)
+
+    def detail_collectors(self, row: Row) -> List[str]:
+        if not self.link_open or self._frame is None:
+            return []
+        return self.link.collectors(self.fleet, list(self._served_by(row, self._frame)))
+
+    def detail_closed(self) -> None:
+        self.link_open = False
+
+    def on_show(self, selected) -> None:
+        self.link_open = False  # a detail left by switching screens: Enter opens the digest's again
+
+    def action_backends(self, controller) -> None:
+        if self.side is not MYSQL:
+            controller.say("the MySQL servers' statements are for the MySQL side's digests")
+            return
+        row = controller.selected_row()
+        if row is None or ("digest" not in row and "_figures" not in row):
+            controller.say("no digest selected", "error")
+            return
+        self.link_open = True
+        controller.do_open()
 
     def action_by(self, controller) -> None:
         self.options["by"] = (self.options.get("by", 0) + 1) % len(digests.GROUPINGS)

@@ -8,7 +8,7 @@ against the ports of a real setup:
   127.0.0.1:3311 (writer), 3312 and 3313 (readers);
 - three throw-away MariaDB servers (tests/mariadb.py) on exactly those ports: the writer under
   the InnoDB tests' write load (tests/test_innodb_live.py, slow flushing so the checkpoint age
-  climbs) and with a session idle in an open transaction (the Sessions screen's usual
+  climbs), performance_schema on (the Statements screen) and with a session idle in an open transaction (the Sessions screen's usual
   blocker), two idle readers.
 
 So every screen has something to show: the pool, rules, counters and sessions from ProxySQL,
@@ -502,7 +502,8 @@ def main(argv=None) -> int:
               f"setup (ProxySQL admin {ADMIN_PORT}, backends {BACKEND_PORTS[0]}-{BACKEND_PORTS[-1]})", file=sys.stderr)
         return 1
 
-    servers = [MariaDBServer(LOAD_OPTIONS, name="demo-writer", port=BACKEND_PORTS[0])]
+    # the writer with performance_schema on: the Statements screen shows its statement digest
+    servers = [MariaDBServer(dict(LOAD_OPTIONS, performance_schema="ON"), name="demo-writer", port=BACKEND_PORTS[0])]
     servers += [MariaDBServer(name=f"demo-reader{i}", port=port) for i, port in enumerate(BACKEND_PORTS[1:], 1)]
     double = None
     load = None

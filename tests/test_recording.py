@@ -27,6 +27,8 @@ from proxytop.collectors.mysql_sessions import COLUMNS, SessionsReading
 from proxytop import options
 from proxytop.metrics.innodb import EngineReading, Metric, StatusText, detect_flavour
 from proxytop.metrics.iostat import Baseline, DiskCounters
+from proxytop.collectors.mysql_statements import StatementsReading
+from proxytop.metrics.statements import COLUMNS as STATEMENT_COLUMNS
 from proxytop.polling.connection import Endpoint
 from proxytop.polling.engine import SourceState
 from proxytop.recordings import recording
@@ -58,6 +60,8 @@ SAMPLES = [
     Table(("a", "b"), (("1", None), ("x", "y"))),
     SessionsReading(Table(COLUMNS, ((7, "app", "10.0.0.9:5123", "shop", "Sleep", 9000, "", 8743, None, 0, "RUNNING",
                                      9, 2, 1),)), own_id=10, local=True, threads=((7, 8743, 25, 4096, None),)),
+    StatementsReading(Table(STATEMENT_COLUMNS, (("sb", "9f3c", "SELECT ?", 12, 3 * 10 ** 12, 40, 12, 0, 3, 0, 1,
+                                                 10 ** 9, 1795211580, 1795211590, None),)), own_hidden=2),
     Discovery(admin=True, servers=(DiscoveredServer("db1", 3306, (10, 20), ("ONLINE", "SHUNNED"), "w"),),
               monitor_user="monitor"),
     EngineReading(text=StatusText(lsn=123, checkpoint_lsn=100), metrics={"m": Metric(5, True)}, text_denied=False),

@@ -16,6 +16,7 @@ from proxytop.polling.engine import SourceState
 from proxytop.recordings.recording import RecordingWriter, is_secret_name
 from proxytop.recordings.replay import RecordingIndex, ReplayEngine, parse_jump, replay_config
 from proxytop.screens.base import Confirm
+from proxytop.screens.statements import off_line
 from proxytop.ui import view
 from proxytop.ui.controller import Controller
 from tests.terminal import ENTER, ESC
@@ -80,7 +81,11 @@ def test_screens_render_the_same_rows_from_the_replay(live_recording):
             controller.ui.cursor_id["servers"] = recorded[len("mysql.sessions."):]
         controller.switch(index)
         rows = screen.rows(controller.view)
-        assert rows, f"{screen.title} has no rows in the replay"
+        if screen.key == "statements":  # the recorded MariaDB has performance_schema off, as by default
+            notes = " ".join(text for line in screen.notes(controller.view) for text, _style in line)
+            assert off_line(recorded[len("mysql.sessions."):]) in notes
+        else:
+            assert rows, f"{screen.title} has no rows in the replay"
         text = view.screen_text(view.render(controller, 160, 40))
         assert "REPLAY" in text.splitlines()[0] and "recorded " in text.splitlines()[1]
 

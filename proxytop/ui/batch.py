@@ -370,7 +370,11 @@ class BatchRun:
 
     def run(self) -> int:
         names = self.activate()
-        deadline = self.engine.now() + max(4 * self.interval, 2 * self.connect_timeout + 3 * self.interval)
+        # (a collector read every 10 s at the most, such as a server's statement digest, needs 20 s)
+        slowest = max((c.min_interval for c in map(self.engine.collector, names) if c is not None and not c.own_pace),
+                      default=0.0)
+        deadline = self.engine.now() + max(4 * self.interval, 2 * self.connect_timeout + 3 * self.interval,
+                                           2 * slowest + self.connect_timeout)
         # The first report waits for rates (bounded), and for ProxySQL to answer or be given up on.
         while not self.ready(names) and (self.engine.now() < deadline or self.proxysql_down()):
             if self.fatal() or not self.tick(names):

@@ -595,6 +595,14 @@ class Controller:
         """Screens with ``live_detail`` rebuild their detail panel from the latest readings."""
         if self.ui.detail_row is not None and getattr(self.screen, "live_detail", False):
             self.ui.detail = self.screen.detail(self.ui.detail_row, self.view) or self.ui.detail
+            # what the drill-down needs read can grow while it is open (Queries' link: the servers
+            # of a hostgroup, once discovered): poll the new set
+            wanted = self.screen.detail_collectors(self.ui.detail_row) if self.ui.mode == "detail" else []
+            if wanted:
+                names = list(self.screen.active_collectors())
+                names += [n for n in wanted if n not in names]
+                if tuple(names) != self._activated or self._registered_since():
+                    self.activate()
 
     def detail_key(self, name: str, ch=None) -> None:
         scroll = {"KEY_DOWN": 1, "KEY_UP": -1, "KEY_NPAGE": self.page_rows, "KEY_PPAGE": -self.page_rows}
