@@ -30,6 +30,7 @@ STATUS = (
 )
 STATUS_SQL = "SHOW GLOBAL STATUS WHERE Variable_name IN ({})".format(", ".join(f"'{n}'" for n in STATUS))
 ROLE_SQL = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('read_only', 'super_read_only', 'wsrep_on', 'log_bin')"
+ALL_STATUS_SQL = "SHOW GLOBAL STATUS"  # the Status and Commands screens' whole reading
 ROLE_EVERY = 10.0  # seconds between two readings of the role variables, which change rarely
 
 
@@ -172,4 +173,4 @@ class StatusVariables(Collector):
         self.source = source_name(endpoint)
 
     def collect(self, session: MySQLSession) -> Dict[str, object]:
-        return {str(name): value for name, value in session.query("SHOW GLOBAL STATUS").rows}
+        return {str(name): value for name, value in session.query(ALL_STATUS_SQL).rows}

@@ -26,7 +26,7 @@ from typing import FrozenSet, Optional, Tuple
 from proxytop.collectors.innodb import (ENGINE_SQL_MARIADB, ENGINE_STATUS_SQL, METRICS_SQL, READING_SQL_MARIADB,
                                         STATUS_SQL as INNODB_STATUS_SQL, VARIABLES_SQL, VERSION_SQL, MySQLSession,
                                         server_label, source_name)
-from proxytop.collectors.mysql_server import ROLE_SQL, STATUS_SQL as SERVER_STATUS_SQL, replication_sql
+from proxytop.collectors.mysql_server import ALL_STATUS_SQL, ROLE_SQL, STATUS_SQL as SERVER_STATUS_SQL, replication_sql
 from proxytop.collectors.mysql_sessions import PID_FILE_SQL, sessions_sql
 from proxytop.core import Collector, Table
 from proxytop.metrics.innodb import Flavour
@@ -66,7 +66,7 @@ def own_statements() -> Tuple[str, ...]:
     sessions = tuple(sessions_sql(mariadb, transactions, threads) for mariadb in (True, False)
                      for transactions in (True, False) for threads in (True, False))
     return ((VERSION_SQL, VARIABLES_SQL, INNODB_STATUS_SQL, READING_SQL_MARIADB, ENGINE_SQL_MARIADB, METRICS_SQL,
-             ENGINE_STATUS_SQL, SERVER_STATUS_SQL, ROLE_SQL, PID_FILE_SQL, PROBE_SQL,
+             ENGINE_STATUS_SQL, SERVER_STATUS_SQL, ALL_STATUS_SQL, ROLE_SQL, PID_FILE_SQL, PROBE_SQL,
              statements_sql(True), statements_sql(False))
             + tuple(replication_sql(flavour) for flavour in flavours) + sessions)
 

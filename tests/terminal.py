@@ -130,6 +130,16 @@ class Terminal:
         os.write(self.fd, data)
         time.sleep(pause)
 
+    def tab(self, title: str) -> str:
+        """The number key of the tab ``title`` in the tab line shown (tabs move as screens are added)."""
+        found = re.search(rf"(\d):{re.escape(title)}\b", self.text())
+        assert found, f"no tab {title!r} on the screen:\n{self.text()}"
+        return found.group(1)
+
+    def go(self, title: str) -> None:
+        """Show the screen of the tab ``title`` in the half shown."""
+        self.send(self.tab(title))
+
     def text(self) -> str:
         with self._lock:
             return "\n".join(line.rstrip() for line in self.screen.display)

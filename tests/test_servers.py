@@ -38,7 +38,7 @@ def test_only_mysql_named_shows_the_servers_half_alone(proxytop_term, mariadb):
                     what="a Q/s rate")
     term.send("M")
     term.wait_for("only the MySQL servers are watched: no ProxySQL was named")
-    term.send("6")
+    term.go("InnoDB")
     term.wait_until(lambda s: "CkptAge" in s and mariadb.address in s, what="the InnoDB screen of the half")
     term.send("q")
     assert term.wait_exit(5) == 0
