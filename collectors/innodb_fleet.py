@@ -12,6 +12,7 @@ from typing import Dict, List, Optional
 
 from proxytop.collectors.innodb import (DISCOVERY, DiscoveredServer, Discovery, MySQLDiscovery, MySQLSource,
                                         server_collectors, server_label, source_name)
+from proxytop.collectors.mysql_locks import alarm_pace, lock_collectors
 from proxytop.collectors.mysql_server import ServerStatus
 from proxytop.collectors.mysql_sessions import Sessions
 from proxytop.config.endpoints import DEFAULT_TIMEOUT
@@ -21,9 +22,9 @@ from proxytop.polling.connection import Endpoint
 
 
 def fleet_collectors(endpoint: Endpoint):
-    """Every collector of one server: its InnoDB readings, its own state (Servers) and its
-    sessions (Sessions)."""
-    return server_collectors(endpoint) + [ServerStatus(endpoint), Sessions(endpoint)]
+    """Every collector of one server: its InnoDB readings, its own state (Servers), its
+    sessions (Sessions) and its locks (Locks, the header's lock-wait alarm)."""
+    return server_collectors(endpoint) + [ServerStatus(endpoint), Sessions(endpoint)] + lock_collectors(endpoint)
 
 
 @dataclass
@@ -46,6 +47,9 @@ class Server:
         self.names = (self.status_name, self.vars_name, self.engine_name)  # the InnoDB screen's
         self.server_name = f"mysql.server.{self.key}"  # the Servers screen's
         self.sessions_name = f"mysql.sessions.{self.key}"  # the Sessions screen's
+        self.locks_name = f"mysql.locks.{self.key}"  # the Locks screen's
+        self.deadlock_name = f"mysql.deadlock.{self.key}"
+        self.lockalarm_name = f"mysql.lockalarm.{self.key}"  # the header's lock-wait alarm
 
     @property
     def proxysql_label(self) -> str:
@@ -151,6 +155,9 @@ class Fleet:
                 collector = self._engine.collector(name)
                 if collector is not None:
                     collector.min_interval = max(type(collector).min_interval, floor)
+            alarm = self._engine.collector(server.lockalarm_name)
+            if alarm is not None:
+                alarm.min_interval = alarm.default_interval = alarm_pace(len(listed))
 
     def sync_discovered(self) -> None:
         """Register newly discovered backends with the engine. No I/O: adding a source only

@@ -28,12 +28,13 @@ SCREENS = (
     ("cluster", "Cluster"),
     ("servers", "Servers"),
     ("sessions", "Sessions"),
+    ("locks", "Locks"),
 )
 PROXYSQL_HALF, MYSQL_HALF = "proxysql", "mysql"
 HALVES: Dict[str, Tuple[str, ...]] = {  # each half's screens, in tab order
     PROXYSQL_HALF: ("connpool", "queryrules", "glostat", "proclist", "comcount", "innodb", "iostat", "queries",
                "errors", "cluster"),
-    MYSQL_HALF: ("servers", "sessions", "innodb", "iostat"),
+    MYSQL_HALF: ("servers", "sessions", "locks", "innodb", "iostat"),
 }
 HALF_TITLES = {PROXYSQL_HALF: "ProxySQL", MYSQL_HALF: "MySQL servers"}
 

@@ -44,12 +44,14 @@ from proxytop import __version__
 from proxytop.core import Snapshot, Table
 from proxytop.collectors.diskstats import DiskSnapshot
 from proxytop.collectors.mysql_server import Channel, ServerReading
+from proxytop.collectors.mysql_locks import AlarmReading, DeadlockReading, LocksReading
 from proxytop.collectors.mysql_sessions import SessionsReading
 from proxytop.collectors.innodb import DiscoveredServer, Discovery, MySQLSession
 from proxytop.collectors.monitor import MonitorReadings, ServerMonitor
 from proxytop.metrics.digests import Reading as DigestReading
 from proxytop.metrics.innodb import EngineReading, Flavour, Metric, StatusText
 from proxytop.metrics.iostat import Baseline, DiskCounters
+from proxytop.metrics.lock_chains import LongestWait
 from proxytop.polling.connection import AdminSession, Endpoint
 from proxytop.polling.engine import SourceState
 from proxytop.config.tls import TLSSettings
@@ -153,6 +155,10 @@ TYPES: Dict[str, type] = {
     "MySQLServerReading": ServerReading,
     "MySQLChannel": Channel,
     "MySQLSessionsReading": SessionsReading,
+    "MySQLLocksReading": LocksReading,
+    "MySQLLockAlarmReading": AlarmReading,
+    "MySQLLongestLockWait": LongestWait,
+    "MySQLDeadlockReading": DeadlockReading,
 }
 _NAMES = {cls: name for name, cls in TYPES.items()}
 

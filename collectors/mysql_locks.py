@@ -1,0 +1,272 @@
+"""Lock readings of one MySQL / MariaDB server for the Locks screen and the header's lock-wait
+alarm, on the connection the server's other readings use. Read directly from the server's
+tables (never through the sys schema's views), each statement with a time limit.
+
+- ``mysql.locks.<server>`` (Locks screen only, at most every 2 s): every InnoDB lock wait, the
+  waiting and the blocking transaction and the lock waited for: MariaDB's
+  information_schema.INNODB_LOCK_WAITS, INNODB_LOCKS and INNODB_TRX; MySQL 8's
+  performance_schema.data_lock_waits and data_locks with INNODB_TRX. Only when there are waits,
+  a second statement reads the processlist rows of the sessions concerned.
+- ``mysql.lockalarm.<server>`` (every screen, every 5 s): the longest wait and its blocker,
+  one narrow statement for the header alarm.
+- ``mysql.deadlock.<server>`` (Locks screen only, every 10 s): Innodb_deadlocks (MariaDB) and,
+  when it moved (or every 30 s where the server has no such counter), SHOW ENGINE INNODB
+  STATUS for its LATEST DETECTED DEADLOCK section. The InnoDB screen's reading is no help here:
+  on MariaDB it never runs SHOW ENGINE INNODB STATUS, and on MySQL it keeps only figures.
+
+INNODB_TRX, INNODB_LOCK_WAITS and SHOW ENGINE INNODB STATUS need PROCESS; performance_schema
+a SELECT grant on it. Refused, the reading says which, and the statement is asked again a
+minute later on a fresh connection. Nothing here writes to the server.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+from proxytop.collectors.innodb import MySQLSession, server_label, source_name
+from proxytop.core import Collector, Table
+from proxytop.metrics.deadlock import section
+from proxytop.metrics.lock_chains import LongestWait
+from proxytop.polling.connection import Endpoint
+
+STATEMENT_SECONDS = 2  # the time limit of each statement here
+INFO_CHARS = 4096
+NEEDS = "needs PROCESS (GRANT PROCESS ON *.*)"
+NEEDS_MYSQL = "needs PROCESS and SELECT on performance_schema (GRANT PROCESS ON *.*; GRANT SELECT ON performance_schema.*)"
+
+# Each transaction's columns, the waiter's as w_*, the blocker's as b_* (both products alike).
+_TRX = (("trx", "{t}.trx_id"), ("thread", "{t}.trx_mysql_thread_id"), ("state", "{t}.trx_state"),
+        ("wait_s", "TIMESTAMPDIFF(SECOND, {t}.trx_wait_started, NOW())"),
+        ("age", "TIMESTAMPDIFF(SECOND, {t}.trx_started, NOW())"),
+        ("rows_locked", "{t}.trx_rows_locked"), ("rows_modified", "{t}.trx_rows_modified"),
+        ("query", "{t}.trx_query"))
+_LOCK = ("lock_mode", "lock_type", "lock_table", "lock_index", "lock_data")
+EDGE_COLUMNS = tuple(f"w_{name}" for name, _ in _TRX) + _LOCK + tuple(f"b_{name}" for name, _ in _TRX)
+SESSION_COLUMNS = ("id", "user", "host", "db", "command", "time", "state", "info")
+
+
+def timed(sql: str, mariadb: bool) -> str:
+    """A SELECT with the server's own time limit (the connection's read timeout stays the last
+    resort): MariaDB's max_statement_time (any statement), MySQL's MAX_EXECUTION_TIME hint.
+
+    >>> timed("SELECT 1", True), timed("SELECT 1", False)
+    ('SET STATEMENT max_statement_time=2 FOR SELECT 1', 'SELECT /*+ MAX_EXECUTION_TIME(2000) */ 1')
+    """
+    if mariadb:
+        return f"SET STATEMENT max_statement_time={STATEMENT_SECONDS} FOR {sql}"
+    return sql.replace("SELECT ", f"SELECT /*+ MAX_EXECUTION_TIME({STATEMENT_SECONDS * 1000}) */ ", 1)
+
+
+def waits_sql(mariadb: bool) -> str:
+    """Every lock wait: (waiter, lock waited for, blocker), EDGE_COLUMNS.
+
+    >>> sql = waits_sql(True)
+    >>> "INNODB_LOCK_WAITS" in sql and "INNODB_LOCKS" in sql and "sys." not in sql
+    True
+    >>> sql = waits_sql(False)
+    >>> "performance_schema.data_lock_waits" in sql and "performance_schema.data_locks" in sql
+    True
+    """
+    trx = [expr.format(t=t) + f" AS {side}_{name}" for side, t in (("w", "r"), ("b", "b")) for name, expr in _TRX]
+    if mariadb:
+        lock = ["l.lock_mode", "l.lock_type", "l.lock_table", "l.lock_index", "l.lock_data"]
+        source = ("information_schema.INNODB_LOCK_WAITS w "
+                  "JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_trx_id "
+                  "JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id "
+                  "LEFT JOIN information_schema.INNODB_LOCKS l ON l.lock_id = w.requested_lock_id")
+    else:  # MySQL 8.0.1+: the information_schema lock tables are gone
+        lock = ["l.LOCK_MODE", "l.LOCK_TYPE", "CONCAT('`', l.OBJECT_SCHEMA, '`.`', l.OBJECT_NAME, '`')",
+                "l.INDEX_NAME", "l.LOCK_DATA"]
+        source = ("performance_schema.data_lock_waits w "
+                  "JOIN information_schema.INNODB_TRX r ON r.trx_id = w.REQUESTING_ENGINE_TRANSACTION_ID "
+                  "JOIN information_schema.INNODB_TRX b ON b.trx_id = w.BLOCKING_ENGINE_TRANSACTION_ID "
+                  "LEFT JOIN performance_schema.data_locks l ON l.ENGINE_LOCK_ID = w.REQUESTING_ENGINE_LOCK_ID")
+    columns = trx[:len(_TRX)] + [f"{expr} AS {name}" for expr, name in zip(lock, _LOCK)] + trx[len(_TRX):]
+    return f"SELECT {', '.join(columns)} FROM {source}"
+
+
+def sessions_sql(ids) -> str:
+    """The processlist rows of the sessions in the waits (ids are ints: nothing else is written in).
+
+    >>> sessions_sql([12, 7])
+    'SELECT ID AS id, USER AS user, HOST AS host, DB AS db, COMMAND AS command, TIME AS time, STATE AS state, LEFT(INFO, 4096) AS info FROM information_schema.PROCESSLIST WHERE ID IN (7, 12)'
+    """
+    expressions = ("ID", "USER", "HOST", "DB", "COMMAND", "TIME", "STATE", f"LEFT(INFO, {INFO_CHARS})")
+    selected = ", ".join(f"{e} AS {n}" for e, n in zip(expressions, SESSION_COLUMNS))
+    listed = ", ".join(str(int(i)) for i in sorted(set(ids)))
+    return f"SELECT {selected} FROM information_schema.PROCESSLIST WHERE ID IN ({listed})"
+
+
+def alarm_sql(mariadb: bool) -> str:
+    """The longest wait and its blocker, one row (none without waits).
+
+    >>> "LIMIT 1" in alarm_sql(True) and "INNODB_LOCK_WAITS" in alarm_sql(True)
+    True
+    """
+    if mariadb:
+        source = ("information_schema.INNODB_LOCK_WAITS w "
+                  "JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_trx_id "
+                  "JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id")
+    else:
+        source = ("performance_schema.data_lock_waits w "
+                  "JOIN information_schema.INNODB_TRX r ON r.trx_id = w.REQUESTING_ENGINE_TRANSACTION_ID "
+                  "JOIN information_schema.INNODB_TRX b ON b.trx_id = w.BLOCKING_ENGINE_TRANSACTION_ID")
+    return ("SELECT TIMESTAMPDIFF(SECOND, r.trx_wait_started, NOW()), r.trx_mysql_thread_id, b.trx_mysql_thread_id, "
+            "TIMESTAMPDIFF(SECOND, b.trx_started, NOW()), b.trx_query IS NULL "
+            f"FROM {source} ORDER BY r.trx_wait_started LIMIT 1")
+
+
+def _mariadb(session: MySQLSession) -> bool:
+    return session.flavour is not None and session.flavour.is_mariadb
+
+
+@dataclass(frozen=True)
+class LocksReading:
+    """The lock waits of one server: ``waits`` has EDGE_COLUMNS, one row per (waiter, blocker);
+    ``sessions`` (SESSION_COLUMNS) the processlist rows of the sessions they name."""
+
+    waits: Table
+    sessions: Table
+    denied: Optional[str] = None
+    error: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class AlarmReading:
+    longest: Optional[LongestWait] = None  # None: no session waits for a lock
+    denied: Optional[str] = None
+    error: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class DeadlockReading:
+    count: Optional[int]  # Innodb_deadlocks since the server started (None: no such counter)
+    noticed: int  # deadlocks seen while proxytop watched
+    section: Optional[str]  # the LATEST DETECTED DEADLOCK section (None: none since the server started)
+    denied: Optional[str] = None
+    error: Optional[str] = None
+
+
+EMPTY_WAITS = Table(EDGE_COLUMNS, ())
+EMPTY_SESSIONS = Table(SESSION_COLUMNS, ())
+
+
+class LockCollector(Collector):
+    kind = ""
+
+    def __init__(self, endpoint: Endpoint, clock=time.monotonic):
+        self.server = server_label(endpoint)
+        self.name = f"mysql.{self.kind}.{self.server}"
+        self.source = source_name(endpoint)
+        self.clock = clock
+
+    def needs(self, session: MySQLSession) -> str:
+        return NEEDS if _mariadb(session) else NEEDS_MYSQL
+
+
+class LockWaits(LockCollector):
+    """``mysql.locks.<server>``: a :class:`LocksReading`."""
+
+    kind = "locks"
+    default_interval = 2.0
+    min_interval = 2.0  # InnoDB copies its lock lists for each reading: every 2 s at the most
+    history = 1
+
+    def collect(self, session: MySQLSession) -> LocksReading:
+        mariadb = _mariadb(session)
+        session.retry_denied(self.clock())
+        waits, denied, error = session.read_unless_denied("locks.waits", timed(waits_sql(mariadb), mariadb),
+                                                          self.clock())
+        if waits is None:
+            return LocksReading(EMPTY_WAITS, EMPTY_SESSIONS, self.needs(session) if denied else None, error)
+        ids = [row[i] for row in waits.rows for i in (EDGE_COLUMNS.index("w_thread"), EDGE_COLUMNS.index("b_thread"))
+               if row[i] is not None]
+        sessions = EMPTY_SESSIONS
+        if ids:
+            found, _denied, error = session.read_unless_denied("locks.sessions", timed(sessions_sql(ids), mariadb),
+                                                               self.clock())
+            sessions = found if found is not None else EMPTY_SESSIONS
+        return LocksReading(Table(EDGE_COLUMNS, waits.rows), sessions, None, error)
+
+
+def alarm_pace(servers: int) -> float:
+    """Seconds between two alarm readings of each server: 5, slower past 100 servers.
+
+    >>> alarm_pace(1), alarm_pace(500)
+    (5.0, 25.0)
+    """
+    return max(5.0, servers / 20.0)
+
+
+class LockAlarm(LockCollector):
+    """``mysql.lockalarm.<server>``: an :class:`AlarmReading`, for the header on every screen."""
+
+    kind = "lockalarm"
+    default_interval = 5.0
+    min_interval = 5.0
+    own_pace = True
+    history = 1
+
+    def collect(self, session: MySQLSession) -> AlarmReading:
+        mariadb = _mariadb(session)
+        session.retry_denied(self.clock())
+        table, denied, error = session.read_unless_denied("locks.alarm", timed(alarm_sql(mariadb), mariadb),
+                                                          self.clock())
+        if table is None:
+            return AlarmReading(None, self.needs(session) if denied else None, error)
+        if not table.rows:
+            return AlarmReading()
+        wait, waiter, blocker, age, idle = table.rows[0]
+        return AlarmReading(LongestWait(wait, waiter, blocker, age, bool(idle)))
+
+
+DEADLOCKS_SQL = "SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'"
+RECHECK_SECONDS = 30.0  # without a deadlock counter, the status text is read this often
+
+
+class Deadlocks(LockCollector):
+    """``mysql.deadlock.<server>``: a :class:`DeadlockReading`. SHOW ENGINE INNODB STATUS is
+    read once, then only when Innodb_deadlocks moved (or every 30 s on a server without it)."""
+
+    kind = "deadlock"
+    default_interval = 10.0
+    min_interval = 5.0
+    own_pace = True
+    history = 1
+
+    def __init__(self, endpoint: Endpoint, clock=time.monotonic):
+        super().__init__(endpoint, clock)
+        self.count: Optional[int] = None
+        self.noticed = 0
+        self.section: Optional[str] = None
+        self.read_at: Optional[float] = None
+
+    def collect(self, session: MySQLSession) -> DeadlockReading:
+        now = self.clock()
+        session.retry_denied(now)
+        rows = session.query(DEADLOCKS_SQL).rows
+        count = int(rows[0][1]) if rows and str(rows[0][1]).isdigit() else None
+        if count is not None and self.count is not None:
+            # a count that went back is a restarted server: all of it is new
+            self.noticed += count - self.count if count >= self.count else count
+        moved, self.count = count != self.count, count
+        due = self.read_at is None or (moved if count is not None else now - self.read_at >= RECHECK_SECONDS)
+        denied = error = None
+        if due:
+            mariadb = _mariadb(session)
+            sql = f"SET STATEMENT max_statement_time={STATEMENT_SECONDS} FOR SHOW ENGINE INNODB STATUS" \
+                if mariadb else "SHOW ENGINE INNODB STATUS"  # MySQL: the connection's read timeout
+            table, refused, error = session.read_unless_denied("locks.deadlock", sql, now)
+            if table is not None:
+                text = str(table.rows[0][-1] or "") if table.rows else ""
+                found = section(text)
+                if count is None and self.section is not None and found != self.section:
+                    self.noticed += 1  # no counter: a new section is a new deadlock
+                self.section, self.read_at = found, now
+            denied = self.needs(session) if refused else None
+        return DeadlockReading(count, self.noticed, self.section, denied, error)
+
+
+def lock_collectors(endpoint: Endpoint):
+    return [LockWaits(endpoint), LockAlarm(endpoint), Deadlocks(endpoint)]
