@@ -7,8 +7,9 @@ tables (never through the sys schema's views), each statement with a time limit.
   information_schema.INNODB_LOCK_WAITS, INNODB_LOCKS and INNODB_TRX; MySQL 8's
   performance_schema.data_lock_waits and data_locks with INNODB_TRX. Only when there are waits,
   a second statement reads the processlist rows of the sessions concerned.
-- ``mysql.lockalarm.<server>`` (every screen, every 5 s): the longest wait and its blocker,
-  one narrow statement for the header alarm.
+- ``mysql.lockalarm.<server>`` (every screen, every 5 s): one narrow statement for the header
+  alarm: every wait's sessions, its length and the blocker's; kept is the longest wait and the
+  head of its chain.
 - ``mysql.deadlock.<server>`` (Locks screen only, every 10 s): Innodb_deadlocks (MariaDB) and,
   when it moved (or every 30 s where the server has no such counter), SHOW ENGINE INNODB
   STATUS for its LATEST DETECTED DEADLOCK section. The InnoDB screen's reading is no help here:
@@ -27,7 +28,7 @@ from typing import Optional
 from proxytop.collectors.innodb import MySQLSession, server_label, source_name
 from proxytop.core import Collector, Table
 from proxytop.metrics.deadlock import section
-from proxytop.metrics.lock_chains import LongestWait
+from proxytop.metrics.lock_chains import LongestWait, longest_wait
 from proxytop.polling.connection import Endpoint
 
 STATEMENT_SECONDS = 2  # the time limit of each statement here
@@ -99,9 +100,10 @@ def sessions_sql(ids) -> str:
 
 
 def alarm_sql(mariadb: bool) -> str:
-    """The longest wait and its blocker, one row (none without waits).
+    """Every wait, narrowly: (waiter, its wait, blocker, the blocker's age, the blocker idle);
+    the longest first, at most 1,000 rows.
 
-    >>> "LIMIT 1" in alarm_sql(True) and "INNODB_LOCK_WAITS" in alarm_sql(True)
+    >>> "LIMIT 1000" in alarm_sql(True) and "INNODB_LOCK_WAITS" in alarm_sql(True)
     True
     """
     if mariadb:
@@ -114,7 +116,7 @@ def alarm_sql(mariadb: bool) -> str:
                   "JOIN information_schema.INNODB_TRX b ON b.trx_id = w.BLOCKING_ENGINE_TRANSACTION_ID")
     return ("SELECT TIMESTAMPDIFF(SECOND, r.trx_wait_started, NOW()), r.trx_mysql_thread_id, b.trx_mysql_thread_id, "
             "TIMESTAMPDIFF(SECOND, b.trx_started, NOW()), b.trx_query IS NULL "
-            f"FROM {source} ORDER BY r.trx_wait_started LIMIT 1")
+            f"FROM {source} ORDER BY r.trx_wait_started LIMIT 1000")
 
 
 def _mariadb(session: MySQLSession) -> bool:
@@ -215,10 +217,7 @@ class LockAlarm(LockCollector):
                                                           self.clock())
         if table is None:
             return AlarmReading(None, self.needs(session) if denied else None, error)
-        if not table.rows:
-            return AlarmReading()
-        wait, waiter, blocker, age, idle = table.rows[0]
-        return AlarmReading(LongestWait(wait, waiter, blocker, age, bool(idle)))
+        return AlarmReading(longest_wait([(w, wait, b, age, bool(idle)) for wait, w, b, age, idle in table.rows]))
 
 
 DEADLOCKS_SQL = "SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'"

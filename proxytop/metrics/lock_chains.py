@@ -38,18 +38,15 @@ def chains(pairs: Sequence[Tuple[str, str]], wait_s: Mapping[str, Optional[float
     [('Y', 0, True), ('X', 1, True)]
     """
     blockers: Dict[str, List[str]] = {}
-    waiters: Dict[str, List[str]] = {}
     for waiter, blocker in pairs:
-        if waiter == blocker:
-            continue
-        if blocker not in blockers.setdefault(waiter, []):
+        if waiter != blocker and blocker not in blockers.setdefault(waiter, []):
             blockers[waiter].append(blocker)
-        if waiter not in waiters.setdefault(blocker, []):
-            waiters[blocker].append(waiter)
-    longest = {trx: wait_s.get(trx) or 0 for trx in set(blockers) | set(waiters)}
-    for listed in waiters.values():
-        listed.sort(key=lambda trx: (-longest[trx], trx))
-    heads = sorted((trx for trx in waiters if trx not in blockers), key=str)
+    everyone = set(blockers) | {b for listed in blockers.values() for b in listed}
+    longest = {trx: wait_s.get(trx) or 0 for trx in everyone}
+    shown_under: Dict[str, List[str]] = {}  # each waiter under its first blocker
+    for waiter in sorted(blockers, key=lambda trx: (-longest[trx], trx)):  # the longest waiter first
+        shown_under.setdefault(blockers[waiter][0], []).append(waiter)
+    heads = [trx for trx in everyone if trx not in blockers]
     placed: Dict[str, None] = {}
     found: List[List[Tuple[int, str, Optional[str], bool]]] = []
 
@@ -63,7 +60,7 @@ def chains(pairs: Sequence[Tuple[str, str]], wait_s: Mapping[str, Optional[float
             placed[trx] = None
             members.append((depth, trx, parent, cycle))
             # pushed in reverse: the longest waiter comes out (and shows) first
-            stack += [(depth + 1, w, trx) for w in reversed(waiters.get(trx, [])) if w not in placed]
+            stack += [(depth + 1, w, trx) for w in reversed(shown_under.get(trx, [])) if w not in placed]
         found.append(members)
 
     for head in heads:
@@ -96,6 +93,29 @@ class LongestWait:
     blocker: Optional[int]
     blocker_trx_age: Optional[float]
     blocker_idle: bool  # no statement running: idle in its transaction
+
+
+def longest_wait(waits: Sequence[Tuple[int, Optional[float], int, Optional[float], bool]]) -> Optional[LongestWait]:
+    """The longest wait of (waiter, its wait, blocker, the blocker's transaction age, whether the
+    blocker is idle) rows, and the head of its chain: the blocker that waits for no one (the
+    one whose end frees them all), or the last one before a cycle closes.
+
+    >>> longest_wait([(11, 5, 10, 30, False), (10, 9, 9, 60, True)])
+    LongestWait(wait_s=9, waiter=10, blocker=9, blocker_trx_age=60, blocker_idle=True)
+    >>> longest_wait([(11, 9, 10, 30, False), (10, 5, 9, 60, True)]).blocker
+    9
+    >>> longest_wait([(1, 3, 2, 9, False), (2, 4, 1, 9, False)]).blocker, longest_wait([]) is None
+    (2, True)
+    """
+    if not waits:
+        return None
+    first = max(waits, key=lambda row: (row[1] or 0, -row[0]))
+    waiting = {row[0]: row for row in waits}
+    head, seen = first, {first[0]}
+    while head[2] in waiting and head[2] not in seen:  # the blocker waits too: go up the chain
+        seen.add(head[2])
+        head = waiting[head[2]]
+    return LongestWait(first[1], first[0], head[2], head[3], bool(head[4]))
 
 
 def alarm_text(server: str, wait: Optional[LongestWait], threshold: Optional[float]) -> Optional[str]:
