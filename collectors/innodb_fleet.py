@@ -48,6 +48,7 @@ class Server:
         self.server_name = f"mysql.server.{self.key}"  # the Servers screen's
         self.sessions_name = f"mysql.sessions.{self.key}"  # the Sessions screen's
         self.locks_name = f"mysql.locks.{self.key}"  # the Locks screen's
+        self.mdl_name = f"mysql.mdl.{self.key}"
         self.deadlock_name = f"mysql.deadlock.{self.key}"
         self.lockalarm_name = f"mysql.lockalarm.{self.key}"  # the header's lock-wait alarm
 

@@ -10,6 +10,10 @@ tables (never through the sys schema's views), each statement with a time limit.
 - ``mysql.lockalarm.<server>`` (every screen, every 5 s): one narrow statement for the header
   alarm: every wait's sessions, its length and the blocker's; kept is the longest wait and the
   head of its chain.
+- ``mysql.mdl.<server>`` (Locks screen only, every 2 s): metadata locks from
+  performance_schema.metadata_locks (MySQL 8; MariaDB with performance_schema and its mdl
+  instrument on), else MariaDB's METADATA_LOCK_INFO plugin (granted locks only: the waiting
+  sessions are those whose processlist state says so), else a line on how to see them.
 - ``mysql.deadlock.<server>`` (Locks screen only, every 10 s): Innodb_deadlocks (MariaDB) and,
   when it moved (or every 30 s where the server has no such counter), SHOW ENGINE INNODB
   STATUS for its LATEST DETECTED DEADLOCK section. The InnoDB screen's reading is no help here:
@@ -25,7 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
-from proxytop.collectors.innodb import MySQLSession, server_label, source_name
+from proxytop.collectors.innodb import DENIED_RETRY, MySQLSession, server_label, source_name
 from proxytop.core import Collector, Table
 from proxytop.metrics.deadlock import section
 from proxytop.metrics.lock_chains import LongestWait, longest_wait
@@ -267,5 +271,102 @@ class Deadlocks(LockCollector):
         return DeadlockReading(count, self.noticed, self.section, denied, error)
 
 
+# ----- metadata locks -------------------------------------------------------------------------------
+
+PERFORMANCE_SCHEMA, PLUGIN = "performance_schema", "metadata_lock_info"
+MDL_INSTRUMENT = "wait/lock/metadata/sql/mdl"
+HOW_TO_SEE_MDL = ("metadata-lock waits are not visible on this server: turn on performance_schema "
+                  "(performance_schema=ON in the server's configuration, a restart) with its instrument "
+                  f"{MDL_INSTRUMENT} (on by default on MySQL 8), or on MariaDB INSTALL SONAME 'metadata_lock_info'")
+MDL_COLUMNS = ("session", "object_type", "schema_name", "object_name", "lock_type", "lock_duration", "lock_status")
+MDL_ROWS = 5000  # at most, read: a server with thousands of open tables has as many granted locks
+WAITING_COLUMNS = ("session", "state", "info")
+
+
+def mdl_sql() -> str:
+    """performance_schema.metadata_locks with each owner's session (its connection id)."""
+    return ("SELECT t.PROCESSLIST_ID AS session, m.OBJECT_TYPE AS object_type, m.OBJECT_SCHEMA AS schema_name, "
+            "m.OBJECT_NAME AS object_name, m.LOCK_TYPE AS lock_type, m.LOCK_DURATION AS lock_duration, "
+            "m.LOCK_STATUS AS lock_status FROM performance_schema.metadata_locks m "
+            "JOIN performance_schema.threads t ON t.THREAD_ID = m.OWNER_THREAD_ID "
+            f"WHERE m.OBJECT_TYPE <> 'GLOBAL' LIMIT {MDL_ROWS}")
+
+
+PLUGIN_SQL = ("SELECT THREAD_ID AS session, LOCK_TYPE AS object_type, TABLE_SCHEMA AS schema_name, "
+              "TABLE_NAME AS object_name, LOCK_MODE AS lock_type, LOCK_DURATION AS lock_duration, "
+              f"'GRANTED' AS lock_status FROM information_schema.METADATA_LOCK_INFO LIMIT {MDL_ROWS}")
+# The plugin lists granted locks only: the waiting sessions are known by their state alone.
+WAITING_SQL = (f"SELECT ID AS session, STATE AS state, LEFT(INFO, {INFO_CHARS}) AS info "
+               "FROM information_schema.PROCESSLIST WHERE STATE LIKE 'Waiting for%metadata lock'")
+# Which source a server has: performance_schema with the instrument on, else the plugin.
+SOURCE_SQL = ("SELECT @@performance_schema, (SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = "
+              "'METADATA_LOCK_INFO' AND PLUGIN_STATUS = 'ACTIVE')")
+INSTRUMENT_SQL = f"SELECT ENABLED FROM performance_schema.setup_instruments WHERE NAME = '{MDL_INSTRUMENT}'"
+EMPTY_MDL = Table(MDL_COLUMNS, ())
+EMPTY_WAITING = Table(WAITING_COLUMNS, ())
+
+
+@dataclass(frozen=True)
+class MetadataLocksReading:
+    """A server's metadata locks: from performance_schema (waits are PENDING rows), from
+    MariaDB's METADATA_LOCK_INFO plugin (granted locks only, and ``waiting`` the sessions whose
+    state says they wait), or from neither (``source`` None, ``note`` says how to see them)."""
+
+    source: Optional[str]
+    locks: Table = EMPTY_MDL
+    waiting: Table = EMPTY_WAITING
+    note: Optional[str] = None
+    error: Optional[str] = None
+
+
+class MetadataLocks(LockCollector):
+    """``mysql.mdl.<server>``: a :class:`MetadataLocksReading`. Which source the server has is
+    asked once per connection and again every minute (the instrument can be turned on at
+    runtime, the plugin installed)."""
+
+    kind = "mdl"
+    default_interval = 2.0
+    min_interval = 2.0
+    history = 1
+
+    def __init__(self, endpoint: Endpoint, clock=time.monotonic):
+        super().__init__(endpoint, clock)
+        self.found: Optional[tuple] = None  # (session, monotonic time, source or None)
+
+    def _source(self, session: MySQLSession, now: float) -> Optional[str]:
+        if self.found is not None and self.found[0] is session and now - self.found[1] < DENIED_RETRY:
+            return self.found[2]
+        mariadb = _mariadb(session)
+        row = session.query(timed(SOURCE_SQL, mariadb)).rows[0]
+        source = None
+        if row[0]:
+            instrument, _denied, _error = session.read_unless_denied("locks.mdl.instrument",
+                                                                     timed(INSTRUMENT_SQL, mariadb), now)
+            if instrument is not None and instrument.rows and str(instrument.rows[0][0]).upper() == "YES":
+                source = PERFORMANCE_SCHEMA
+        if source is None and row[1]:
+            source = PLUGIN
+        self.found = (session, now, source)
+        return source
+
+    def collect(self, session: MySQLSession) -> MetadataLocksReading:
+        now = self.clock()
+        session.retry_denied(now)
+        mariadb = _mariadb(session)
+        source = self._source(session, now)
+        if source is None:
+            return MetadataLocksReading(None, note=HOW_TO_SEE_MDL)
+        sql = mdl_sql() if source == PERFORMANCE_SCHEMA else PLUGIN_SQL
+        locks, denied, error = session.read_unless_denied("locks.mdl", timed(sql, mariadb), now)
+        if locks is None:
+            needs = "SELECT on performance_schema" if source == PERFORMANCE_SCHEMA else "PROCESS"
+            return MetadataLocksReading(source, note=f"metadata locks: needs {needs}" if denied else None, error=error)
+        waiting = EMPTY_WAITING
+        if source == PLUGIN:
+            found, _denied, error = session.read_unless_denied("locks.mdl.waiting", timed(WAITING_SQL, mariadb), now)
+            waiting = Table(WAITING_COLUMNS, found.rows) if found is not None else EMPTY_WAITING
+        return MetadataLocksReading(source, Table(MDL_COLUMNS, locks.rows), waiting, error=error)
+
+
 def lock_collectors(endpoint: Endpoint):
-    return [LockWaits(endpoint), LockAlarm(endpoint), Deadlocks(endpoint)]
+    return [LockWaits(endpoint), LockAlarm(endpoint), Deadlocks(endpoint), MetadataLocks(endpoint)]

@@ -6,10 +6,12 @@ index), and under a waiter the transactions that wait for it in turn. Chains sta
 whatever the sort: they are ordered by the sort column's largest value in each (by default
 their longest wait). Enter shows a row's and its blocker's whole statements; ``b`` opens the
 Sessions screen on the chain's head, where k / K kill it after a yes; ``d`` shows the latest
-deadlock parsed. The server is chosen as on the Sessions screen (n / N).
+deadlock parsed. Metadata-lock waits are lines above the table. The server is chosen as on the
+Sessions screen (n / N).
 
 Cost: while shown, one statement every 2 s (InnoDB copies its transaction and lock lists for
-it) and, only when sessions wait, a second for their processlist rows; the deadlock counter
+it) and, only when sessions wait, a second for their processlist rows; the metadata locks every
+2 s (one statement, two with the plugin); the deadlock counter
 every 10 s and SHOW ENGINE INNODB STATUS only when it moved. On every screen, for the header's
 alarm, one narrow statement per watched server every 5 s (``--lock-wait-alarm 0``: none).
 """
@@ -19,7 +21,9 @@ import argparse
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.collectors.innodb_fleet import Fleet, Server
-from proxytop.collectors.mysql_locks import AlarmReading, DeadlockReading, LocksReading
+from proxytop.collectors.mysql_locks import (PERFORMANCE_SCHEMA, AlarmReading, DeadlockReading, LocksReading,
+                                             MetadataLocksReading)
+from proxytop.core import Table
 from proxytop.metrics import units
 from proxytop.metrics.deadlock import Deadlock, parse
 from proxytop.metrics.lock_chains import alarm_text, chains, tree_label
@@ -235,6 +239,50 @@ def deadlock_note(reading: Optional[DeadlockReading]) -> List[Segment]:
     return [("Deadlocks  ", "label"), (counted, None)] + noticed + [(latest + "  (d: details)", None)]
 
 
+MDL_SHOWN = 5  # waits listed in the notes, at most
+
+
+def mdl_lines(reading: Optional[MetadataLocksReading]) -> List[List[Segment]]:
+    """The notes' metadata-lock lines: each waiting session with what it waits for and who
+    holds it (performance_schema), or the waiting sessions and the granted locks (the plugin,
+    which lists granted locks only), or how to see them.
+
+    >>> from proxytop.collectors.mysql_locks import MDL_COLUMNS
+    >>> locks = Table(MDL_COLUMNS, ((9, "TABLE", "d", "t", "SHARED_READ", "TRANSACTION", "GRANTED"),
+    ...                              (12, "TABLE", "d", "t", "EXCLUSIVE", "TRANSACTION", "PENDING")))
+    >>> [text for line in mdl_lines(MetadataLocksReading(PERFORMANCE_SCHEMA, locks)) for text, _ in line]
+    ['Metadata locks  ', 'session 12 waits for EXCLUSIVE on `d`.`t`, held by session 9 (SHARED_READ)']
+    """
+    label: Segment = ("Metadata locks  ", "label")
+    if reading is None:
+        return [[label, ("not read yet", "dim")]]
+    if reading.source is None or reading.note:
+        return [[label, (reading.note or reading.error or "?", "dim" if reading.source is None else "warning")]]
+    rows = reading.locks.dicts()
+    if reading.source == PERFORMANCE_SCHEMA:
+        texts = []
+        for wait in (r for r in rows if r["lock_status"] == "PENDING"):
+            where = f"`{wait['schema_name']}`.`{wait['object_name']}`"
+            holders = [f"session {r['session']} ({r['lock_type']})" for r in rows
+                       if r["lock_status"] == "GRANTED" and r["session"] != wait["session"]
+                       and (r["schema_name"], r["object_name"]) == (wait["schema_name"], wait["object_name"])]
+            texts.append(f"session {wait['session']} waits for {wait['lock_type']} on {where}"
+                         + (f", held by {', '.join(holders[:3])}" if holders else ""))
+    else:
+        texts = [f"session {w['session']} waits ({w['state']}: {one_line(w['info'])[:60]}); which lock and who holds "
+                 "it, METADATA_LOCK_INFO does not say (it lists granted locks only)" for w in reading.waiting.dicts()]
+        if texts:
+            granted = [f"session {r['session']} {r['lock_type']} on {r['schema_name']}.{r['object_name']}"
+                       for r in rows if r["object_name"]]
+            texts.append("granted: " + ("; ".join(granted[:6]) or "none on a table"))
+    if not texts:
+        return [[label, (f"no session waits ({reading.source})", "dim")]]
+    lines = [[label if i == 0 else ("  " * 8, None), (text, "danger")] for i, text in enumerate(texts[:MDL_SHOWN])]
+    if len(texts) > MDL_SHOWN:
+        lines.append([("  " * 8, None), (f"+{len(texts) - MDL_SHOWN} more", "dim")])
+    return lines
+
+
 class LocksScreen(Screen):
     key = "locks"
     title = "Locks"
@@ -304,7 +352,7 @@ class LocksScreen(Screen):
     # --- readings and rows -----------------------------------------------------------------------
     def active_collectors(self) -> List[str]:
         server = self.server()
-        return [server.locks_name, server.deadlock_name] if server is not None else []
+        return [server.locks_name, server.mdl_name, server.deadlock_name] if server is not None else []
 
     def alarm_readings(self) -> Tuple[Tuple[str, float], ...]:
         """The header's lock-wait alarm: every watched server's narrow reading, on every screen."""
@@ -371,6 +419,9 @@ class LocksScreen(Screen):
             lines.append((("Lock waits  ", "label"), (summary, "danger" if waiting else None)))
             if reading.error:
                 lines.append(((reading.error, "warning"),))
+        mdl = view.latest(server.mdl_name)
+        lines += [tuple(line) for line in
+                  mdl_lines(mdl.data if mdl is not None and isinstance(mdl.data, MetadataLocksReading) else None)]
         lines.append(tuple(deadlock_note(self._deadlocks(view))))
         return lines
 
@@ -378,7 +429,7 @@ class LocksScreen(Screen):
         server = self.server()
         if server is None:
             return None
-        return view.error(server.locks_name) or view.error(server.deadlock_name)
+        return view.error(server.locks_name) or view.error(server.mdl_name) or view.error(server.deadlock_name)
 
     def detail(self, row: Row, view: DataView) -> Optional[Detail]:
         server = self.server()

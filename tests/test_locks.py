@@ -23,6 +23,7 @@ from proxytop.metrics import deadlock
 from proxytop.metrics.lock_chains import LongestWait, alarm_text, chains
 from proxytop.screens.locks import arrange_chains, lock_rows
 from proxytop.screens.table import TableState
+from tests.mariadb import running_server
 from tests.terminal import DOWN, ENTER, ESC, proxytop_command
 from tests.test_sessions import mysql_args
 
@@ -218,6 +219,54 @@ def test_a_user_without_process_is_told_what_to_grant(proxytop_term, rows_to_loc
                          cols=200, rows=30)
     term.wait_until(lambda s: "Lock waits: needs PROCESS (GRANT PROCESS ON *.*)" in s
                     and "the latest deadlock needs PROCESS" in s, timeout=20, what="what to grant")
+
+
+def metadata_lock_wait(server) -> List[Session]:
+    """A holds a shared metadata lock on t (a transaction that read it); B's ALTER TABLE waits."""
+    server.query(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}")
+    server.query(f"CREATE TABLE IF NOT EXISTS {SCHEMA}.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB")
+    a, b = Session(server), Session(server)
+    a.run("BEGIN")
+    a.run("SELECT * FROM t")
+    b.run("SET SESSION lock_wait_timeout = 300")
+    b.start("ALTER TABLE t ADD COLUMN w INT")
+    return [a, b]
+
+
+def test_a_metadata_lock_wait_from_performance_schema_names_waiter_and_holder(proxytop_term):
+    with running_server({"performance_schema": "ON", "performance_schema_instrument": "wait/lock/metadata/sql/mdl=ON"},
+                        name="locks-pfs") as server:
+        a, b = sessions = metadata_lock_wait(server)
+        try:
+            term = proxytop_term(*mysql_args(server), "--screen", "locks", cols=200, rows=30)
+            term.wait_until(lambda s: f"session {b.id} waits for EXCLUSIVE on `{SCHEMA}`.`t`, held by session {a.id} "
+                                      "(SHARED_READ)" in s, timeout=20, what="the metadata-lock wait")
+        finally:
+            for session in sessions:
+                session.close(server)
+
+
+def test_the_metadata_lock_info_plugin_gives_granted_locks_and_says_the_waiting_side_is_unknown(proxytop_term):
+    with running_server({"plugin_load_add": "metadata_lock_info"}, name="locks-mdl-plugin") as server:
+        a, b = sessions = metadata_lock_wait(server)
+        try:
+            term = proxytop_term(*mysql_args(server), "--screen", "locks", cols=250, rows=30)
+            term.wait_until(lambda s: f"session {b.id} waits (Waiting for table metadata lock: ALTER TABLE t" in s
+                            and "METADATA_LOCK_INFO does not say" in s
+                            and re.search(rf"granted: .*session {a.id} MDL_SHARED_READ on {SCHEMA}\.t", s),
+                            timeout=20, what="the waiting session and the granted locks")
+        finally:
+            for session in sessions:
+                session.close(server)
+
+
+def test_without_performance_schema_or_the_plugin_one_line_says_how_to_see_metadata_locks(rows_to_lock):
+    result = subprocess.run(list(proxytop_command()) + mysql_args(rows_to_lock)
+                            + ["--batch", "--count", "1", "--screen", "locks"],
+                            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr
+    line = next(line for line in result.stdout.splitlines() if line.startswith("Metadata locks"))
+    assert "not visible on this server" in line and "INSTALL SONAME 'metadata_lock_info'" in line
 
 
 # ----- the pure parts -----------------------------------------------------------------------------

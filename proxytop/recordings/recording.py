@@ -44,7 +44,7 @@ from proxytop import __version__
 from proxytop.core import Snapshot, Table
 from proxytop.collectors.diskstats import DiskSnapshot
 from proxytop.collectors.mysql_server import Channel, ServerReading
-from proxytop.collectors.mysql_locks import AlarmReading, DeadlockReading, LocksReading
+from proxytop.collectors.mysql_locks import AlarmReading, DeadlockReading, LocksReading, MetadataLocksReading
 from proxytop.collectors.mysql_sessions import SessionsReading
 from proxytop.collectors.innodb import DiscoveredServer, Discovery, MySQLSession
 from proxytop.collectors.monitor import MonitorReadings, ServerMonitor
@@ -159,6 +159,7 @@ TYPES: Dict[str, type] = {
     "MySQLLockAlarmReading": AlarmReading,
     "MySQLLongestLockWait": LongestWait,
     "MySQLDeadlockReading": DeadlockReading,
+    "MySQLMetadataLocksReading": MetadataLocksReading,
 }
 _NAMES = {cls: name for name, cls in TYPES.items()}
 
