@@ -9,7 +9,8 @@ against the ports of a real setup:
 - three throw-away MariaDB servers (tests/mariadb.py) on exactly those ports: the writer under
   the InnoDB tests' write load (tests/test_innodb_live.py, slow flushing so the checkpoint age
   climbs) and with a session idle in an open transaction (the Sessions screen's usual
-  blocker), two idle readers.
+  blocker), another waiting for its row and a deadlock provoked before the run (the Locks
+  screen's), two idle readers.
 
 So every screen has something to show: the pool, rules, counters and sessions from ProxySQL,
 the InnoDB flushing of the writer, and the disk those servers write to (IOstat roles).
@@ -53,6 +54,8 @@ import tempfile
 import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+import pymysql
 
 from proxytop.collectors.baseline_file import STATE_NAME
 from proxytop.metrics.iostat import DIRECTIONS, RULES, percentile
@@ -481,10 +484,40 @@ def hold_a_transaction(server: MariaDBServer):
     conn = server.connect()
     with conn.cursor() as cursor:
         cursor.execute("CREATE TABLE IF NOT EXISTS load_db.orders (id INT PRIMARY KEY, state VARCHAR(16)) ENGINE=InnoDB")
-        cursor.execute("REPLACE INTO load_db.orders VALUES (1, 'new'), (2, 'new')")
+        cursor.execute("REPLACE INTO load_db.orders VALUES (1, 'new'), (2, 'new'), (3, 'new'), (4, 'new')")
         cursor.execute("BEGIN")
         cursor.execute("UPDATE load_db.orders SET state = 'paid' WHERE id = 1")
     return conn
+
+
+def deadlock_then_wait(server: MariaDBServer, held) -> list:
+    """For the Locks screen: a deadlock between two sessions (rows of their own), then a session
+    waiting for the row ``held`` keeps locked (for the whole run). Returns the connections."""
+    first, second, waiter = server.connect(), server.connect(), server.connect()
+    with first.cursor() as a, second.cursor() as b:
+        a.execute("BEGIN")
+        a.execute("UPDATE load_db.orders SET state = 'a' WHERE id = 3")
+        b.execute("BEGIN")
+        b.execute("UPDATE load_db.orders SET state = 'b' WHERE id = 4")
+        crossing = threading.Thread(target=lambda: _quietly(a, "UPDATE load_db.orders SET state = 'a' WHERE id = 4"))
+        crossing.start()
+        time.sleep(0.5)  # a waits for b's row: b's next statement closes the cycle
+        _quietly(b, "UPDATE load_db.orders SET state = 'b' WHERE id = 3")
+        crossing.join(10)
+    first.rollback()
+    second.rollback()
+    with waiter.cursor() as cursor:
+        cursor.execute("SET SESSION innodb_lock_wait_timeout = 3600")
+    threading.Thread(target=_quietly, args=(waiter.cursor(), "UPDATE load_db.orders SET state = 'shipped' WHERE id = 1"),
+                     daemon=True).start()
+    return [first, second, waiter]
+
+
+def _quietly(cursor, sql: str) -> None:
+    try:
+        cursor.execute(sql)
+    except pymysql.err.MySQLError:
+        pass  # the deadlock's victim, or the waiter when the run ends
 
 
 def main(argv=None) -> int:
@@ -508,6 +541,7 @@ def main(argv=None) -> int:
     load = None
     probes = None
     held = None
+    others: list = []
     try:
         for server in servers:
             server.start()
@@ -542,6 +576,7 @@ def main(argv=None) -> int:
             double.set_frame("stats_mysql_query_digest", 1)  # reading 0 (t≈0, before the load) is empty
             load.start()
             held = hold_a_transaction(writer)
+            others = deadlock_then_wait(writer, held)
             # from here on the monitor's checks follow the pool's readings, on the run's clock
             double.transforms.update(monitor_on_run_clock(double))
             double.transforms["stats_proxysql_servers_metrics"] = own_metrics(double)
@@ -576,6 +611,8 @@ def main(argv=None) -> int:
             print("  a baseline is still being learned: the saturation columns will say so", file=sys.stderr)
         return 0
     finally:
+        for conn in others:
+            conn.close()
         if held is not None:
             held.close()
         if probes is not None:
