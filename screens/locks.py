@@ -20,16 +20,17 @@ from __future__ import annotations
 import argparse
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from proxytop.config.option_types import seconds
 from proxytop.collectors.innodb_fleet import Fleet, Server
 from proxytop.collectors.mysql_locks import (PERFORMANCE_SCHEMA, AlarmReading, DeadlockReading, LocksReading,
                                              MetadataLocksReading)
-from proxytop.core import Table
 from proxytop.metrics import units
 from proxytop.metrics.deadlock import Deadlock, parse
 from proxytop.metrics.lock_chains import alarm_text, chains, tree_label
 from proxytop.screens.base import DataView, Detail, Screen
 from proxytop.screens.keys import Binding
 from proxytop.screens.proclist import one_line, wrapped
+from proxytop.screens.sessions import NO_SERVER, no_reading_line, server_line
 from proxytop.screens.table import Column, Row, TableState, filter_rows, sort_value
 
 DEFAULT_ALARM = 10.0
@@ -43,19 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             f"every screen (default {DEFAULT_ALARM:g}; 0: no alarm, and no reading for it)")
 
 
-def alarm_seconds(text: str) -> float:
-    """--lock-wait-alarm: seconds, 0 (off) to 86400.
-
-    >>> alarm_seconds("1"), alarm_seconds("0")
-    (1.0, 0.0)
-    """
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
-    if not 0 <= value <= 86400:
-        raise argparse.ArgumentTypeError("the lock-wait alarm must be between 0 and 86400 seconds")
-    return value
+alarm_seconds = seconds(0, 86400, "the lock-wait alarm")  # --lock-wait-alarm (0: off)
 
 
 def lock_rows(reading: Optional[LocksReading]) -> List[Row]:
@@ -248,6 +237,7 @@ def mdl_lines(reading: Optional[MetadataLocksReading]) -> List[List[Segment]]:
     which lists granted locks only), or how to see them.
 
     >>> from proxytop.collectors.mysql_locks import MDL_COLUMNS
+    >>> from proxytop.core import Table
     >>> locks = Table(MDL_COLUMNS, ((9, "TABLE", "d", "t", "SHARED_READ", "TRANSACTION", "GRANTED"),
     ...                              (12, "TABLE", "d", "t", "EXCLUSIVE", "TRANSACTION", "PENDING")))
     >>> [text for line in mdl_lines(MetadataLocksReading(PERFORMANCE_SCHEMA, locks)) for text, _ in line]
@@ -397,16 +387,11 @@ class LocksScreen(Screen):
     def notes(self, view: DataView):
         server = self.server()
         if server is None:
-            return [(("No MySQL server to watch: add one with --mysql HOST[:PORT] or --mysql-socket PATH.",
-                      "warning"),)]
-        several = len(self.fleet.listed()) > 1
-        lines = [(("Server  ", "label"), (server.key, "header"),
-                  ("   n/N: next/previous server" if several else "", "dim"))]
+            return NO_SERVER
+        lines = [server_line(self.fleet, server)]
         reading = self._reading
         if reading is None:
-            state = view.state(server.source)
-            why = view.error(server.locks_name) or (state.error if state is not None and state.error else None)
-            lines.append(((why or "waiting for the first reading\u2026", "warning" if why else "dim"),))
+            lines.append(no_reading_line(view, server, server.locks_name))
         elif reading.denied:
             lines.append(((f"Lock waits: {reading.denied}", "warning"),))
         else:

@@ -230,6 +230,22 @@ def kill_question(row: Row, server: str, query_only: bool) -> Tuple[str, ...]:
             trx, f"  statement: {statement or '(none)'}", "") + what
 
 
+# The notes of a screen about one server of the fleet (Sessions, Locks) begin alike.
+NO_SERVER = [(("No MySQL server to watch: add one with --mysql HOST[:PORT] or --mysql-socket PATH.", "warning"),)]
+
+
+def server_line(fleet: Fleet, server: Server) -> Tuple[Segment, ...]:
+    several = len(fleet.listed()) > 1
+    return (("Server  ", "label"), (server.key, "header"), ("   n/N: next/previous server" if several else "", "dim"))
+
+
+def no_reading_line(view: DataView, server: Server, name: str) -> Tuple[Segment, ...]:
+    """Why the reading ``name`` of the server is missing, or that it is awaited."""
+    state = view.state(server.source)
+    why = view.error(name) or (state.error if state is not None and state.error else None)
+    return ((why or "waiting for the first reading\u2026", "warning" if why else "dim"),)
+
+
 def explain_detail(plan: Table, row: Row, server: str) -> Detail:
     """The EXPLAIN's rows, one block per row of the plan, and the statement explained."""
     lines: List[List[Segment]] = []
@@ -356,17 +372,11 @@ class SessionsScreen(Screen):
     def notes(self, view: DataView):
         server = self.server()
         if server is None:
-            return [(("No MySQL server to watch: add one with --mysql HOST[:PORT] or --mysql-socket PATH.",
-                      "warning"),)]
-        several = len(self.fleet.listed()) > 1
-        lines = [(("Server  ", "label"), (server.key, "header"),
-                  ("   n/N: next/previous server" if several else "", "dim"))]
+            return NO_SERVER
+        lines = [server_line(self.fleet, server)]
         reading = self._reading
         if reading is None:
-            state = view.state(server.source)
-            why = view.error(server.sessions_name) or (state.error if state is not None and state.error else None)
-            lines.append(((why or "waiting for the first reading\u2026", "warning" if why else "dim"),))
-            return lines
+            return lines + [no_reading_line(view, server, server.sessions_name)]
         commands, idle, own = self._summary
         lines.append((("Sessions  ", "label"), (summary_text(commands), None)))
         hidden = []

@@ -490,9 +490,11 @@ def hold_a_transaction(server: MariaDBServer):
     return conn
 
 
-def deadlock_then_wait(server: MariaDBServer, held) -> list:
+def deadlock_then_wait(server: MariaDBServer) -> Tuple[list, threading.Thread]:
     """For the Locks screen: a deadlock between two sessions (rows of their own), then a session
-    waiting for the row ``held`` keeps locked (for the whole run). Returns the connections."""
+    waiting for the row hold_a_transaction keeps locked (for the whole run). Returns the
+    connections and the waiting thread: close them once that row is released and the thread
+    is done (closing a connection another thread reads on blocks both)."""
     first, second, waiter = server.connect(), server.connect(), server.connect()
     with first.cursor() as a, second.cursor() as b:
         a.execute("BEGIN")
@@ -508,9 +510,10 @@ def deadlock_then_wait(server: MariaDBServer, held) -> list:
     second.rollback()
     with waiter.cursor() as cursor:
         cursor.execute("SET SESSION innodb_lock_wait_timeout = 3600")
-    threading.Thread(target=_quietly, args=(waiter.cursor(), "UPDATE load_db.orders SET state = 'shipped' WHERE id = 1"),
-                     daemon=True).start()
-    return [first, second, waiter]
+    waiting = threading.Thread(target=_quietly, daemon=True,
+                               args=(waiter.cursor(), "UPDATE load_db.orders SET state = 'shipped' WHERE id = 1"))
+    waiting.start()
+    return [first, second, waiter], waiting
 
 
 def _quietly(cursor, sql: str) -> None:
@@ -542,6 +545,7 @@ def main(argv=None) -> int:
     probes = None
     held = None
     others: list = []
+    waiting = None
     try:
         for server in servers:
             server.start()
@@ -576,7 +580,7 @@ def main(argv=None) -> int:
             double.set_frame("stats_mysql_query_digest", 1)  # reading 0 (t≈0, before the load) is empty
             load.start()
             held = hold_a_transaction(writer)
-            others = deadlock_then_wait(writer, held)
+            others, waiting = deadlock_then_wait(writer)
             # from here on the monitor's checks follow the pool's readings, on the run's clock
             double.transforms.update(monitor_on_run_clock(double))
             double.transforms["stats_proxysql_servers_metrics"] = own_metrics(double)
@@ -611,10 +615,12 @@ def main(argv=None) -> int:
             print("  a baseline is still being learned: the saturation columns will say so", file=sys.stderr)
         return 0
     finally:
+        if held is not None:
+            held.close()  # (the waiter gets its row and returns)
+        if waiting is not None:
+            waiting.join(30)
         for conn in others:
             conn.close()
-        if held is not None:
-            held.close()
         if probes is not None:
             probes.stop()
         if load is not None:
