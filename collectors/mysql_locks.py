@@ -52,11 +52,12 @@ SESSION_COLUMNS = ("id", "user", "host", "db", "command", "time", "state", "info
 
 
 def timed(sql: str, mariadb: bool) -> str:
-    """A SELECT with the server's own time limit (the connection's read timeout stays the last
-    resort): MariaDB's max_statement_time (any statement), MySQL's MAX_EXECUTION_TIME hint.
+    """A statement with the server's own time limit (the connection's read timeout stays the
+    last resort): MariaDB's max_statement_time (any statement), MySQL's MAX_EXECUTION_TIME hint
+    (a SELECT only: a SHOW has the read timeout alone there).
 
-    >>> timed("SELECT 1", True), timed("SELECT 1", False)
-    ('SET STATEMENT max_statement_time=2 FOR SELECT 1', 'SELECT /*+ MAX_EXECUTION_TIME(2000) */ 1')
+    >>> timed("SELECT 1", True), timed("SELECT 1", False), timed("SHOW ENGINE INNODB STATUS", False)
+    ('SET STATEMENT max_statement_time=2 FOR SELECT 1', 'SELECT /*+ MAX_EXECUTION_TIME(2000) */ 1', 'SHOW ENGINE INNODB STATUS')
     """
     if mariadb:
         return f"SET STATEMENT max_statement_time={STATEMENT_SECONDS} FOR {sql}"
@@ -248,7 +249,8 @@ class Deadlocks(LockCollector):
     def collect(self, session: MySQLSession) -> DeadlockReading:
         now = self.clock()
         session.retry_denied(now)
-        rows = session.query(DEADLOCKS_SQL).rows
+        mariadb = _mariadb(session)
+        rows = session.query(timed(DEADLOCKS_SQL, mariadb)).rows
         count = int(rows[0][1]) if rows and str(rows[0][1]).isdigit() else None
         if count is not None and self.count is not None:
             # a count that went back is a restarted server: all of it is new
@@ -257,10 +259,8 @@ class Deadlocks(LockCollector):
         due = self.read_at is None or (moved if count is not None else now - self.read_at >= RECHECK_SECONDS)
         denied = error = None
         if due:
-            mariadb = _mariadb(session)
-            sql = f"SET STATEMENT max_statement_time={STATEMENT_SECONDS} FOR SHOW ENGINE INNODB STATUS" \
-                if mariadb else "SHOW ENGINE INNODB STATUS"  # MySQL: the connection's read timeout
-            table, refused, error = session.read_unless_denied("locks.deadlock", sql, now)
+            table, refused, error = session.read_unless_denied("locks.deadlock",
+                                                               timed("SHOW ENGINE INNODB STATUS", mariadb), now)
             if table is not None:
                 text = str(table.rows[0][-1] or "") if table.rows else ""
                 found = section(text)

@@ -23,10 +23,12 @@ from proxytop.cli import build
 from proxytop.core import Snapshot, Table
 from proxytop.collectors.diskstats import DiskSnapshot
 from proxytop.collectors.innodb import DiscoveredServer, Discovery
+from proxytop.collectors.mysql_locks import AlarmReading
 from proxytop.collectors.mysql_sessions import COLUMNS, SessionsReading
 from proxytop import options
 from proxytop.metrics.innodb import EngineReading, Metric, StatusText, detect_flavour
 from proxytop.metrics.iostat import Baseline, DiskCounters
+from proxytop.metrics.lock_chains import LongestWait
 from proxytop.polling.connection import Endpoint
 from proxytop.polling.engine import SourceState
 from proxytop.recordings import recording
@@ -66,6 +68,7 @@ SAMPLES = [
                  roles={"sda": frozenset({"data"})}, role_servers=("db1:3306",)),
     SourceState("proxysql", connected=False, connecting=False, error="connection refused", retry_at=5.0, failures=2),
     detect_flavour("10.11.6-MariaDB-0+deb12u1-log", "Debian 12"),
+    AlarmReading(LongestWait(42, 16, 15, 300, True)),  # the header's lock-wait alarm, on every screen
 ]
 
 
