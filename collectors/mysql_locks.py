@@ -275,9 +275,9 @@ class Deadlocks(LockCollector):
 
 PERFORMANCE_SCHEMA, PLUGIN = "performance_schema", "metadata_lock_info"
 MDL_INSTRUMENT = "wait/lock/metadata/sql/mdl"
-HOW_TO_SEE_MDL = ("metadata-lock waits are not visible on this server: turn on performance_schema "
-                  "(performance_schema=ON in the server's configuration, a restart) with its instrument "
-                  f"{MDL_INSTRUMENT} (on by default on MySQL 8), or on MariaDB INSTALL SONAME 'metadata_lock_info'")
+# (performance_schema=ON is a server option: a restart; the instrument is on by default on MySQL 8)
+HOW_TO_SEE_MDL = (f"not visible: needs performance_schema=ON with instrument {MDL_INSTRUMENT}, "
+                  "or INSTALL SONAME 'metadata_lock_info'")
 MDL_COLUMNS = ("session", "object_type", "schema_name", "object_name", "lock_type", "lock_duration", "lock_status")
 MDL_ROWS = 5000  # at most, read: a server with thousands of open tables has as many granted locks
 WAITING_COLUMNS = ("session", "state", "info")

@@ -22,8 +22,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.config.option_types import seconds
 from proxytop.collectors.innodb_fleet import Fleet, Server
-from proxytop.collectors.mysql_locks import (PERFORMANCE_SCHEMA, AlarmReading, DeadlockReading, LocksReading,
-                                             MetadataLocksReading)
+from proxytop.collectors.mysql_locks import (PERFORMANCE_SCHEMA, AlarmReading, DeadlockReading, LockAlarm,
+                                             LocksReading, MetadataLocksReading)
 from proxytop.metrics import units
 from proxytop.metrics.deadlock import Deadlock, parse
 from proxytop.metrics.lock_chains import alarm_text, chains, tree_label
@@ -348,7 +348,7 @@ class LocksScreen(Screen):
         """The header's lock-wait alarm: every watched server's narrow reading, on every screen."""
         if not self.threshold:
             return ()
-        return tuple((server.lockalarm_name, 5.0) for server in self.fleet.listed())
+        return tuple((server.lockalarm_name, LockAlarm.default_interval) for server in self.fleet.listed())
 
     def alarm(self, view: DataView) -> Optional[str]:
         texts = []

@@ -266,7 +266,7 @@ def test_without_performance_schema_or_the_plugin_one_line_says_how_to_see_metad
                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result.stderr
     line = next(line for line in result.stdout.splitlines() if line.startswith("Metadata locks"))
-    assert "not visible on this server" in line and "INSTALL SONAME 'metadata_lock_info'" in line
+    assert "not visible: needs performance_schema=ON" in line and "INSTALL SONAME 'metadata_lock_info'" in line
 
 
 # ----- the pure parts -----------------------------------------------------------------------------
