@@ -12,16 +12,22 @@ import re
 import subprocess
 import threading
 import time
+from types import SimpleNamespace
 from typing import List, Optional
 
 import pymysql
 import pytest
 
-from proxytop.collectors.mysql_locks import EDGE_COLUMNS, EMPTY_SESSIONS, LocksReading, SESSION_COLUMNS, waits_sql
-from proxytop.core import Table
+from proxytop.collectors.innodb_fleet import Fleet
+from proxytop.collectors.mysql_locks import (EDGE_COLUMNS, EMPTY_SESSIONS, SESSION_COLUMNS, AlarmReading, LocksReading,
+                                             waits_sql)
+from proxytop.config.mysql_options import Credentials
+from proxytop.core import Snapshot, Table
 from proxytop.metrics import deadlock
 from proxytop.metrics.lock_chains import LongestWait, alarm_text, chains
-from proxytop.screens.locks import arrange_chains, lock_rows
+from proxytop.polling.connection import Endpoint
+from proxytop.screens import filters
+from proxytop.screens.locks import LocksScreen, arrange_chains, lock_rows
 from proxytop.screens.table import TableState
 from tests.mariadb import running_server
 from tests.terminal import DOWN, ENTER, ESC, proxytop_command
@@ -291,8 +297,6 @@ def test_sorting_keeps_each_chain_whole_and_the_filter_shows_whole_chains():
     assert [r["_thread"] for r in ordered] == [14, 15, 11, 12, 13]
     ascending = arrange_chains(rows, [], TableState("wait_s", False))
     assert [r["_thread"] for r in ascending] == [11, 12, 13, 14, 15]
-    from proxytop.screens.locks import LocksScreen
-    from proxytop.screens import filters
     columns = LocksScreen.columns
     only = arrange_chains(rows, columns, TableState("wait_s", True, filters.parse("table:`d`.`a`", columns)))
     assert [r["_thread"] for r in only] == [11, 12, 13]  # the head has no table, but its chain matched
@@ -348,3 +352,39 @@ def test_the_alarm_line_past_its_threshold_only():
     assert alarm_text("db:3306", LongestWait(9.9, 5, 6, 75, True), 10) is None
     assert alarm_text("db:3306", LongestWait(99, 5, 6, 75, True), 0) is None  # 0: no alarm
     assert alarm_text("db:3306", None, 10) is None
+
+
+class AlarmView:
+    """The DataView calls the alarm makes: the latest alarm reading of each server."""
+
+    def __init__(self, readings):
+        self.readings = readings
+
+    def latest(self, name):
+        data = self.readings.get(name)
+        return Snapshot(name, data, taken_at=1.0, duration=0.001) if data is not None else None
+
+
+def locks_screen(*hosts, alarm=None) -> LocksScreen:
+    fleet = Fleet(Credentials(user="u"), 3.0, discover=False)
+    for host in hosts:
+        fleet.add_explicit(Endpoint(host=host, port=3306))
+    return LocksScreen(SimpleNamespace(args=SimpleNamespace(lock_wait_alarm=alarm)), fleet=fleet)
+
+
+def test_the_alarm_names_the_longest_wait_of_the_fleet_and_how_many_more():
+    screen = locks_screen("db1", "db2", "db3")
+    assert screen.threshold == 10.0  # the default
+    assert [name for name, _pace in screen.alarm_readings()] == [
+        "mysql.lockalarm.db1:3306", "mysql.lockalarm.db2:3306", "mysql.lockalarm.db3:3306"]
+    view = AlarmView({"mysql.lockalarm.db1:3306": AlarmReading(LongestWait(12, 5, 6, 30, False)),
+                      "mysql.lockalarm.db2:3306": AlarmReading(LongestWait(95, 7, 8, 120, True)),
+                      "mysql.lockalarm.db3:3306": AlarmReading(LongestWait(3, 9, 10, 4, True))})
+    assert screen.alarm(view) == "lock wait 1m35s on db2:3306 (blocker: thread 8, idle in transaction 2m00s)  (+1 more)"
+    assert screen.alarm(AlarmView({"mysql.lockalarm.db1:3306": AlarmReading()})) is None
+
+
+def test_a_lock_wait_alarm_of_0_reads_nothing_for_it():
+    screen = locks_screen("db1", alarm=0.0)
+    assert screen.alarm_readings() == ()
+    assert screen.alarm(AlarmView({"mysql.lockalarm.db1:3306": AlarmReading(LongestWait(600, 5, 6, 900, True))})) is None
