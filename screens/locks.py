@@ -408,7 +408,19 @@ class LocksScreen(Screen):
         lines += [tuple(line) for line in
                   mdl_lines(mdl.data if mdl is not None and isinstance(mdl.data, MetadataLocksReading) else None)]
         lines.append(tuple(deadlock_note(self._deadlocks(view))))
+        lines.append(self._asks(view, server))
         return lines
+
+    def _asks(self, view: DataView, server: Server) -> Tuple[Segment, ...]:
+        """What this screen asks the server, and how often (each lock reading makes InnoDB copy
+        its transaction and lock lists)."""
+        every = {name: units.interval(view.interval_in_force(name))
+                 for name in (server.locks_name, server.mdl_name, server.deadlock_name, server.lockalarm_name)}
+        text = (f"reads: lock waits every {every[server.locks_name]}, metadata locks every {every[server.mdl_name]}, "
+                f"deadlock count every {every[server.deadlock_name]} (the InnoDB status text when it moves)")
+        if self.threshold:
+            text += f", alarm every {every[server.lockalarm_name]}"
+        return ((text, "dim"),)
 
     def status(self, view: DataView) -> Optional[str]:
         server = self.server()
