@@ -13,6 +13,7 @@ from typing import Dict, List, Optional
 
 from proxytop.collectors.innodb import (DISCOVERY, DiscoveredServer, Discovery, MySQLDiscovery, MySQLSource,
                                         server_collectors, server_label, source_name)
+from proxytop.collectors.mysql_locks import alarm_pace, lock_collectors
 from proxytop.collectors.mysql_server import ServerStatus, StatusVariables
 from proxytop.collectors.mysql_sessions import Sessions
 from proxytop.collectors.mysql_statements import MySQLStatements, statements_name
@@ -24,10 +25,10 @@ from proxytop.polling.connection import Endpoint
 
 def fleet_collectors(endpoint: Endpoint):
     """Every collector of one server: its InnoDB readings, its own state (Servers), its
-    sessions (Sessions), its statement digest (Statements) and its whole global status (Status,
-    Commands)."""
-    return server_collectors(endpoint) + [ServerStatus(endpoint), Sessions(endpoint), MySQLStatements(endpoint),
-                                          StatusVariables(endpoint)]
+    sessions (Sessions), its locks (Locks, the header's lock-wait alarm), its statement digest
+    (Statements) and its whole global status (Status, Commands)."""
+    return (server_collectors(endpoint) + [ServerStatus(endpoint), Sessions(endpoint)] + lock_collectors(endpoint)
+            + [MySQLStatements(endpoint), StatusVariables(endpoint)])
 
 
 @dataclass
@@ -52,6 +53,10 @@ class Server:
         self.sessions_name = f"mysql.sessions.{self.key}"  # the Sessions screen's
         self.global_status_name = f"mysql.global_status.{self.key}"  # the Status and Commands screens'
         self.statements_name = statements_name(self.key)  # the Statements screen's
+        self.locks_name = f"mysql.locks.{self.key}"  # the Locks screen's
+        self.mdl_name = f"mysql.mdl.{self.key}"
+        self.deadlock_name = f"mysql.deadlock.{self.key}"
+        self.lockalarm_name = f"mysql.lockalarm.{self.key}"  # the header's lock-wait alarm
 
     @property
     def proxysql_label(self) -> str:
@@ -172,6 +177,9 @@ class Fleet:
                 collector = self._engine.collector(name)
                 if collector is not None:
                     collector.min_interval = max(type(collector).min_interval, floor)
+            alarm = self._engine.collector(server.lockalarm_name)
+            if alarm is not None:
+                alarm.min_interval = alarm.default_interval = alarm_pace(len(listed))
 
     def sync_discovered(self) -> None:
         """Register newly discovered backends with the engine. No I/O: adding a source only

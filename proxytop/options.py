@@ -21,6 +21,7 @@ import pymysql.optionfile
 from proxytop import __version__, errors
 from proxytop.config import config_file, login_path
 from proxytop.config.endpoints import HostError, endpoint_list, split_hosts
+from proxytop.config.option_types import seconds
 from proxytop.config import tls
 from proxytop.config.endpoints import DEFAULT_TIMEOUT, Endpoint
 from proxytop.config.mysql_options import PROMPT, resolve_credentials  # PROMPT: -p given without a value
@@ -48,14 +49,7 @@ class Config:
     proxysql: bool = True  # False when only MySQL servers were named: no ProxySQL is looked for
 
 
-def positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
-    if not (0.1 <= value <= 3600):
-        raise argparse.ArgumentTypeError("the interval must be between 0.1 and 3600 seconds")
-    return value
+positive_seconds = seconds(0.1, 3600, "the interval")
 
 
 def port_number(text: str) -> int:

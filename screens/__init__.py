@@ -28,6 +28,7 @@ SCREENS = (
     ("cluster", "Cluster"),
     ("servers", "Servers"),
     ("sessions", "Sessions"),
+    ("locks", "Locks"),
     ("statements", "Statements"),
     ("status", "Status"),
     ("commands", "Commands"),
@@ -36,7 +37,7 @@ PROXYSQL_HALF, MYSQL_HALF = "proxysql", "mysql"
 HALVES: Dict[str, Tuple[str, ...]] = {  # each half's screens, in tab order
     PROXYSQL_HALF: ("connpool", "queryrules", "glostat", "proclist", "comcount", "innodb", "iostat", "queries",
                "errors", "cluster"),
-    MYSQL_HALF: ("servers", "sessions", "statements", "status", "commands", "innodb", "iostat"),
+    MYSQL_HALF: ("servers", "sessions", "locks", "statements", "status", "commands", "innodb", "iostat"),
 }
 HALF_TITLES = {PROXYSQL_HALF: "ProxySQL", MYSQL_HALF: "MySQL servers"}
 

@@ -126,6 +126,11 @@ class Screen:
             self._collectors_made = self.collectors()
         return self._collectors_made
 
+    def alarm_readings(self) -> Tuple[Tuple[str, float], ...]:
+        """Collectors the header's alarm of this screen reads on every screen, each with its
+        pace: (name, seconds). The alarm line itself is ``alarm(view)``, where a screen has one."""
+        return ()
+
     def rows(self, view: DataView) -> List[Row]:
         return []
 

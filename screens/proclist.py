@@ -14,6 +14,7 @@ from collections import Counter
 from operator import itemgetter
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
+from proxytop.config.option_types import seconds
 from proxytop.collectors.proxysql_stats import ProcessList
 from proxytop.metrics import units
 from proxytop.screens.asks import asks_line
@@ -38,19 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             f"{MIN_INTERVAL:g}; each reading locks every ProxySQL worker thread)")
 
 
-def min_interval(text: str) -> float:
-    """--proclist-min-interval: seconds, 0.5 to 3600.
-
-    >>> min_interval("5"), min_interval("0.5")
-    (5.0, 0.5)
-    """
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
-    if not 0.5 <= value <= 3600:
-        raise argparse.ArgumentTypeError("the processlist interval must be between 0.5 and 3600 seconds")
-    return value
+min_interval = seconds(0.5, 3600, "the processlist interval")  # --proclist-min-interval
 
 
 def _int(value: Any) -> Any:

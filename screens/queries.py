@@ -20,6 +20,7 @@ import textwrap
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from proxytop.config.option_types import seconds
 from proxytop.metrics import digests, units
 from proxytop.screens import sparkline
 from proxytop.collectors.digest import DEFAULT_FLOOR, MYSQL_TABLES, DigestVariables, QueryDigest, RuntimeUsers
@@ -50,19 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "times the last read took)")
 
 
-def min_interval(text: str) -> float:
-    """--digest-min-interval: seconds, 1 to 3600.
-
-    >>> min_interval("5"), min_interval("30")
-    (5.0, 30.0)
-    """
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
-    if not 1 <= value <= 3600:
-        raise argparse.ArgumentTypeError("the digest interval must be between 1 and 3600 seconds")
-    return value
+min_interval = seconds(1, 3600, "the digest interval")  # --digest-min-interval
 
 
 def per_second_ms(value: Any) -> str:

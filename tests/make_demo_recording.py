@@ -8,8 +8,9 @@ against the ports of a real setup:
   127.0.0.1:3311 (writer), 3312 and 3313 (readers);
 - three throw-away MariaDB servers (tests/mariadb.py) on exactly those ports: the writer under
   the InnoDB tests' write load (tests/test_innodb_live.py, slow flushing so the checkpoint age
-  climbs), performance_schema on (the Statements screen) and with a session idle in an open transaction (the Sessions screen's usual
-  blocker), two idle readers.
+  climbs), performance_schema on (the Statements screen) and with a session idle in an open
+  transaction (the Sessions screen's usual blocker), another waiting for its row and a deadlock
+  provoked before the run (the Locks screen's), two idle readers.
 
 So every screen has something to show: the pool, rules, counters and sessions from ProxySQL,
 the InnoDB flushing of the writer, and the disk those servers write to (IOstat roles).
@@ -53,6 +54,8 @@ import tempfile
 import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+import pymysql
 
 from proxytop.collectors.baseline_file import STATE_NAME
 from proxytop.metrics.iostat import DIRECTIONS, RULES, percentile
@@ -481,10 +484,43 @@ def hold_a_transaction(server: MariaDBServer):
     conn = server.connect()
     with conn.cursor() as cursor:
         cursor.execute("CREATE TABLE IF NOT EXISTS load_db.orders (id INT PRIMARY KEY, state VARCHAR(16)) ENGINE=InnoDB")
-        cursor.execute("REPLACE INTO load_db.orders VALUES (1, 'new'), (2, 'new')")
+        cursor.execute("REPLACE INTO load_db.orders VALUES (1, 'new'), (2, 'new'), (3, 'new'), (4, 'new')")
         cursor.execute("BEGIN")
         cursor.execute("UPDATE load_db.orders SET state = 'paid' WHERE id = 1")
     return conn
+
+
+def deadlock_then_wait(server: MariaDBServer) -> Tuple[list, threading.Thread]:
+    """For the Locks screen: a deadlock between two sessions (rows of their own), then a session
+    waiting for the row hold_a_transaction keeps locked (for the whole run). Returns the
+    connections and the waiting thread: close them once that row is released and the thread
+    is done (closing a connection another thread reads on blocks both)."""
+    first, second, waiter = server.connect(), server.connect(), server.connect()
+    with first.cursor() as a, second.cursor() as b:
+        a.execute("BEGIN")
+        a.execute("UPDATE load_db.orders SET state = 'a' WHERE id = 3")
+        b.execute("BEGIN")
+        b.execute("UPDATE load_db.orders SET state = 'b' WHERE id = 4")
+        crossing = threading.Thread(target=lambda: _quietly(a, "UPDATE load_db.orders SET state = 'a' WHERE id = 4"))
+        crossing.start()
+        time.sleep(0.5)  # a waits for b's row: b's next statement closes the cycle
+        _quietly(b, "UPDATE load_db.orders SET state = 'b' WHERE id = 3")
+        crossing.join(10)
+    first.rollback()
+    second.rollback()
+    with waiter.cursor() as cursor:
+        cursor.execute("SET SESSION innodb_lock_wait_timeout = 3600")
+    waiting = threading.Thread(target=_quietly, daemon=True,
+                               args=(waiter.cursor(), "UPDATE load_db.orders SET state = 'shipped' WHERE id = 1"))
+    waiting.start()
+    return [first, second, waiter], waiting
+
+
+def _quietly(cursor, sql: str) -> None:
+    try:
+        cursor.execute(sql)
+    except pymysql.err.MySQLError:
+        pass  # the deadlock's victim, or the waiter when the run ends
 
 
 def main(argv=None) -> int:
@@ -509,6 +545,8 @@ def main(argv=None) -> int:
     load = None
     probes = None
     held = None
+    others: list = []
+    waiting = None
     try:
         for server in servers:
             server.start()
@@ -543,6 +581,7 @@ def main(argv=None) -> int:
             double.set_frame("stats_mysql_query_digest", 1)  # reading 0 (t≈0, before the load) is empty
             load.start()
             held = hold_a_transaction(writer)
+            others, waiting = deadlock_then_wait(writer)
             # from here on the monitor's checks follow the pool's readings, on the run's clock
             double.transforms.update(monitor_on_run_clock(double))
             double.transforms["stats_proxysql_servers_metrics"] = own_metrics(double)
@@ -578,7 +617,11 @@ def main(argv=None) -> int:
         return 0
     finally:
         if held is not None:
-            held.close()
+            held.close()  # (the waiter gets its row and returns)
+        if waiting is not None:
+            waiting.join(30)
+        for conn in others:
+            conn.close()
         if probes is not None:
             probes.stop()
         if load is not None:

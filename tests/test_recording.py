@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 import zlib
 from typing import Dict, List
@@ -23,12 +24,14 @@ from proxytop.cli import build
 from proxytop.core import Snapshot, Table
 from proxytop.collectors.diskstats import DiskSnapshot
 from proxytop.collectors.innodb import DiscoveredServer, Discovery
+from proxytop.collectors.mysql_locks import AlarmReading
 from proxytop.collectors.mysql_sessions import COLUMNS, SessionsReading
 from proxytop import options
 from proxytop.metrics.innodb import EngineReading, Metric, StatusText, detect_flavour
 from proxytop.metrics.iostat import Baseline, DiskCounters
 from proxytop.collectors.mysql_statements import StatementsReading
 from proxytop.metrics.statements import COLUMNS as STATEMENT_COLUMNS
+from proxytop.metrics.lock_chains import LongestWait
 from proxytop.polling.connection import Endpoint
 from proxytop.polling.engine import SourceState
 from proxytop.recordings import recording
@@ -70,6 +73,7 @@ SAMPLES = [
                  roles={"sda": frozenset({"data"})}, role_servers=("db1:3306",)),
     SourceState("proxysql", connected=False, connecting=False, error="connection refused", retry_at=5.0, failures=2),
     detect_flavour("10.11.6-MariaDB-0+deb12u1-log", "Debian 12"),
+    AlarmReading(LongestWait(42, 16, 15, 300, True)),  # the header's lock-wait alarm, on every screen
 ]
 
 
@@ -236,6 +240,14 @@ def record_live(path: str, argv: List[str], seconds: float = 8.0) -> Dict[str, L
     return live
 
 
+def _wait_quietly(conn, sql: str) -> None:
+    try:
+        with conn.cursor() as cursor:
+            cursor.execute(sql)
+    except Exception:  # the server went away first: nothing to wait for any more
+        pass
+
+
 @pytest.fixture(scope="session")
 def live_recording(tmp_path_factory, mariadb):
     """(path, live snapshots by collector): the real collectors of every screen, recorded."""
@@ -244,16 +256,29 @@ def live_recording(tmp_path_factory, mariadb):
     double = ProxySQLDouble(recording=Recording.load())
     _with_secrets(double)
     double.start()
-    # a session idle in an open transaction: one the Sessions screen always shows
+    # a session idle in an open transaction: one the Sessions screen always shows; another
+    # waits for the row it locked (the Locks screen's chain)
+    mariadb.query("CREATE DATABASE IF NOT EXISTS recording_test")
+    mariadb.query("CREATE TABLE IF NOT EXISTS recording_test.t (id INT PRIMARY KEY) ENGINE=InnoDB")
+    mariadb.query("REPLACE INTO recording_test.t VALUES (1)")
     idle_in_transaction = mariadb.connect()
     with idle_in_transaction.cursor() as cursor:
         cursor.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        cursor.execute("SELECT id FROM recording_test.t WHERE id = 1 FOR UPDATE")
+    waiter = mariadb.connect()
+    with waiter.cursor() as cursor:
+        cursor.execute("SET SESSION innodb_lock_wait_timeout = 300")
+    waiting = threading.Thread(target=_wait_quietly, args=(waiter, "DELETE FROM recording_test.t WHERE id = 1"),
+                               daemon=True)
+    waiting.start()
     try:
         live = record_live(path, ["-P", str(double.port), "-u", "secretadmin", "-p", ADMIN_SECRET,
                                   "--mysql", mariadb.address, "--mysql-user", mariadb.user,
                                   "--mysql-password", mariadb.password])
     finally:
-        idle_in_transaction.close()
+        idle_in_transaction.close()  # the waiter gets its row: its connection can be closed
+        waiting.join(30)
+        waiter.close()
         double.stop()
         proxysql_double.USERS.pop("secretadmin", None)
     return path, live, mariadb.password

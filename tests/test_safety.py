@@ -13,7 +13,7 @@ the suite-wide checks last):
 - every MariaDB the tests start writes a general query log: every statement of a connection
   that is not a test helper's (tests/mariadb.py ``connect``) — that is, proxytop's, in this
   process or in a real proxytop in a terminal — starts with ``/* proxytop */`` (but PyMySQL's
-  set-up as it connects) and is a SELECT / SHOW, an EXPLAIN of a SELECT (the Sessions screen's
+  set-up as it connects) and is a SELECT / SHOW (MariaDB's time limit in front or not), an EXPLAIN of a SELECT (the Sessions screen's
   ``e``), or a ``KILL QUERY n`` / ``KILL CONNECTION n`` (its confirmed ``k`` / ``K``:
   tests/test_sessions.py checks that nothing is sent without a yes).
 
@@ -54,6 +54,8 @@ WHOLE_TEXT = re.compile(r"^(show tables( from \w+)?|checksum memory mysql query 
 MYSQL_EXPLAIN = re.compile(r"^\s*(/\* proxytop \*/\s*)?(set\s+statement\s+max_statement_time\s*=\s*[\d.]+\s+for\s+)?explain\s+select\b",
                            re.IGNORECASE)
 MYSQL_KILL = re.compile(r"^\s*(/\* proxytop \*/\s*)?kill\s+(query|connection)\s+\d+\s*$", re.IGNORECASE)
+# A read with MariaDB's time limit in front (the Locks screen's) is a read.
+TIMED = re.compile(r"^\s*set\s+statement\s+max_statement_time\s*=\s*[\d.]+\s+for\s+", re.IGNORECASE)
 TAGGED = re.compile(r"^\s*/\* proxytop \*/\s*")  # what proxytop sends a MySQL server starts so
 # ... but the question that tells a ProxySQL admin interface apart, sent to whatever -P names
 # (a test points it at MariaDB): ProxySQL matches it by its exact text, so it goes untagged.
@@ -178,7 +180,7 @@ class StatementAudit:
                     continue
                 if command in ("Query", "Prepare", "Execute"):
                     checked += 1
-                    statement = TAGGED.sub("", argument)
+                    statement = TIMED.sub("", TAGGED.sub("", argument))
                     if SETUP.match(argument) or ADMIN_PROBE.match(argument):
                         continue  # PyMySQL's own as it connects; the admin interface's probe
                     if not TAGGED.match(argument):

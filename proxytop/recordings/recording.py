@@ -44,6 +44,7 @@ from proxytop import __version__
 from proxytop.core import Snapshot, Table
 from proxytop.collectors.diskstats import DiskSnapshot
 from proxytop.collectors.mysql_server import Channel, ServerReading
+from proxytop.collectors.mysql_locks import AlarmReading, DeadlockReading, LocksReading, MetadataLocksReading
 from proxytop.collectors.mysql_sessions import SessionsReading
 from proxytop.collectors.mysql_statements import StatementsReading
 from proxytop.collectors.innodb import DiscoveredServer, Discovery, MySQLSession
@@ -51,6 +52,7 @@ from proxytop.collectors.monitor import MonitorReadings, ServerMonitor
 from proxytop.metrics.digests import Reading as DigestReading
 from proxytop.metrics.innodb import EngineReading, Flavour, Metric, StatusText
 from proxytop.metrics.iostat import Baseline, DiskCounters
+from proxytop.metrics.lock_chains import LongestWait
 from proxytop.polling.connection import AdminSession, Endpoint
 from proxytop.polling.engine import SourceState
 from proxytop.config.tls import TLSSettings
@@ -155,6 +157,11 @@ TYPES: Dict[str, type] = {
     "MySQLChannel": Channel,
     "MySQLSessionsReading": SessionsReading,
     "MySQLStatementsReading": StatementsReading,
+    "MySQLLocksReading": LocksReading,
+    "MySQLLockAlarmReading": AlarmReading,
+    "MySQLLongestLockWait": LongestWait,
+    "MySQLDeadlockReading": DeadlockReading,
+    "MySQLMetadataLocksReading": MetadataLocksReading,
 }
 _NAMES = {cls: name for name, cls in TYPES.items()}
 

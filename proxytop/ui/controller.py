@@ -297,10 +297,13 @@ class Controller:
         return self.ui.intervals[self.screen.key]
 
     def alarm_plan(self) -> Tuple[Tuple[str, float], ...]:
-        """The pool readings the header's backend alarm takes on every screen (screens.connpool)."""
-        if PROXYSQL_HALF not in self.halves:
-            return ()  # no ProxySQL is watched (or what was named turned out to be a MySQL server)
-        return alarm_collectors(getattr(self.view.source("proxysql"), "session", None), self.engine.latest)
+        """The readings the header's alarms take on every screen: the pool readings of the
+        backend alarm (screens.connpool), when a ProxySQL is watched, and each watched MySQL
+        server's lock-wait reading (screens.locks)."""
+        plan = ()
+        if PROXYSQL_HALF in self.halves:  # (not when what was named turned out to be a MySQL server)
+            plan = alarm_collectors(getattr(self.view.source("proxysql"), "session", None), self.engine.latest)
+        return plan + tuple(reading for screen in self.screens for reading in screen.alarm_readings())
 
     def activate(self) -> None:
         """Poll only what the visible screen needs, plus the header's and the alarm's readings."""
@@ -330,8 +333,9 @@ class Controller:
         self._alarm_plan = self.alarm_plan()
         for name, pace in self._alarm_plan:
             if engine.collector(name) is not None and name not in names:
-                # the header's backend alarm, on every screen: each side's pool at a slower pace
-                engine.set_interval(name, max(interval, pace))
+                # the header's alarms, on every screen: each side's pool, each server's lock
+                # waits, at a slower pace (a collector's own may be slower still: a large fleet)
+                engine.set_interval(name, max(interval, pace, engine.collector(name).default_interval))
                 names.append(name)
         # The ProxySQL readings start in one batch (the slower ones then stay in step with it):
         # after a switch the header's (read anew) and the pool's (kept at the alarm's pace)
