@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Tuple
 
-from proxytop.collectors.innodb import DENIED_RETRY, MySQLSession, server_label, source_name
+from proxytop.collectors.innodb import DENIED_RETRY, ENGINE_STATUS_SQL, MySQLSession, server_label, source_name
 from proxytop.core import Collector, Table
 from proxytop.metrics.deadlock import section
 from proxytop.metrics.lock_chains import LongestWait, longest_wait
@@ -260,7 +260,7 @@ class Deadlocks(LockCollector):
         denied = error = None
         if due:
             table, refused, error = session.read_unless_denied("locks.deadlock",
-                                                               timed("SHOW ENGINE INNODB STATUS", mariadb), now)
+                                                               timed(ENGINE_STATUS_SQL, mariadb), now)
             if table is not None:
                 text = str(table.rows[0][-1] or "") if table.rows else ""
                 found = section(text)
@@ -366,6 +366,14 @@ class MetadataLocks(LockCollector):
             found, _denied, error = session.read_unless_denied("locks.mdl.waiting", timed(WAITING_SQL, mariadb), now)
             waiting = Table(WAITING_COLUMNS, found.rows) if found is not None else EMPTY_WAITING
         return MetadataLocksReading(source, Table(MDL_COLUMNS, locks.rows), waiting, error=error)
+
+
+def sent_statements() -> Tuple[str, ...]:
+    """Every statement the lock readings send, with either flavour's time limit (the Statements
+    screen knows them as proxytop's own)."""
+    plain = (waits_sql(True), waits_sql(False), sessions_sql([1, 2]), alarm_sql(True), alarm_sql(False),
+             DEADLOCKS_SQL, ENGINE_STATUS_SQL, mdl_sql(), PLUGIN_SQL, WAITING_SQL, SOURCE_SQL, INSTRUMENT_SQL)
+    return tuple(timed(sql, mariadb) for sql in plain for mariadb in (True, False))
 
 
 def lock_collectors(endpoint: Endpoint):

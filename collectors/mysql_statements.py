@@ -26,11 +26,12 @@ from typing import FrozenSet, Optional, Tuple
 from proxytop.collectors.innodb import (ENGINE_SQL_MARIADB, ENGINE_STATUS_SQL, METRICS_SQL, READING_SQL_MARIADB,
                                         STATUS_SQL as INNODB_STATUS_SQL, VARIABLES_SQL, VERSION_SQL, MySQLSession,
                                         server_label, source_name)
+from proxytop.collectors.mysql_locks import sent_statements as lock_statements
 from proxytop.collectors.mysql_server import ALL_STATUS_SQL, ROLE_SQL, STATUS_SQL as SERVER_STATUS_SQL, replication_sql
 from proxytop.collectors.mysql_sessions import PID_FILE_SQL, sessions_sql
 from proxytop.core import Collector, Table
 from proxytop.metrics.innodb import Flavour
-from proxytop.metrics.statements import COLUMNS, KeptKeys, statement_key
+from proxytop.metrics.statements import COLUMNS, CUT_KEY, KeptKeys, is_statement, statement_key
 from proxytop.polling.connection import Endpoint
 
 LIMIT = 300  # the heaviest digests (by SUM_TIMER_WAIT) read each time
@@ -68,10 +69,15 @@ def own_statements() -> Tuple[str, ...]:
     return ((VERSION_SQL, VARIABLES_SQL, INNODB_STATUS_SQL, READING_SQL_MARIADB, ENGINE_SQL_MARIADB, METRICS_SQL,
              ENGINE_STATUS_SQL, SERVER_STATUS_SQL, ALL_STATUS_SQL, ROLE_SQL, PID_FILE_SQL, PROBE_SQL,
              statements_sql(True), statements_sql(False))
-            + tuple(replication_sql(flavour) for flavour in flavours) + sessions)
+            + tuple(replication_sql(flavour) for flavour in flavours) + sessions + lock_statements())
 
 
 OWN_KEYS: FrozenSet[str] = frozenset(statement_key(sql) for sql in own_statements())
+
+
+def is_own(key: str) -> bool:
+    """Whether a digest's key is one of proxytop's statements (a long one cut by the server too)."""
+    return key in OWN_KEYS or (len(key) >= CUT_KEY and any(is_statement(key, own) for own in OWN_KEYS))
 
 
 @dataclass(frozen=True)
@@ -123,7 +129,7 @@ class MySQLStatements(Collector):
             return StatementsReading(empty, denied=denied, error=error, p95=probe.p95)
         digest_at, text_at = COLUMNS.index("digest"), COLUMNS.index("text")
         keys = self._keys.of((row[digest_at], row[text_at]) for row in table.rows)
-        kept = tuple(row for row, key in zip(table.rows, keys) if key not in OWN_KEYS)
+        kept = tuple(row for row, key in zip(table.rows, keys) if not is_own(key))
         return StatementsReading(Table(COLUMNS, kept), p95=probe.p95, own_hidden=len(table.rows) - len(kept))
 
     def _probed(self, session: MySQLSession) -> Probe:

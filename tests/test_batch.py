@@ -135,8 +135,9 @@ def test_plain_text_when_piped_shows_every_screen_with_titles_units_and_sort(all
     assert re.search(r"\d+(\.\d)?[KMG]? ", pool)
 
 
-def test_rich_tables_on_a_terminal(proxytop_term, double):
-    term = proxytop_term("--batch", "--count", "1", "--screen", "connpool", "-P", str(double.port), cols=150)
+def test_rich_tables_on_a_terminal(proxytop_term, proxysql_double):
+    # a double of its own: 127.0.0.1:3313 is shunned a minute into the recording
+    term = proxytop_term("--batch", "--count", "1", "--screen", "connpool", "-P", str(proxysql_double.port), cols=150)
     assert term.wait_exit(30) == 0
     raw = term.output().decode("utf-8", "replace")
     assert "\x1b[" in raw  # styled
@@ -173,8 +174,9 @@ def test_count_reports_one_interval_apart(double):
     assert time.monotonic() - started < 15
 
 
-def test_a_filter_for_some_screens_applies_where_it_fits(double):
-    result = run("--batch", "--count", "1", "--screen", "all", "--format", "json", "-P", str(double.port),
+def test_a_filter_for_some_screens_applies_where_it_fits(proxysql_double):
+    # a double of its own: 127.0.0.1:3313 is shunned a minute into the recording
+    result = run("--batch", "--count", "1", "--screen", "all", "--format", "json", "-P", str(proxysql_double.port),
                  "--filter", "status:SHUNNED", "--no-discover")
     assert result.returncode == 0, result.stderr
     reports = json_reports(result.stdout)

@@ -50,6 +50,23 @@ def _token(match: "re.Match[str]") -> str:
     return " "  # a comment
 
 
+# performance_schema cuts a DIGEST_TEXT at max_digest_length (1,024 bytes of tokens by default,
+# with no mark): a key this long may be the beginning of a longer statement's.
+CUT_KEY = 500
+
+
+def is_statement(digest_key: str, key: str) -> bool:
+    """Whether a DIGEST_TEXT's key is the statement whose key is ``key``: the same, or, for a
+    long statement the server cut, its beginning.
+
+    >>> is_statement("select 1", "select 1"), is_statement("select 1", "select 12")
+    (True, False)
+    >>> is_statement("select " + "a," * 300, "select " + "a," * 400 + "b")
+    True
+    """
+    return digest_key == key or (len(digest_key) >= CUT_KEY and key.startswith(digest_key))
+
+
 def statement_key(text: Optional[str]) -> str:
     """One text for the same statement however it was normalised: ProxySQL's digest text,
     performance_schema's DIGEST_TEXT, or a statement as sent. Lower case, no quotes around
