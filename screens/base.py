@@ -174,6 +174,11 @@ class Screen:
         M on it opens the Servers screen on their first server and names them all."""
         return ()
 
+    def alarm_readings(self, view: DataView) -> Tuple[Tuple[str, float], ...]:
+        """The readings this screen's header alarm (``alarm(view)``, when it has one) takes on
+        every screen, each with its pace: (collector name, seconds)."""
+        return ()
+
     def initial_state(self) -> TableState:
         key, descending = self.default_sort
         return TableState(sort_key=key or (self.columns[0].key if self.columns else ""), descending=descending)

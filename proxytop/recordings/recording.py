@@ -43,6 +43,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from proxytop import __version__
 from proxytop.core import Snapshot, Table
 from proxytop.collectors.diskstats import DiskSnapshot
+from proxytop.collectors.galera import GaleraReading
 from proxytop.collectors.mysql_server import Channel, ServerReading
 from proxytop.collectors.mysql_sessions import SessionsReading
 from proxytop.collectors.innodb import DiscoveredServer, Discovery, MySQLSession
@@ -153,6 +154,7 @@ TYPES: Dict[str, type] = {
     "MySQLServerReading": ServerReading,
     "MySQLChannel": Channel,
     "MySQLSessionsReading": SessionsReading,
+    "GaleraReading": GaleraReading,
 }
 _NAMES = {cls: name for name, cls in TYPES.items()}
 

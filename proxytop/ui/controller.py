@@ -297,10 +297,14 @@ class Controller:
         return self.ui.intervals[self.screen.key]
 
     def alarm_plan(self) -> Tuple[Tuple[str, float], ...]:
-        """The pool readings the header's backend alarm takes on every screen (screens.connpool)."""
-        if PROXYSQL_HALF not in self.halves:
-            return ()  # no ProxySQL is watched (or what was named turned out to be a MySQL server)
-        return alarm_collectors(getattr(self.view.source("proxysql"), "session", None), self.engine.latest)
+        """The readings the header's alarms take on every screen: the pools (screens.connpool)
+        and each screen's own (the Galera nodes)."""
+        plan: Tuple[Tuple[str, float], ...] = ()
+        if PROXYSQL_HALF in self.halves:  # else no ProxySQL is watched (or it was a MySQL server)
+            plan = alarm_collectors(getattr(self.view.source("proxysql"), "session", None), self.engine.latest)
+        for screen in self.screens:
+            plan += screen.alarm_readings(self.view)
+        return plan
 
     def activate(self) -> None:
         """Poll only what the visible screen needs, plus the header's and the alarm's readings."""
