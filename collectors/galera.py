@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict
 
-from proxytop.collectors.innodb import MySQLSession, server_label, source_name
+from proxytop.collectors.innodb import MySQLSession, counter, server_label, source_name
 from proxytop.core import Collector
 from proxytop.polling.connection import Endpoint
 
@@ -35,7 +35,8 @@ STATUS_SQL = f"SHOW GLOBAL STATUS WHERE Variable_name IN ({_in_list(WSREP_STATUS
 
 @dataclass(frozen=True)
 class GaleraReading:
-    """One node's wsrep variables and, when wsrep is on, its wsrep status (values as text)."""
+    """One node's wsrep variables (as text) and, when wsrep is on, its wsrep status (numbers
+    where they are numbers)."""
 
     on: bool
     variables: Dict[str, object] = field(default_factory=dict)
@@ -70,5 +71,5 @@ class GaleraStatus(Collector):
         variables = {str(name).lower(): value for name, value in session.query(VARIABLES_SQL).rows}
         if not wsrep_on(variables):
             return GaleraReading(False, variables)
-        status = {str(name).lower(): value for name, value in session.query(STATUS_SQL).rows}
+        status = {str(name).lower(): counter(value) for name, value in session.query(STATUS_SQL).rows}
         return GaleraReading(True, variables, status)

@@ -24,7 +24,7 @@ from proxytop.collectors.innodb_fleet import Fleet, Server
 from proxytop.core import Table
 from proxytop.metrics import units
 from proxytop.metrics.galera import PRIMARY, SYNCED, node_alarms, paused_fraction, proxysql_verdict, split_nodes
-from proxytop.metrics.rates import rate
+from proxytop.metrics.rates import rate, to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.connpool import alarm_line
 from proxytop.screens.table import Column, Row
@@ -198,10 +198,11 @@ class GaleraScreen(Screen):
                                  status.get("wsrep_flow_control_paused_ns"), seconds)
         row.update({key: rate(before_status.get(name), status.get(name), seconds) for key, name in RATES.items()})
         row.update(status=status.get("wsrep_cluster_status"), state=status.get("wsrep_local_state_comment"),
-                   size=status.get("wsrep_cluster_size"), conf_id=status.get("wsrep_cluster_conf_id"),
+                   size=to_number(status.get("wsrep_cluster_size")), conf_id=to_number(status.get("wsrep_cluster_conf_id")),
                    _uuid=status.get("wsrep_cluster_state_uuid"),
                    paused_pct=None if paused is None else 100.0 * paused,
-                   send_q=status.get("wsrep_local_send_queue_avg"), recv_q=status.get("wsrep_local_recv_queue_avg"),
+                   send_q=to_number(status.get("wsrep_local_send_queue_avg")),
+                   recv_q=to_number(status.get("wsrep_local_recv_queue_avg")),
                    ready=status.get("wsrep_ready"), note=view.error(server.galera_name), _note_style="warning")
         if str(variables.get("wsrep_desync") or "").upper() == "ON" and not row["note"]:
             row.update(note="wsrep_desync=ON (set by hand: the node left flow control)", _note_style="warning")
