@@ -213,12 +213,10 @@ class GaleraScreen(Screen):
         if self._node_rows(view):
             return lines
         listed = self.fleet.listed()
-        waiting = [s for s in listed if galera_reading(view.latest(s.galera_name)) is None
-                   and (view.state(s.source) is None or view.state(s.source).connected)]
-        if waiting:
-            text, style = "Waiting for the servers' first readings\u2026", "dim"
-        else:
-            text, style = f"No Galera node: none of the {len(listed)} watched server(s) has wsrep on.", "dim"
+        unread = sum(1 for s in listed if galera_reading(view.latest(s.galera_name)) is None)
+        text = (f"No Galera node: none of the {len(listed)} watched server(s) has wsrep on"
+                + (f" ({unread} not read yet)." if unread else "."))
+        style = "dim"
         return [((text, style),)] + lines
 
     # ----- ProxySQL's side ---------------------------------------------------------------------

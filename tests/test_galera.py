@@ -18,6 +18,7 @@ from proxytop.collectors.innodb_fleet import Fleet
 from proxytop.config.mysql_options import Credentials
 from proxytop.core import Snapshot
 from proxytop.polling.connection import Endpoint
+from proxytop.recordings.recording import dumps, loads
 from proxytop.screens.galera import GaleraScreen
 from tests.galera import galera_or_skip
 from tests.terminal import proxytop_command
@@ -204,3 +205,8 @@ def test_rows_rates_split_and_alarm_from_two_readings():
     assert [rows[k]["split"] for k in ("db:1", "db:2", "db:3")] == ["no", "no", "split"]
     assert screen.alarm(view) == "galera db:1 flow control paused 25%  (+2 more)"
     assert dict(screen.alarm_readings(view)) == {f"mysql.galera.db:{p}": 5.0 for p in (1, 2, 3)}
+
+
+def test_a_galera_reading_survives_a_recording():
+    reading = node(12.0, 7, 500_000_000, 4).data
+    assert loads(dumps(reading)) == reading

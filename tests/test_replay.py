@@ -80,7 +80,10 @@ def test_screens_render_the_same_rows_from_the_replay(live_recording):
             controller.ui.cursor_id["servers"] = recorded[len("mysql.sessions."):]
         controller.switch(index)
         rows = screen.rows(controller.view)
-        assert rows, f"{screen.title} has no rows in the replay"
+        if screen.key == "galera":  # the recorded MariaDB is no Galera node: one line says so
+            assert not rows and "No Galera node" in str(screen.notes(controller.view))
+        else:
+            assert rows, f"{screen.title} has no rows in the replay"
         text = view.screen_text(view.render(controller, 160, 40))
         assert "REPLAY" in text.splitlines()[0] and "recorded " in text.splitlines()[1]
 
