@@ -27,6 +27,7 @@ from proxytop.metrics.galera import PRIMARY, SYNCED, node_alarms, paused_fractio
 from proxytop.metrics.rates import rate, to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.connpool import alarm_line
+from proxytop.screens.servers import fleet_states_token, note_style
 from proxytop.screens.table import Column, Row
 
 ALARM_PACE = 5.0  # seconds between readings for the header alarm while another screen is shown
@@ -87,10 +88,6 @@ def paused_style(row: Mapping) -> Optional[str]:
     return "danger" if (row.get("paused_pct") or 0) > 10 else None
 
 
-def note_style(row: Mapping) -> Optional[str]:
-    return row.get("_note_style")
-
-
 class GaleraScreen(Screen):
     key = "galera"
     title = "Galera"
@@ -146,9 +143,7 @@ class GaleraScreen(Screen):
         return names + [server.galera_name for server in self.fleet.listed()] + super().active_collectors()
 
     def rows_token(self, view: DataView):
-        """A node going down changes its row without a new reading."""
-        states = (view.state(server.source) for server in self.fleet.listed())
-        return tuple(state.connected for state in states if state is not None)
+        return fleet_states_token(self.fleet, view)
 
     # ----- the nodes -------------------------------------------------------------------------
     def rows(self, view: DataView) -> List[Row]:

@@ -109,6 +109,26 @@ def test_batch_json_gives_the_nodes(cluster):
         assert row["paused_pct"] is not None and row["cert_s"] is not None
 
 
+def test_the_row_says_why_proxysql_moved_a_node(cluster, proxytop_term, proxysql_double):
+    nodes = cluster.nodes
+    proxysql_double.replace_table("runtime_mysql_galera_hostgroups", GALERA_HOSTGROUPS)
+    now_us = int(time.time() * 1e6)
+    checks = [[node.host, node.port, now_us, 900, "YES", "YES", 312 if node is nodes[1] else 0, 4, "NO", "NO", "NO",
+               "NO", None] for node in nodes]
+    proxysql_double.transforms["mysql_server_galera_log"] = lambda columns, rows: (columns, rows + checks)
+    term = proxytop_term("-P", str(proxysql_double.port), "--no-discover", *mysql_args(nodes), "--screen", "galera",
+                         cols=220, rows=30)
+    screen = term.wait_until(lambda s: "offline" in row_of(s, nodes[1].address) and "reader" in row_of(s, nodes[0].address),
+                             timeout=30, what="ProxySQL's verdicts on the rows")
+    assert "ProxySQL: offline hostgroup 30: wsrep_local_recv_queue 312" in row_of(screen, nodes[1].address)
+    assert re.search(rf"  {re.escape(nodes[1].address)}  checked \S+  offline hostgroup 30: wsrep_local_recv_queue 312 > "
+                     r"max_transactions_behind 100", screen)
+    term.send("\r")  # Enter: the selected node's last checks
+    term.wait_until(lambda s: re.search(r"ProxySQL's last Galera checks of 127\.0\.0\.1:\d+", s) is not None
+                    and "hostgroup" in s, what="the node's checks")
+    term.send("q")
+
+
 def test_a_stopped_node_leaves_a_cluster_of_two(cluster, proxytop_term):  # last: the cluster stays so
     nodes = cluster.nodes
     term = proxytop_term(*mysql_args(nodes), "--screen", "galera", "-d", "1", cols=200, rows=24)
