@@ -205,10 +205,11 @@ class GaleraScreen(Screen):
 
     def notes(self, view: DataView):
         lines = self._proxysql_lines(view)
-        if self._node_rows(view):
-            return lines
         listed = self.fleet.listed()
-        unread = sum(1 for s in listed if galera_reading(view.latest(s.galera_name)) is None)
+        readings = [galera_reading(view.latest(server.galera_name)) for server in listed]
+        if any(reading is not None and reading.on for reading in readings):
+            return lines
+        unread = readings.count(None)
         text = (f"No Galera node: none of the {len(listed)} watched server(s) has wsrep on"
                 + (f" ({unread} not read yet)." if unread else "."))
         style = "dim"

@@ -20,7 +20,10 @@ from proxytop.core import Snapshot
 from proxytop.polling.connection import Endpoint
 from proxytop.recordings.recording import dumps, loads
 from proxytop.screens.galera import GaleraScreen
+from proxytop.screens.base import DataView
+from tests.bench_health import SnapshotEngine
 from tests.galera import galera_or_skip
+from tests.test_servers import mysql_args, row_of
 from tests.terminal import proxytop_command
 
 GALERA_HOSTGROUPS = [[10, 11, 20, 30, 1, 1, 0, 100, "galera"]]
@@ -35,17 +38,6 @@ def cluster():
         started.stop()
 
 
-def mysql_args(nodes) -> list:
-    args = []
-    for node in nodes:
-        args += ["--mysql", node.address]
-    return args + ["--mysql-user", nodes[0].user, "--mysql-password", nodes[0].password]
-
-
-def row_of(screen: str, address: str) -> str:
-    return next((line for line in screen.splitlines() if line.startswith(address)), "")
-
-
 def alarm_of(screen: str) -> str:
     return next((line for line in screen.splitlines()[:6] if line.startswith("! ")), "")
 
@@ -58,7 +50,7 @@ def synced(screen: str, node, size: int = 3) -> bool:
 
 def test_every_node_synced_is_a_row_and_no_alarm(cluster, proxytop_term):
     nodes = cluster.nodes
-    term = proxytop_term(*mysql_args(nodes), "--screen", "galera", "-d", "1", cols=200, rows=24)
+    term = proxytop_term(*mysql_args(*nodes), "--screen", "galera", "-d", "1", cols=200, rows=24)
     screen = term.wait_until(lambda s: all(synced(s, n) for n in nodes), timeout=30, what="three Synced rows")
     assert "Server" in screen and "FCpaus%" in screen and "Split" in screen
     for n, node in enumerate(nodes, 1):
@@ -74,7 +66,7 @@ def test_every_node_synced_is_a_row_and_no_alarm(cluster, proxytop_term):
 def test_a_desynced_node_and_back_with_the_header_alarm_on_another_screen(cluster, proxytop_term):
     nodes = cluster.nodes
     victim = nodes[1]
-    term = proxytop_term(*mysql_args(nodes), "-d", "1", cols=200, rows=24)  # the Servers screen
+    term = proxytop_term(*mysql_args(*nodes), "-d", "1", cols=200, rows=24)  # the Servers screen
     term.wait_until(lambda s: all("galera" in row_of(s, n.address) for n in nodes), timeout=30, what="three nodes")
     victim.query("SET GLOBAL wsrep_desync = ON")
     try:
@@ -95,7 +87,7 @@ def test_a_desynced_node_and_back_with_the_header_alarm_on_another_screen(cluste
 
 
 def test_batch_json_gives_the_nodes(cluster):
-    result = subprocess.run(list(proxytop_command()) + mysql_args(cluster.nodes)
+    result = subprocess.run(list(proxytop_command()) + mysql_args(*cluster.nodes)
                             + ["--batch", "--count", "2", "-d", "1", "--screen", "galera", "--format", "json"],
                             capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result.stderr
@@ -116,7 +108,7 @@ def test_the_row_says_why_proxysql_moved_a_node(cluster, proxytop_term, proxysql
     checks = [[node.host, node.port, now_us, 900, "YES", "YES", 312 if node is nodes[1] else 0, 4, "NO", "NO", "NO",
                "NO", None] for node in nodes]
     proxysql_double.transforms["mysql_server_galera_log"] = lambda columns, rows: (columns, rows + checks)
-    term = proxytop_term("-P", str(proxysql_double.port), "--no-discover", *mysql_args(nodes), "--screen", "galera",
+    term = proxytop_term("-P", str(proxysql_double.port), "--no-discover", *mysql_args(*nodes), "--screen", "galera",
                          cols=220, rows=30)
     screen = term.wait_until(lambda s: "offline" in row_of(s, nodes[1].address) and "reader" in row_of(s, nodes[0].address),
                              timeout=30, what="ProxySQL's verdicts on the rows")
@@ -131,7 +123,7 @@ def test_the_row_says_why_proxysql_moved_a_node(cluster, proxytop_term, proxysql
 
 def test_a_stopped_node_leaves_a_cluster_of_two(cluster, proxytop_term):  # last: the cluster stays so
     nodes = cluster.nodes
-    term = proxytop_term(*mysql_args(nodes), "--screen", "galera", "-d", "1", cols=200, rows=24)
+    term = proxytop_term(*mysql_args(*nodes), "--screen", "galera", "-d", "1", cols=200, rows=24)
     term.wait_until(lambda s: all(synced(s, n) for n in nodes), timeout=30, what="three Synced rows")
     gone = nodes[2]
     gone.stop()
@@ -180,31 +172,6 @@ def test_a_stats_user_is_told_the_galera_tables_need_an_admin(proxytop_term, pro
 
 # ----- the rows' figures, without a server ---------------------------------------------------
 
-class View:
-    """A DataView of two readings per node."""
-
-    def __init__(self, readings):
-        self.readings = readings
-
-    def pair(self, name):
-        return self.readings.get(name, (None, None))
-
-    def latest(self, name):
-        return self.pair(name)[1]
-
-    def error(self, name):
-        return None
-
-    def state(self, source):
-        return None
-
-    def source(self, name):
-        return None
-
-    def now(self):
-        return 100.0
-
-
 def node(taken_at, conf_id, paused_ns, cert, state="Synced"):
     status = {"wsrep_cluster_status": "Primary", "wsrep_local_state_comment": state, "wsrep_cluster_size": "3",
               "wsrep_cluster_conf_id": str(conf_id), "wsrep_cluster_state_uuid": "u", "wsrep_ready": "ON",
@@ -217,9 +184,9 @@ def test_rows_rates_split_and_alarm_from_two_readings():
     for port in (1, 2, 3):
         fleet.add_explicit(Endpoint(host="db", port=port, socket=None, user="u", password="", timeout=1.0))
     screen = GaleraScreen(fleet=fleet)
-    view = View({"mysql.galera.db:1": (node(10.0, 7, 0, 0), node(12.0, 7, 500_000_000, 4)),
+    view = DataView(SnapshotEngine({"mysql.galera.db:1": (node(10.0, 7, 0, 0), node(12.0, 7, 500_000_000, 4)),
                  "mysql.galera.db:2": (node(10.0, 7, 0, 0), node(12.0, 7, 0, 0, state="Donor/Desynced")),
-                 "mysql.galera.db:3": (node(10.0, 6, 0, 0), node(12.0, 6, 0, 0))})
+                 "mysql.galera.db:3": (node(10.0, 6, 0, 0), node(12.0, 6, 0, 0))}, now=100.0))
     rows = {row["server"]: row for row in screen.rows(view)}
     assert rows["db:1"]["paused_pct"] == 25.0 and rows["db:1"]["cert_s"] == 2.0
     assert [rows[k]["split"] for k in ("db:1", "db:2", "db:3")] == ["no", "no", "split"]
