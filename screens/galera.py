@@ -200,7 +200,7 @@ class GaleraScreen(Screen):
                    recv_q=to_number(status.get("wsrep_local_recv_queue_avg")),
                    ready=status.get("wsrep_ready"), note=view.error(server.galera_name), _note_style="warning")
         if str(variables.get("wsrep_desync") or "").upper() == "ON" and not row["note"]:
-            row.update(note="wsrep_desync=ON (set by hand: the node left flow control)", _note_style="warning")
+            row.update(note="wsrep_desync=ON: it sends no flow control and may fall behind", _note_style="warning")
         return row
 
     def notes(self, view: DataView):

@@ -134,6 +134,15 @@ def test_a_stopped_node_leaves_a_cluster_of_two(cluster, proxytop_term):  # last
     assert term.wait_exit(5) == 0
 
 
+def test_a_server_without_wsrep_is_no_row_and_one_line_says_so(mariadb):
+    result = subprocess.run(list(proxytop_command()) + mysql_args(mariadb)
+                            + ["--batch", "--count", "2", "-d", "1", "--screen", "galera", "--format", "json"],
+                            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr
+    report = [json.loads(line) for line in result.stdout.splitlines()][-1]
+    assert report["rows"] == [] and report["notes"] == ["No Galera node: none of the 1 watched server(s) has wsrep on."]
+
+
 # ----- ProxySQL's side, from the double --------------------------------------------------------
 
 def galera_log_rows(now_us: int):
