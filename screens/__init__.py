@@ -32,12 +32,13 @@ SCREENS = (
     ("statements", "Statements"),
     ("status", "Status"),
     ("commands", "Commands"),
+    ("galera", "Galera"),
 )
 PROXYSQL_HALF, MYSQL_HALF = "proxysql", "mysql"
 HALVES: Dict[str, Tuple[str, ...]] = {  # each half's screens, in tab order
     PROXYSQL_HALF: ("connpool", "queryrules", "glostat", "proclist", "comcount", "innodb", "iostat", "queries",
                "errors", "cluster"),
-    MYSQL_HALF: ("servers", "sessions", "locks", "statements", "status", "commands", "innodb", "iostat"),
+    MYSQL_HALF: ("servers", "sessions", "locks", "statements", "status", "commands", "galera", "innodb", "iostat"),
 }
 HALF_TITLES = {PROXYSQL_HALF: "ProxySQL", MYSQL_HALF: "MySQL servers"}
 

@@ -126,11 +126,6 @@ class Screen:
             self._collectors_made = self.collectors()
         return self._collectors_made
 
-    def alarm_readings(self) -> Tuple[Tuple[str, float], ...]:
-        """Collectors the header's alarm of this screen reads on every screen, each with its
-        pace: (name, seconds). The alarm line itself is ``alarm(view)``, where a screen has one."""
-        return ()
-
     def rows(self, view: DataView) -> List[Row]:
         return []
 
@@ -177,6 +172,11 @@ class Screen:
     def mysql_hostgroups(self, row: Row) -> Tuple[int, ...]:
         """The hostgroups a row's queries went to (a digest's), when it names no one server:
         M on it opens the Servers screen on their first server and names them all."""
+        return ()
+
+    def alarm_readings(self, view: DataView) -> Tuple[Tuple[str, float], ...]:
+        """The readings this screen's header alarm (``alarm(view)``, when it has one) takes on
+        every screen, each with its pace: (collector name, seconds)."""
         return ()
 
     def initial_state(self) -> TableState:

@@ -317,7 +317,7 @@ class LocksScreen(OneServer, Screen):
         server = self.server()
         return [server.locks_name, server.mdl_name, server.deadlock_name] if server is not None else []
 
-    def alarm_readings(self) -> Tuple[Tuple[str, float], ...]:
+    def alarm_readings(self, view: DataView) -> Tuple[Tuple[str, float], ...]:
         """The header's lock-wait alarm: every watched server's narrow reading, on every screen."""
         if not self.threshold:
             return ()

@@ -122,6 +122,14 @@ def note_style(row: Mapping) -> Optional[str]:
     return row.get("_note_style")
 
 
+def fleet_states_token(fleet: Fleet, view: DataView):
+    """A server down or connecting changes its row without a new reading (its state, its
+    retry countdown)."""
+    now = view.now()
+    states = (view.state(server.source) for server in fleet.listed())
+    return tuple((state, state.retry_seconds(now)) for state in states if state is not None and not state.connected)
+
+
 class ServersScreen(Screen):
     key = "servers"
     title = "Servers"
@@ -177,10 +185,7 @@ class ServersScreen(Screen):
         return names + [server.server_name for server in self.fleet.listed()]
 
     def rows_token(self, view: DataView):
-        """A server down or connecting changes its row without a new reading."""
-        now = view.now()
-        states = (view.state(server.source) for server in self.fleet.listed())
-        return tuple((state, state.retry_seconds(now)) for state in states if state is not None and not state.connected)
+        return fleet_states_token(self.fleet, view)
 
     def rows(self, view: DataView) -> List[Row]:
         self.fleet.sync_discovered()

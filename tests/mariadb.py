@@ -141,6 +141,22 @@ class MariaDBServer:
         return f"MariaDBServer({self.name!r}, {self.address}, socket={self.socket!r})"
 
     # ----- life cycle --------------------------------------------------------------------------
+    # Run as this OS user when the tests run as root (None: as root). Galera's rsync SST needs
+    # "mysql": as root, the joiner's rsync daemon drops to "nobody" and can't write the datadir.
+    run_as: Optional[str] = None
+
+    def as_root(self) -> List[str]:
+        """mariadbd's --user when the tests run as root; the base directory is then given to it."""
+        if os.geteuid() != 0:
+            return []
+        if self.run_as and self.basedir:
+            shutil.chown(self.basedir, self.run_as)
+            os.chmod(self.basedir, 0o755)
+            for folder, dirs, files in os.walk(self.basedir):
+                for name in dirs + files:
+                    shutil.chown(os.path.join(folder, name), self.run_as)
+        return [f"--user={self.run_as or 'root'}"]
+
     def start(self, timeout: float = 60.0) -> "MariaDBServer":
         install = find_binary("install")
         server = find_binary("server")
@@ -153,6 +169,7 @@ class MariaDBServer:
                 if attempt == 2:
                     raise
                 print(f"tests/mariadb.py: retrying the bootstrap after: {exc}", file=sys.stderr)
+        as_root = self.as_root()
         deadline = time.monotonic() + timeout
         for attempt in range(5):
             self.port = self.fixed_port or free_port()
@@ -228,7 +245,7 @@ class MariaDBServer:
         """Start mariadbd again on the same data, port and socket, after ``process.kill()``."""
         if self.running:
             raise MariaDBStartError("the server is still running")
-        as_root = ["--user=root"] if os.geteuid() == 0 else []
+        as_root = self.as_root()
         self._launch(find_binary("server"), as_root, time.monotonic() + timeout, password=self.password)
         return self
 

@@ -15,6 +15,9 @@ from tests.mariadb import ROOT_PASSWORD
 from tests.terminal import proxytop_command
 
 SCREENS = [s for s in all_screens() if s.built]
+# Screens whose rows need servers the demo did not record, and the line they show instead: the
+# demo's MySQL servers are no Galera nodes.
+NOT_IN_THE_DEMO = {"galera": "No Galera node"}
 
 
 def test_the_demo_records_every_screen():
@@ -87,6 +90,9 @@ def test_every_screen_has_rows_in_batch():
     reports = {r["screen"]: r for r in map(json.loads, result.stdout.splitlines())}
     assert set(reports) >= {s.key for s in SCREENS}
     for key in (s.key for s in SCREENS):
+        if key in NOT_IN_THE_DEMO:
+            assert any(NOT_IN_THE_DEMO[key] in note for note in reports[key]["notes"]), reports[key]["notes"]
+            continue
         assert reports[key]["rows"], f"{key} has no rows in the demo"
 
 
@@ -108,6 +114,8 @@ def test_demo_starts_in_the_terminal_and_every_screen_shows_rows(proxytop_term):
 
         def populated(text: str) -> bool:  # this screen's status line, with rows
             found = status.search(text)
+            if expected.key in NOT_IN_THE_DEMO:
+                return bool(found) and NOT_IN_THE_DEMO[expected.key] in text
             return bool(found) and int(found.group(1)) > 0
 
         screen = term.wait_until(populated, timeout=20, what=f"rows on {expected.title}")

@@ -43,6 +43,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from proxytop import __version__
 from proxytop.core import Snapshot, Table
 from proxytop.collectors.diskstats import DiskSnapshot
+from proxytop.collectors.galera import GaleraReading
 from proxytop.collectors.mysql_server import Channel, ServerReading
 from proxytop.collectors.mysql_locks import AlarmReading, DeadlockReading, LocksReading, MetadataLocksReading
 from proxytop.collectors.mysql_sessions import SessionsReading
@@ -162,6 +163,7 @@ TYPES: Dict[str, type] = {
     "MySQLLongestLockWait": LongestWait,
     "MySQLDeadlockReading": DeadlockReading,
     "MySQLMetadataLocksReading": MetadataLocksReading,
+    "GaleraReading": GaleraReading,
 }
 _NAMES = {cls: name for name, cls in TYPES.items()}
 

@@ -297,13 +297,15 @@ class Controller:
         return self.ui.intervals[self.screen.key]
 
     def alarm_plan(self) -> Tuple[Tuple[str, float], ...]:
-        """The readings the header's alarms take on every screen: the pool readings of the
-        backend alarm (screens.connpool), when a ProxySQL is watched, and each watched MySQL
-        server's lock-wait reading (screens.locks)."""
-        plan = ()
-        if PROXYSQL_HALF in self.halves:  # (not when what was named turned out to be a MySQL server)
+        """The readings the header's alarms take on every screen: the pools (screens.connpool),
+        when a ProxySQL is watched, and each screen's own (the MySQL servers' lock waits, the
+        Galera nodes)."""
+        plan: Tuple[Tuple[str, float], ...] = ()
+        if PROXYSQL_HALF in self.halves:  # else no ProxySQL is watched (or it was a MySQL server)
             plan = alarm_collectors(getattr(self.view.source("proxysql"), "session", None), self.engine.latest)
-        return plan + tuple(reading for screen in self.screens for reading in screen.alarm_readings())
+        for screen in self.screens:
+            plan += screen.alarm_readings(self.view)
+        return plan
 
     def activate(self) -> None:
         """Poll only what the visible screen needs, plus the header's and the alarm's readings."""

@@ -211,12 +211,12 @@ def mysql_header_lines(ctl, width: int) -> List[Line]:
 
 
 def _backend_alarm(ctl) -> Optional[str]:
-    """One line while any backend is not ONLINE or lags past its threshold (screens.connpool)
-    or a MySQL server has a lock wait past --lock-wait-alarm (screens.locks): each screen's
-    alarm, the first first."""
-    texts = [alarm(ctl.view) for alarm in (getattr(screen, "alarm", None) for screen in ctl.screens)
-             if alarm is not None]
-    return "   ".join(text for text in texts if text) or None
+    """The alarms of every screen that has one, joined: a backend not ONLINE or lagging past
+    its threshold (screens.connpool), a lock wait past --lock-wait-alarm (screens.locks), a
+    Galera node not Synced (screens.galera)."""
+    alarms = [alarm(ctl.view) for alarm in (getattr(screen, "alarm", None) for screen in ctl.screens)
+              if alarm is not None]
+    return "; ".join(text for text in alarms if text) or None
 
 
 def tab_line(ctl, width: int) -> Line:
