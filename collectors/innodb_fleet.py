@@ -1,7 +1,7 @@
 """The MySQL servers proxytop watches (its fleet): those given with --mysql / --mysql-socket
 and those ProxySQL's runtime_mysql_servers lists, each with its own source and collectors
 registered with the engine, and how often a large fleet is read. The screens of the MySQL
-servers (Servers, Sessions, Status, Commands, InnoDB, IOstat) share one fleet; the InnoDB
+servers (Servers, Sessions, Status, Commands, Replication, InnoDB, IOstat) share one fleet; the InnoDB
 screen registers it.
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ from proxytop.collectors.innodb import (DISCOVERY, DiscoveredServer, Discovery, 
                                         server_collectors, server_label, source_name)
 from proxytop.collectors.mysql_server import ServerStatus, StatusVariables
 from proxytop.collectors.mysql_sessions import Sessions
+from proxytop.collectors.replication import ReplicationStatus
 from proxytop.config.endpoints import DEFAULT_TIMEOUT
 from proxytop.config.mysql_options import DEFAULT_PORT, Credentials, login_name, resolve_credentials
 from proxytop.errors import OptionError
@@ -23,8 +24,10 @@ from proxytop.polling.connection import Endpoint
 
 def fleet_collectors(endpoint: Endpoint):
     """Every collector of one server: its InnoDB readings, its own state (Servers), its
-    sessions (Sessions) and its whole global status (Status, Commands)."""
-    return server_collectors(endpoint) + [ServerStatus(endpoint), Sessions(endpoint), StatusVariables(endpoint)]
+    sessions (Sessions), its whole global status (Status, Commands) and its replication
+    (Replication)."""
+    return server_collectors(endpoint) + [ServerStatus(endpoint), Sessions(endpoint), StatusVariables(endpoint),
+                                          ReplicationStatus(endpoint)]
 
 
 @dataclass
@@ -48,6 +51,7 @@ class Server:
         self.server_name = f"mysql.server.{self.key}"  # the Servers screen's
         self.sessions_name = f"mysql.sessions.{self.key}"  # the Sessions screen's
         self.global_status_name = f"mysql.global_status.{self.key}"  # the Status and Commands screens'
+        self.replication_name = f"mysql.replication.{self.key}"  # the Replication screen's
 
     @property
     def proxysql_label(self) -> str:
@@ -164,7 +168,7 @@ class Fleet:
         listed = self.listed()
         floor = fleet_min_interval(len(listed))
         for server in listed:
-            for name in (server.status_name, server.engine_name, server.server_name):
+            for name in (server.status_name, server.engine_name, server.server_name, server.replication_name):
                 collector = self._engine.collector(name)
                 if collector is not None:
                     collector.min_interval = max(type(collector).min_interval, floor)

@@ -30,12 +30,13 @@ SCREENS = (
     ("sessions", "Sessions"),
     ("status", "Status"),
     ("commands", "Commands"),
+    ("replication", "Replication"),
 )
 PROXYSQL_HALF, MYSQL_HALF = "proxysql", "mysql"
 HALVES: Dict[str, Tuple[str, ...]] = {  # each half's screens, in tab order
     PROXYSQL_HALF: ("connpool", "queryrules", "glostat", "proclist", "comcount", "innodb", "iostat", "queries",
                "errors", "cluster"),
-    MYSQL_HALF: ("servers", "sessions", "status", "commands", "innodb", "iostat"),
+    MYSQL_HALF: ("servers", "sessions", "status", "commands", "replication", "innodb", "iostat"),
 }
 HALF_TITLES = {PROXYSQL_HALF: "ProxySQL", MYSQL_HALF: "MySQL servers"}
 

@@ -45,6 +45,7 @@ from proxytop.core import Snapshot, Table
 from proxytop.collectors.diskstats import DiskSnapshot
 from proxytop.collectors.mysql_server import Channel, ServerReading
 from proxytop.collectors.mysql_sessions import SessionsReading
+from proxytop.collectors.replication import ChannelStatus, ReplicationReading
 from proxytop.collectors.innodb import DiscoveredServer, Discovery, MySQLSession
 from proxytop.collectors.monitor import MonitorReadings, ServerMonitor
 from proxytop.metrics.digests import Reading as DigestReading
@@ -153,6 +154,8 @@ TYPES: Dict[str, type] = {
     "MySQLServerReading": ServerReading,
     "MySQLChannel": Channel,
     "MySQLSessionsReading": SessionsReading,
+    "MySQLReplicationReading": ReplicationReading,
+    "MySQLChannelStatus": ChannelStatus,
 }
 _NAMES = {cls: name for name, cls in TYPES.items()}
 

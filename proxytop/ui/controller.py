@@ -16,6 +16,7 @@ from proxytop.collectors.innodb import DISCOVERY
 from proxytop.polling import nodes
 from proxytop.screens.base import Confirm, DataView, Detail, Screen
 from proxytop.screens.connpool import alarm_collectors
+from proxytop.screens.replication import alarm_plan as replication_alarm_plan
 from proxytop.screens.sided import header_collector, switch_side
 from proxytop.screens import HALVES, MYSQL_HALF, PROXYSQL_HALF, allnodes, filters, keys, table
 
@@ -297,10 +298,15 @@ class Controller:
         return self.ui.intervals[self.screen.key]
 
     def alarm_plan(self) -> Tuple[Tuple[str, float], ...]:
-        """The pool readings the header's backend alarm takes on every screen (screens.connpool)."""
-        if PROXYSQL_HALF not in self.halves:
-            return ()  # no ProxySQL is watched (or what was named turned out to be a MySQL server)
-        return alarm_collectors(getattr(self.view.source("proxysql"), "session", None), self.engine.latest)
+        """The readings the header's alarm takes on every screen: the pool readings of ProxySQL's
+        backends (screens.connpool) and, on the MySQL servers' screens, each server's
+        replication threads (screens.replication). The ProxySQL screens open no MySQL connection."""
+        plan: Tuple[Tuple[str, float], ...] = ()
+        if PROXYSQL_HALF in self.halves:  # else no ProxySQL is watched (or what was named is a MySQL server)
+            plan = alarm_collectors(getattr(self.view.source("proxysql"), "session", None), self.engine.latest)
+        if self.ui.half == MYSQL_HALF:
+            plan += replication_alarm_plan(self.screens)
+        return plan
 
     def activate(self) -> None:
         """Poll only what the visible screen needs, plus the header's and the alarm's readings."""

@@ -211,12 +211,16 @@ def mysql_header_lines(ctl, width: int) -> List[Line]:
 
 
 def _backend_alarm(ctl) -> Optional[str]:
-    """One line while any backend is not ONLINE or lags past its threshold (screens.connpool)."""
+    """One line while any backend is not ONLINE or lags past its threshold (screens.connpool),
+    or a replica's thread stopped or its lag heads past ProxySQL's limit (screens.replication):
+    the alarms of every screen that has one, the most severe (lowest ``alarm_rank``) first."""
+    alarms = []
     for screen in ctl.screens:
         alarm = getattr(screen, "alarm", None)
-        if alarm is not None:
-            return alarm(ctl.view)
-    return None
+        text = alarm(ctl.view) if alarm is not None else None
+        if text:
+            alarms.append((getattr(screen, "alarm_rank", 0), text))
+    return "; ".join(text for _rank, text in sorted(alarms, key=lambda a: a[0])) or None
 
 
 def tab_line(ctl, width: int) -> Line:
