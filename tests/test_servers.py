@@ -31,14 +31,14 @@ def test_only_mysql_named_shows_the_servers_half_alone(proxytop_term, mariadb):
     lines = screen.splitlines()
     # one server: the header names it
     assert re.match(rf"proxytop MySQL {re.escape(mariadb.address)}  MariaDB 10\.", lines[0]) and "ProxySQL" not in lines[0]
-    assert lines[2].startswith("1:Servers 2:Sessions 3:Status 4:Commands 5:InnoDB 6:IOstat") and "ConnPool" not in screen
+    assert lines[2].startswith("1:Servers 2:Sessions 3:Status 4:Commands 5:Replication 6:InnoDB 7:IOstat") and "ConnPool" not in screen
     assert "disconnected" not in screen  # no ProxySQL is looked for
     # Questions/s from two readings: proxytop's own statements at least
     term.wait_until(lambda s: re.search(r"primary\s+\S+\s+[\d.]+k?\s+\d+\s+\d+", row_of(s, mariadb.address)) is not None,
                     what="a Q/s rate")
     term.send("M")
     term.wait_for("only the MySQL servers are watched: no ProxySQL was named")
-    term.send("5")
+    term.send("6")
     term.wait_until(lambda s: "CkptAge" in s and mariadb.address in s, what="the InnoDB screen of the half")
     term.send("q")
     assert term.wait_exit(5) == 0
@@ -57,7 +57,8 @@ def test_batch_all_offers_the_mysql_screens_alone(mariadb):
                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result.stderr
     reports = [json.loads(line) for line in result.stdout.splitlines()]
-    assert {r["screen"] for r in reports} == {"servers", "sessions", "status", "commands", "innodb", "iostat"}
+    assert {r["screen"] for r in reports} == {"servers", "sessions", "status", "commands", "replication", "innodb",
+                                                "iostat"}
     servers = [r for r in reports if r["screen"] == "servers"][-1]
     row = next(r for r in servers["rows"] if r["server"] == mariadb.address)
     assert row["version"].startswith("MariaDB 10.") and row["role"] == "primary"
