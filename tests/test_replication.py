@@ -13,8 +13,18 @@ from typing import Dict, List
 
 import pytest
 
+from proxytop.collectors.innodb import DiscoveredServer
+from proxytop.collectors.innodb_fleet import Fleet, Server
+from proxytop.collectors.monitor import MonitorLogs
 from proxytop.collectors.mysql_server import Channel
-from proxytop.screens.replication import channel_problems, grouped_fields, lag_series
+from proxytop.collectors.proxysql import RuntimeServers
+from proxytop.collectors.replication import ChannelStatus, ReplicationReading
+from proxytop.config.mysql_options import Credentials
+from proxytop.core import Snapshot, Table
+from proxytop.metrics.health import MonitorReadings, ServerMonitor
+from proxytop.polling.connection import Endpoint
+from proxytop.screens.base import DataView
+from proxytop.screens.replication import ReplicationScreen, channel_problems, grouped_fields, lag_series
 from tests.mariadb import free_port, start_or_skip
 from tests.mysql8_double import PASSWORD, USER, MySQL8Double
 from tests.terminal import ENTER, proxytop_command
@@ -267,3 +277,88 @@ def test_lag_buckets_keep_the_worst_and_fields_group_errors_first():
     assert lag_series(list(range(10)), 5) == [1, 3, 5, 7, 9]
     groups = grouped_fields([("Seconds_Behind_Source", 3), ("Last_IO_Errno", 0), ("Source_Host", "h")])
     assert [title for title, _ in groups] == ["Errors", "Lag and delay", "Source"]
+
+
+# ----- ProxySQL's view and the lag alarm, from readings made up here ------------------------------------
+
+class Readings:
+    """What the screen reads of an engine: made-up snapshots by name, a clock."""
+
+    def __init__(self, now: float = 100.0):
+        self.snapshots: Dict[str, list] = {}
+        self.clock = now
+
+    def add(self, name: str, data, at: float) -> None:
+        self.snapshots.setdefault(name, []).append(Snapshot(name, data, at, 0.01))
+
+    def latest(self, name):
+        return (self.snapshots.get(name) or [None])[-1]
+
+    def last_two(self, name):
+        kept = self.snapshots.get(name) or []
+        return (kept[-2] if len(kept) > 1 else None, kept[-1] if kept else None)
+
+    def history(self, name):
+        return tuple(self.snapshots.get(name) or ())
+
+    def error(self, name):
+        return None
+
+    def state(self, source):
+        return None
+
+    def source(self, name):
+        return None
+
+    def now(self):
+        return self.clock
+
+    def collector(self, name):
+        return None
+
+
+def proxysql_fleet_screen():
+    fleet = Fleet(Credentials(user="monitor"), 2.0, discover=True)
+    found = DiscoveredServer("10.0.0.2", 3306, (20,), ("ONLINE",))
+    fleet.servers[found.label] = Server(found.label, Endpoint(host=found.host, port=found.port, socket=None,
+                                                              **fleet.auth()), discovered=found)
+    return ReplicationScreen(fleet=fleet), fleet.servers[found.label]
+
+
+def replica_reading(lag: int, lags=()) -> ReplicationReading:
+    channel = Channel("", "10.0.0.1:3306", "Yes", "Yes", lag)
+    return ReplicationReading(channels=(ChannelStatus(channel, (("Seconds_Behind_Master", lag),), tuple(lags) + (lag,)),))
+
+
+def runtime_servers(max_lag: int) -> Table:
+    return Table(("hostgroup_id", "hostname", "port", "status", "max_replication_lag"),
+                 (("20", "10.0.0.2", "3306", "ONLINE", str(max_lag)),))
+
+
+def test_a_rising_lag_nearing_proxysql_max_replication_lag_is_the_header_alarm():
+    screen, server = proxysql_fleet_screen()
+    readings = Readings()
+    readings.add(RuntimeServers.name, runtime_servers(5), 95.0)
+    readings.add(server.replication_name, replica_reading(3), 98.0)
+    readings.add(server.replication_name, replica_reading(4, (3,)), 99.0)
+    view = DataView(readings)
+    assert screen.alarm(view) == "10.0.0.2:3306 lag 4 s of 5 s, rising" and screen.alarm_rank == 1
+    readings.add(server.replication_name, replica_reading(4, (3, 4)), 99.5)  # steady: no longer rising
+    assert screen.alarm(view) is None
+    readings.clock = 200.0  # readings of a screen no longer shown say nothing about now
+    readings.add(server.replication_name, replica_reading(9, (3, 4, 4)), 100.0)
+    assert screen.alarm(view) is None
+
+
+def test_proxysql_measuring_another_lag_than_the_replica_is_said_on_its_row():
+    screen, server = proxysql_fleet_screen()
+    readings = Readings()
+    readings.add(RuntimeServers.name, runtime_servers(30), 95.0)
+    checks = tuple((t * 10_000_000, 900, None, "0") for t in (1, 2, 3))  # every 10 s, lag 0
+    monitor = MonitorReadings(servers={"10.0.0.2:3306": ServerMonitor(lag=checks)}, server_now_us=32_000_000)
+    readings.add(MonitorLogs.name, monitor, 99.0)
+    readings.add(server.replication_name, replica_reading(25), 99.0)
+    (row,) = screen.rows(DataView(readings))
+    assert row["px_lag"] == 0 and row["max_lag"] == 30 and row["proxysql"] == "20 ONLINE"
+    assert row["note"].startswith("ProxySQL measured 0 s 3 s ago, the replica says 25 s: more than")
+    assert "SLAVE MONITOR" in row["note"] and row["_note_style"] == "warning"
