@@ -23,6 +23,7 @@ from proxytop.config.mysql_options import Credentials
 from proxytop.core import Snapshot, Table
 from proxytop.metrics.health import MonitorReadings, ServerMonitor
 from proxytop.polling.connection import Endpoint
+from proxytop.recordings.recording import dumps, loads
 from proxytop.screens.base import DataView
 from proxytop.screens.replication import ReplicationScreen, channel_problems, grouped_fields, lag_series
 from tests.mariadb import free_port, start_or_skip
@@ -362,3 +363,14 @@ def test_proxysql_measuring_another_lag_than_the_replica_is_said_on_its_row():
     assert row["px_lag"] == 0 and row["max_lag"] == 30 and row["proxysql"] == "20 ONLINE"
     assert row["note"].startswith("ProxySQL measured 0 s 3 s ago, the replica says 25 s: more than")
     assert "SLAVE MONITOR" in row["note"] and row["_note_style"] == "warning"
+
+
+def test_a_replication_reading_survives_a_recording():
+    reading = ReplicationReading(
+        channels=(ChannelStatus(Channel("eu", "h:1", "Yes", "No", None, sql_errno=1062, sql_error="Duplicate"),
+                                (("Connection_name", "eu"), ("Seconds_Behind_Master", None), ("Relay_Log_Space", 4096)),
+                                (1, None, 3)),),
+        variables={"log_bin": "ON", "sync_binlog": "1"}, status={"Binlog_commits": 9},
+        binlog_file="mariadb-bin.000002", binlog_position=1234, replicas=(("2", "localhost:3392"),),
+        denied=(("the replicas connected", "REPLICATION MASTER ADMIN"),))
+    assert loads(dumps(reading)) == reading
