@@ -15,9 +15,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Deque, Dict, Mapping, Optional, Tuple
 
-from proxytop.collectors.innodb import MySQLSession, counter, server_label, source_name
-from proxytop.collectors.mysql_server import Channel, channels_from, replication_privilege, replication_sql
-from proxytop.core import Collector, Table
+from proxytop.collectors.innodb import MySQLSession, counter
+from proxytop.collectors.mysql_server import (Channel, ServerReadings, channels_from, replication_privilege,
+                                              replication_sql)
+from proxytop.core import Table
 from proxytop.metrics.innodb import Flavour
 from proxytop.polling.connection import Endpoint
 
@@ -109,18 +110,13 @@ def plain(value: object) -> object:
     return value if value is None or isinstance(value, (int, float, str)) else str(value)
 
 
-class ReplicationStatus(Collector):
+class ReplicationStatus(ServerReadings):
     """``mysql.replication.<server>``: a :class:`ReplicationReading` of one server."""
 
-    default_interval = 1.0
-    min_interval = 0.5
-    history = 2
+    prefix = "mysql.replication"
 
     def __init__(self, endpoint: Endpoint, clock=time.monotonic):
-        self.server = server_label(endpoint)
-        self.name = f"mysql.replication.{self.server}"
-        self.source = source_name(endpoint)
-        self.clock = clock
+        super().__init__(endpoint, clock)
         self._lags: Dict[Tuple[str, str], Deque[Optional[int]]] = {}
 
     def collect(self, session: MySQLSession) -> ReplicationReading:

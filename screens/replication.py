@@ -28,6 +28,7 @@ from proxytop.metrics.replication import (check_interval, field, gtid_set_behind
                                           sql_behind_io, views_disagree)
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.connpool import alarm_line, proxysql_now_us
+from proxytop.screens.servers import fleet_states_token
 from proxytop.screens.sparkline import sparkline
 from proxytop.screens.table import Column, Row
 
@@ -271,9 +272,7 @@ class ReplicationScreen(Screen):
         return tuple(plan + [(server.server_name, ALARM_PACE) for server in self.fleet.listed()])
 
     def rows_token(self, view: DataView):
-        now = view.now()
-        states = (view.state(server.source) for server in self.fleet.listed())
-        return tuple((state, state.retry_seconds(now)) for state in states if state is not None and not state.connected)
+        return fleet_states_token(self.fleet, view)
 
     # --- rows -----------------------------------------------------------------------------------------
     def rows(self, view: DataView) -> List[Row]:
