@@ -472,10 +472,13 @@ class ReplicationScreen(Screen):
 SCREEN = ReplicationScreen
 
 
-def alarm_plan(screens: Sequence[Screen]) -> Tuple[Tuple[str, float], ...]:
-    """Every screen's alarm readings (the Replication screen's), in one plan."""
+def alarm_plan(screens: Sequence[Screen], shown: Optional[Screen] = None) -> Tuple[Tuple[str, float], ...]:
+    """Every screen's alarm readings (the Replication screen's), in one plan; none for the
+    screen ``shown``, whose own readings serve its alarm."""
     plan: Dict[str, float] = {}
     for screen in screens:
+        if screen is shown:
+            continue
         for name, pace in getattr(screen, "alarm_collectors", lambda: ())():
             plan.setdefault(name, pace)
     return tuple(plan.items())

@@ -305,7 +305,7 @@ class Controller:
         if PROXYSQL_HALF in self.halves:  # else no ProxySQL is watched (or what was named is a MySQL server)
             plan = alarm_collectors(getattr(self.view.source("proxysql"), "session", None), self.engine.latest)
         if self.ui.half == MYSQL_HALF:
-            plan += replication_alarm_plan(self.screens)
+            plan += replication_alarm_plan(self.screens, self.screen)
         return plan
 
     def activate(self) -> None:
