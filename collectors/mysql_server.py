@@ -112,7 +112,7 @@ def replication_privilege(flavour: Optional[Flavour]) -> str:
     return "SLAVE MONITOR" if flavour is not None and flavour.is_mariadb else "REPLICATION CLIENT"
 
 
-class ServerReadings(Collector):
+class OneServerCollector(Collector):
     """A reading of one server, every interval (1 s by default), named ``<prefix>.<server>``."""
 
     prefix = "mysql.server"
@@ -127,7 +127,7 @@ class ServerReadings(Collector):
         self.clock = clock
 
 
-class ServerStatus(ServerReadings):
+class ServerStatus(OneServerCollector):
     """``mysql.server.<server>``: a :class:`ServerReading` of one server."""
 
     def __init__(self, endpoint: Endpoint, clock=time.monotonic):

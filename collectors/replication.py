@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Deque, Dict, Mapping, Optional, Tuple
 
 from proxytop.collectors.innodb import MySQLSession, counter
-from proxytop.collectors.mysql_server import (Channel, ServerReadings, channels_from, replication_privilege,
+from proxytop.collectors.mysql_server import (Channel, OneServerCollector, channels_from, replication_privilege,
                                               replication_sql)
 from proxytop.core import Table
 from proxytop.metrics.innodb import Flavour
@@ -110,7 +110,7 @@ def plain(value: object) -> object:
     return value if value is None or isinstance(value, (int, float, str)) else str(value)
 
 
-class ReplicationStatus(ServerReadings):
+class ReplicationStatus(OneServerCollector):
     """``mysql.replication.<server>``: a :class:`ReplicationReading` of one server."""
 
     prefix = "mysql.replication"
