@@ -232,7 +232,7 @@ class ReplicationScreen(Screen):
         Column("px_lag", "PxLag", 6, fmt=lambda v: units.MISSING if v is None else (
             units.duration(v) if isinstance(v, (int, float)) else str(v)), priority=5,
                help="the lag ProxySQL's monitor last measured (monitor.mysql_server_replication_lag_log)"),
-        Column("binlog", "Binlog", 22, "<", numeric=False, priority=3,
+        Column("binlog", "Binlog", 26, "<", numeric=False, priority=3,
                help="a primary: the binary log file and position written (SHOW MASTER STATUS)"),
         Column("binlog_s", "Binlog/s", 9, fmt=units.size_rate, priority=3,
                help="a primary: bytes written to the binary log per second (Binlog_bytes_written, else the position)"),
