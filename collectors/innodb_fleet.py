@@ -1,8 +1,8 @@
 """The MySQL servers proxytop watches (its fleet): those given with --mysql / --mysql-socket
 and those ProxySQL's runtime_mysql_servers lists, each with its own source and collectors
 registered with the engine, and how often a large fleet is read. The screens of the MySQL
-servers (Servers, Sessions, Locks, Statements, Status, Commands, Galera, InnoDB, IOstat) share
-one fleet; the InnoDB screen registers it.
+servers (Servers, Sessions, Locks, Statements, Status, Commands, Replication, Galera, InnoDB,
+IOstat) share one fleet; the InnoDB screen registers it.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from proxytop.collectors.galera import GaleraStatus
 from proxytop.collectors.mysql_server import ServerStatus, StatusVariables
 from proxytop.collectors.mysql_sessions import Sessions
 from proxytop.collectors.mysql_statements import MySQLStatements, statements_name
+from proxytop.collectors.replication import ReplicationStatus
 from proxytop.config.endpoints import DEFAULT_TIMEOUT
 from proxytop.config.mysql_options import DEFAULT_PORT, Credentials, login_name, resolve_credentials
 from proxytop.errors import OptionError
@@ -27,9 +28,11 @@ from proxytop.polling.connection import Endpoint
 def fleet_collectors(endpoint: Endpoint):
     """Every collector of one server: its InnoDB readings, its own state (Servers), its
     sessions (Sessions), its locks (Locks, the header's lock-wait alarm), its statement digest
-    (Statements), its whole global status (Status, Commands) and its wsrep state (Galera)."""
+    (Statements), its whole global status (Status, Commands), its replication (Replication) and
+    its wsrep state (Galera)."""
     return (server_collectors(endpoint) + [ServerStatus(endpoint), Sessions(endpoint)] + lock_collectors(endpoint)
-            + [MySQLStatements(endpoint), StatusVariables(endpoint), GaleraStatus(endpoint)])
+            + [MySQLStatements(endpoint), StatusVariables(endpoint), ReplicationStatus(endpoint),
+               GaleraStatus(endpoint)])
 
 
 @dataclass
@@ -59,6 +62,7 @@ class Server:
         self.deadlock_name = f"mysql.deadlock.{self.key}"
         self.lockalarm_name = f"mysql.lockalarm.{self.key}"  # the header's lock-wait alarm
         self.galera_name = f"mysql.galera.{self.key}"  # the Galera screen's
+        self.replication_name = f"mysql.replication.{self.key}"  # the Replication screen's
 
     @property
     def proxysql_label(self) -> str:
@@ -175,7 +179,8 @@ class Fleet:
         listed = self.listed()
         floor = fleet_min_interval(len(listed))
         for server in listed:
-            for name in (server.status_name, server.engine_name, server.server_name, server.galera_name):
+            for name in (server.status_name, server.engine_name, server.server_name, server.galera_name,
+                         server.replication_name):
                 collector = self._engine.collector(name)
                 if collector is not None:
                     collector.min_interval = max(type(collector).min_interval, floor)

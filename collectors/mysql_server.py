@@ -114,18 +114,26 @@ def replication_privilege(flavour: Optional[Flavour]) -> str:
     return "SLAVE MONITOR" if flavour is not None and flavour.is_mariadb else "REPLICATION CLIENT"
 
 
-class ServerStatus(Collector):
-    """``mysql.server.<server>``: a :class:`ServerReading` of one server."""
+class OneServerCollector(Collector):
+    """A reading of one server, every interval (1 s by default), named ``<prefix>.<server>``."""
 
+    prefix = "mysql.server"
     default_interval = 1.0
     min_interval = 0.5
     history = 2
 
     def __init__(self, endpoint: Endpoint, clock=time.monotonic):
         self.server = server_label(endpoint)
-        self.name = f"mysql.server.{self.server}"
+        self.name = f"{self.prefix}.{self.server}"
         self.source = source_name(endpoint)
         self.clock = clock
+
+
+class ServerStatus(OneServerCollector):
+    """``mysql.server.<server>``: a :class:`ServerReading` of one server."""
+
+    def __init__(self, endpoint: Endpoint, clock=time.monotonic):
+        super().__init__(endpoint, clock)
         self._role: Tuple[object, float, Dict[str, object]] = (None, 0.0, {})  # (connection, read at, values)
         # (connection, read at, channels): a server that replicates from nobody is asked again
         # every ROLE_EVERY seconds, not every reading (a statement a second saved per primary)

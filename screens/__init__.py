@@ -33,12 +33,14 @@ SCREENS = (
     ("status", "Status"),
     ("commands", "Commands"),
     ("galera", "Galera"),
+    ("replication", "Replication"),
 )
 PROXYSQL_HALF, MYSQL_HALF = "proxysql", "mysql"
 HALVES: Dict[str, Tuple[str, ...]] = {  # each half's screens, in tab order
     PROXYSQL_HALF: ("connpool", "queryrules", "glostat", "proclist", "comcount", "innodb", "iostat", "queries",
                "errors", "cluster"),
-    MYSQL_HALF: ("servers", "sessions", "locks", "statements", "status", "commands", "galera", "innodb", "iostat"),
+    MYSQL_HALF: ("servers", "sessions", "locks", "statements", "status", "commands", "replication", "galera",
+                 "innodb", "iostat"),
 }
 HALF_TITLES = {PROXYSQL_HALF: "ProxySQL", MYSQL_HALF: "MySQL servers"}
 

@@ -75,6 +75,14 @@ def worst_lag(channels) -> Optional[int]:
     return max(lags) if lags else None
 
 
+def fleet_states_token(fleet: Fleet, view: DataView):
+    """What changes a fleet screen's rows without a new reading: a server down or connecting
+    (and its retry countdown)."""
+    now = view.now()
+    states = (view.state(server.source) for server in fleet.listed())
+    return tuple((state, state.retry_seconds(now)) for state in states if state is not None and not state.connected)
+
+
 def hit_ratio(previous: Mapping, current: Mapping) -> Optional[float]:
     """The buffer pool's hit ratio over the interval, %: page requests served without a read
     from disk.

@@ -20,7 +20,8 @@ read at the start and the end of a window of at least 30 s. Figures:
   every 5 s as a fleet that large is): ms CPU per server reading (CPU per second times 5 s,
   divided by 500), the largest resident memory (psutil RSS) and the threads;
 - the Servers screen with only --mysql (no ProxySQL): 3 servers, ms per 1 s refresh, and 200
-  servers (read as a fleet that large is), ms CPU per server reading.
+  servers (read as a fleet that large is), ms CPU per server reading; the Replication screen
+  the same way (each server a primary: its binary log and replicas read too).
 
 ConnPool may cost no more than the original proxytop (github.com/sysown/proxytop, one Python
 script), which cost 2.5 ms per refresh on the same load where the target was set; a machine
@@ -60,6 +61,7 @@ TARGET_OTHER_MS = 4.0
 TARGET_PER_SERVER_MS = 0.3  # InnoDB at 500 servers, per server reading
 TARGET_FLEET_RSS_MB = 80.0
 TARGET_SERVERS_PER_SERVER_MS = 1.0  # the Servers screen at 200 servers, per server reading
+TARGET_REPLICATION_PER_SERVER_MS = 2.0  # the Replication screen at 200 servers (five statements a reading)
 FLEET_INTERVAL = 5.0  # proxytop.collectors.innodb_fleet.fleet_min_interval(500)
 SCREENS = ("connpool", "queryrules", "glostat", "proclist", "comcount", "iostat")
 READY = {  # text the screen shows once its rows are there
@@ -147,20 +149,22 @@ def measure_fleet(port: int, seconds: float, servers: int = SCALE["servers"]) ->
         fleet.stop()
 
 
-def measure_servers(seconds: float, counts=(3, 200)) -> List[Tuple[int, float, Dict[str, float]]]:
-    """The Servers screen alone (--mysql only: no ProxySQL) watching each count of servers (one
-    MariaDB reached through that many sockets): [(servers, interval, figures)]."""
+def measure_servers(seconds: float, counts=(3, 200), screen: str = "servers",
+                    title: str = "Servers") -> List[Tuple[int, float, Dict[str, float]]]:
+    """The Servers screen (or the Replication screen: a primary's row for each) alone (--mysql
+    only: no ProxySQL) watching each count of servers (one MariaDB reached through that many
+    sockets): [(servers, interval, figures)]."""
     fleet = MySQLFleet().start()
     if fleet.server is None:
-        print(f"  Servers: skipped ({fleet.problem})", flush=True)
+        print(f"  {title}: skipped ({fleet.problem})", flush=True)
         return []
     found = []
     try:
         for count in counts:
             interval = max(1.0, fleet_min_interval(count))  # -d 1, or a large fleet's own minimum
-            argv = ["--screen", "servers", "-d", "1"] + fleet.args(count)
+            argv = ["--screen", screen, "-d", "1"] + fleet.args(count)
             wanted = f"{count} rows"
-            figures = measure(Scenario("servers", argv, interval, ready=""), seconds, settle=2 * interval + 1,
+            figures = measure(Scenario(screen, argv, interval, ready=""), seconds, settle=2 * interval + 1,
                               ready=lambda s: wanted in s and "primary" in s)
             found.append((count, interval, figures))
     finally:
@@ -315,16 +319,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 print(f"  {'InnoDB':<14} {'':>10} {'':>9} {figures['rss_mb']:>15.1f} MB resident memory "
                       f"{'<= %g MB' % TARGET_FLEET_RSS_MB:>13}  "
                       f"{'yes' if figures['rss_mb'] <= TARGET_FLEET_RSS_MB else 'NO'}", file=out, flush=True)
-        if not wanted or any("servers".startswith(w) for w in wanted):
-            for count, interval, figures in measure_servers(args.seconds):
+        for screen, title, target_per_server in (("servers", "Servers", TARGET_SERVERS_PER_SERVER_MS),
+                                                 ("replication", "Repl", TARGET_REPLICATION_PER_SERVER_MS)):
+            if wanted and not any(screen.startswith(w) for w in wanted):
+                continue
+            for count, interval, figures in measure_servers(args.seconds, screen=screen, title=title):
                 per_s = per_second(figures)
                 if count <= 3:  # a refresh of the whole process, as the other screens
                     value, target, what = per_s * interval, TARGET_OTHER_MS, f"ms per {interval:g} s refresh"
                 else:  # a fleet: what each server's reading costs
-                    value, target, what = per_s * interval / count, TARGET_SERVERS_PER_SERVER_MS, "ms per server reading"
+                    value, target, what = per_s * interval / count, target_per_server, "ms per server reading"
                 ok = value <= target
                 missed |= not ok
-                print(f"  {'Servers ' + str(count):<14} {figures['ms_per_s']:>10.3f} {per_s:>9.3f} {value:>7.3f} "
+                print(f"  {title + ' ' + str(count):<14} {figures['ms_per_s']:>10.3f} {per_s:>9.3f} {value:>7.3f} "
                       f"{what:<18} {'<= %g ms' % target:>14}  {'yes' if ok else 'NO'}  "
                       f"({count} servers every {interval:g} s, {figures['rss_mb']:.1f} MB)", file=out, flush=True)
     finally:

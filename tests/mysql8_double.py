@@ -12,6 +12,8 @@ It speaks the MySQL protocol (tests/mysql_protocol.py) and answers:
 - ``SHOW REPLICA STATUS`` with 8.0.22+'s column names: two channels of a replica (``europe``
   lagging, ``asia`` stopped on an SQL error) or none for a primary (``replica=False``);
   8.0 still answers ``SHOW SLAVE STATUS`` with the old names, 8.4 gives error 1064;
+- ``SHOW MASTER STATUS`` (8.0; ``SHOW BINARY LOG STATUS`` from 8.2, the only one in 8.4), its
+  position moving with time, and ``SHOW REPLICAS``: two replicas of a primary;
 - ``SHOW ENGINE INNODB STATUS`` (the MySQL 8.0.30 text the parser tests read) and SELECTs of
   ``information_schema`` (PROCESSLIST, INNODB_TRX, INNODB_METRICS) and
   ``performance_schema.threads``, run by SQLite over those tables with MySQL 8's columns (a
@@ -66,6 +68,14 @@ CHANNEL_DEFAULTS = {
     "SQL_Remaining_Delay": None, "Replica_SQL_Running_State": "Replica has read all relay log; waiting for more updates",
     "Source_Retry_Count": 86400, "Auto_Position": 1, "Get_Source_public_key": 0,
 }
+# SHOW MASTER STATUS (8.0) / SHOW BINARY LOG STATUS (8.2+), and SHOW REPLICAS (8.0.22+): the
+# primary's binary log moves BINLOG_BYTES_PER_SECOND, and two replicas are connected to it.
+BINLOG_COLUMNS = ("File", "Position", "Binlog_Do_DB", "Binlog_Ignore_DB", "Executed_Gtid_Set")
+BINLOG_BYTES_PER_SECOND = 20000
+REPLICAS_COLUMNS = ("Server_Id", "Host", "Port", "Source_Id", "Replica_UUID")
+REPLICAS = [[21, "db8-replica-1", 3306, 11, "8e3f4c74-ab12-11ee-9c1e-0242ac120021"],
+            [22, "db8-replica-2", 3306, 11, "9f4a5d85-ab12-11ee-9c1e-0242ac120022"]]
+
 # Two channels of a replica (multi-source): one behind (its lag grows LAG_PER_SECOND a second),
 # one whose applier stopped on a duplicate key, as MySQL 8's multithreaded applier words it.
 CHANNELS = (
@@ -161,12 +171,18 @@ PLANS = {
 # Statement", "The INFORMATION_SCHEMA INNODB_TRX Table"…): a statement naming the text, and the
 # error a user without the privilege gets. PROCESSLIST without PROCESS lists the user's own
 # sessions only.
-ALL_GRANTS = ("PROCESS", "REPLICATION CLIENT", "SELECT ON performance_schema")
+ALL_GRANTS = ("PROCESS", "REPLICATION CLIENT", "REPLICATION SLAVE", "SELECT ON performance_schema")
 GUARDS = (
     ("show replica status", "REPLICATION CLIENT",
      (1227, "Access denied; you need (at least one of) the SUPER, REPLICATION CLIENT privilege(s) for this operation")),
     ("show slave status", "REPLICATION CLIENT",
      (1227, "Access denied; you need (at least one of) the SUPER, REPLICATION CLIENT privilege(s) for this operation")),
+    ("show master status", "REPLICATION CLIENT",
+     (1227, "Access denied; you need (at least one of) the SUPER, REPLICATION CLIENT privilege(s) for this operation")),
+    ("show binary log status", "REPLICATION CLIENT",
+     (1227, "Access denied; you need (at least one of) the SUPER, REPLICATION CLIENT privilege(s) for this operation")),
+    ("show replicas", "REPLICATION SLAVE",
+     (1227, "Access denied; you need (at least one of) the REPLICATION SLAVE privilege(s) for this operation")),
     ("show engine innodb status", "PROCESS",
      (1227, "Access denied; you need (at least one of) the PROCESS privilege(s) for this operation")),
     ("information_schema.innodb_", "PROCESS",
@@ -315,6 +331,10 @@ class MySQL8Double(ProtocolServer):
             rows.append([values.get(column, "") for column in REPLICA_COLUMNS])
         return rows
 
+    def binlog_row(self) -> Tuple[str, int, str, str, str]:
+        position = 157 + int(BINLOG_BYTES_PER_SECOND * self.elapsed())
+        return ("binlog.000031", position, "", "", "6c1f2a52-ab12-11ee-9c1e-0242ac120011:1-902211")
+
     def sessions(self, asking: int, sql: str) -> List[tuple]:
         """PROCESSLIST rows with each one's OS thread id, the data's and proxytop's."""
         grown = int(self.elapsed())
@@ -385,6 +405,11 @@ class Session:
             return typed(REPLICA_COLUMNS, self.double.channel_rows())
         if lowered == "show slave status" and self.double.version.startswith("8.0"):
             return typed([old_replication_name(c) for c in REPLICA_COLUMNS], self.double.channel_rows())
+        binlog = "show binary log status" if tuple(map(int, self.double.version.split(".")[:2])) >= (8, 2) else "show master status"
+        if lowered == binlog:  # SHOW MASTER STATUS is gone in 8.4 (MySQL doc "SHOW BINARY LOG STATUS")
+            return typed(BINLOG_COLUMNS, [list(self.double.binlog_row())])
+        if lowered == "show replicas":
+            return typed(REPLICAS_COLUMNS, REPLICAS if not self.double.replica else [])
         if lowered == "show engine innodb status":
             return ["Type", "Name", "Status"], [["InnoDB", "", self.double.engine_status]]
         kill = re.fullmatch(r"kill (query|connection) (\d+)", lowered)

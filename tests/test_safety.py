@@ -175,8 +175,16 @@ class StatementAudit:
         checked, violations = 0, []
         bounds = entry.runs + [len(data)]
         for run, (begin, end) in enumerate(zip(bounds, bounds[1:])):
-            for conn_id, command, argument in parse_general_log(data[begin:end].decode("utf-8", "replace")):
-                if (run, conn_id) in entry.helpers:
+            entries = parse_general_log(data[begin:end].decode("utf-8", "replace"))
+            # Replication (tests/test_replication.py sets it up) is not proxytop's: on a primary, a
+            # replica's IO thread asks for the binary log with a protocol command proxytop never
+            # sends; on a replica, the SQL thread applies events as a thread of the server's own,
+            # which never connected (every client's connection, proxytop's too, has a Connect line).
+            connected = {conn_id for conn_id, command, _ in entries if command == "Connect"}
+            replicas = {conn_id for conn_id, command, _ in entries
+                        if command in REPLICA_COMMANDS or conn_id not in connected}
+            for conn_id, command, argument in entries:
+                if (run, conn_id) in entry.helpers or conn_id in replicas:
                     continue
                 if command in ("Query", "Prepare", "Execute"):
                     checked += 1
@@ -278,6 +286,8 @@ def parse_general_log(text: str) -> List[Tuple[int, str, str]]:
             entries[-1] = (conn_id, command, argument + "\n" + line)
     return entries
 
+
+REPLICA_COMMANDS = ("Binlog Dump", "Binlog Dump GTID", "Register Slave")
 
 AUDIT = StatementAudit()
 

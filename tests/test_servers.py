@@ -31,7 +31,7 @@ def test_only_mysql_named_shows_the_servers_half_alone(proxytop_term, mariadb):
     lines = screen.splitlines()
     # one server: the header names it
     assert re.match(rf"proxytop MySQL {re.escape(mariadb.address)}  MariaDB 10\.", lines[0]) and "ProxySQL" not in lines[0]
-    assert lines[2].startswith("1:Servers 2:Sessions 3:Locks 4:Statements 5:Status 6:Commands 7:Galera 8:InnoDB 9:IOstat") and "ConnPool" not in screen
+    assert lines[2].startswith("1:Servers 2:Sessions 3:Locks 4:Statements 5:Status 6:Commands 7:Replication 8:Galera 9:InnoDB 0:IOstat") and "ConnPool" not in screen
     assert "disconnected" not in screen  # no ProxySQL is looked for
     # Questions/s from two readings: proxytop's own statements at least
     term.wait_until(lambda s: re.search(r"primary\s+\S+\s+[\d.]+k?\s+\d+\s+\d+", row_of(s, mariadb.address)) is not None,
@@ -58,7 +58,7 @@ def test_batch_all_offers_the_mysql_screens_alone(mariadb):
     assert result.returncode == 0, result.stderr
     reports = [json.loads(line) for line in result.stdout.splitlines()]
     assert {r["screen"] for r in reports} == {"servers", "sessions", "locks", "statements", "status", "commands",
-                                              "galera", "innodb", "iostat"}
+                                              "replication", "galera", "innodb", "iostat"}
     servers = [r for r in reports if r["screen"] == "servers"][-1]
     row = next(r for r in servers["rows"] if r["server"] == mariadb.address)
     assert row["version"].startswith("MariaDB 10.") and row["role"] == "primary"

@@ -48,6 +48,7 @@ from proxytop.collectors.mysql_server import Channel, ServerReading
 from proxytop.collectors.mysql_locks import AlarmReading, DeadlockReading, LocksReading, MetadataLocksReading
 from proxytop.collectors.mysql_sessions import SessionsReading
 from proxytop.collectors.mysql_statements import StatementsReading
+from proxytop.collectors.replication import ChannelStatus, ReplicationReading
 from proxytop.collectors.innodb import DiscoveredServer, Discovery, MySQLSession
 from proxytop.collectors.monitor import MonitorReadings, ServerMonitor
 from proxytop.metrics.digests import Reading as DigestReading
@@ -164,6 +165,8 @@ TYPES: Dict[str, type] = {
     "MySQLDeadlockReading": DeadlockReading,
     "MySQLMetadataLocksReading": MetadataLocksReading,
     "GaleraReading": GaleraReading,
+    "MySQLReplicationReading": ReplicationReading,
+    "MySQLChannelStatus": ChannelStatus,
 }
 _NAMES = {cls: name for name, cls in TYPES.items()}
 

@@ -298,8 +298,8 @@ class Controller:
 
     def alarm_plan(self) -> Tuple[Tuple[str, float], ...]:
         """The readings the header's alarms take on every screen: the pools (screens.connpool),
-        when a ProxySQL is watched, and each screen's own (the MySQL servers' lock waits, the
-        Galera nodes)."""
+        when a ProxySQL is watched, and each screen's own (the MySQL servers' replication
+        threads, lock waits and Galera nodes)."""
         plan: Tuple[Tuple[str, float], ...] = ()
         if PROXYSQL_HALF in self.halves:  # else no ProxySQL is watched (or it was a MySQL server)
             plan = alarm_collectors(getattr(self.view.source("proxysql"), "session", None), self.engine.latest)

@@ -211,12 +211,17 @@ def mysql_header_lines(ctl, width: int) -> List[Line]:
 
 
 def _backend_alarm(ctl) -> Optional[str]:
-    """The alarms of every screen that has one, joined: a backend not ONLINE or lagging past
-    its threshold (screens.connpool), a lock wait past --lock-wait-alarm (screens.locks), a
-    Galera node not Synced (screens.galera)."""
-    alarms = [alarm(ctl.view) for alarm in (getattr(screen, "alarm", None) for screen in ctl.screens)
-              if alarm is not None]
-    return "; ".join(text for text in alarms if text) or None
+    """The alarms of every screen that has one, joined, the most severe (lowest ``alarm_rank``)
+    first: a backend not ONLINE or lagging past its threshold (screens.connpool), a replica's
+    thread stopped or its lag heading past ProxySQL's limit (screens.replication), a lock wait
+    past --lock-wait-alarm (screens.locks), a Galera node not Synced (screens.galera)."""
+    alarms = []
+    for screen in ctl.screens:
+        alarm = getattr(screen, "alarm", None)
+        text = alarm(ctl.view) if alarm is not None else None
+        if text:
+            alarms.append((getattr(screen, "alarm_rank", 0), text))
+    return "; ".join(text for _rank, text in sorted(alarms, key=lambda a: a[0])) or None
 
 
 def tab_line(ctl, width: int) -> Line:

@@ -1,0 +1,172 @@
+"""A MySQL / MariaDB server's replication, whole, for the Replication screen: every channel's
+full status row (SHOW ALL SLAVES STATUS on MariaDB, SHOW REPLICA STATUS on MySQL 8.0.22+,
+SHOW SLAVE STATUS before), the lag of its last readings, and, on a server that writes a
+binary log, where that log stands (SHOW MASTER STATUS; SHOW BINARY LOG STATUS on MySQL 8.2+),
+the replicas connected to it (SHOW SLAVE HOSTS; SHOW REPLICAS on MySQL 8.0.22+) and the
+settings and counters of its group commit.
+
+Read only while the Replication screen is shown. A statement refused for a privilege is
+named in the reading and asked again a minute later (as ServerStatus does), the rest still read.
+"""
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Deque, Dict, Mapping, Optional, Tuple
+
+from proxytop.collectors.innodb import MySQLSession, counter
+from proxytop.collectors.mysql_server import (Channel, OneServerCollector, channels_from, replication_privilege,
+                                              replication_sql)
+from proxytop.core import Table
+from proxytop.metrics.innodb import Flavour
+from proxytop.polling.connection import Endpoint
+
+VARIABLES = ("log_bin", "sync_binlog", "innodb_flush_log_at_trx_commit", "gtid_slave_pos", "gtid_binlog_pos",
+             "gtid_executed", "binlog_format")
+VARIABLES_SQL = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ({})".format(", ".join(f"'{n}'" for n in VARIABLES))
+# MariaDB counts group commits and binary log bytes; MySQL has none of these (left out then).
+STATUS = ("Binlog_commits", "Binlog_group_commits", "Binlog_bytes_written")
+STATUS_SQL = "SHOW GLOBAL STATUS WHERE Variable_name IN ({})".format(", ".join(f"'{n}'" for n in STATUS))
+LAG_POINTS = 180  # readings of lag kept per channel for the sparkline: 3 minutes at 1 s, 6 at 2 s
+
+
+@dataclass(frozen=True)
+class ChannelStatus:
+    """One channel: its summary, its whole status row as the server sent it, and the lag of
+    its last readings (oldest first; None while unknown)."""
+
+    channel: Channel
+    fields: Tuple[Tuple[str, object], ...] = ()
+    lags: Tuple[Optional[int], ...] = ()
+
+    def row(self) -> Dict[str, object]:
+        return dict(self.fields)
+
+
+@dataclass(frozen=True)
+class ReplicationReading:
+    """What one reading of a server's replication gives."""
+
+    channels: Tuple[ChannelStatus, ...] = ()
+    variables: Mapping[str, object] = field(default_factory=dict)
+    status: Mapping[str, object] = field(default_factory=dict)
+    binlog_file: Optional[str] = None  # the binary log being written, and the position in it
+    binlog_position: Optional[int] = None
+    replicas: Tuple[Tuple[str, str], ...] = ()  # (server id, host:port) of each replica connected
+    denied: Tuple[Tuple[str, str], ...] = ()  # (what, the privilege it takes)
+    errors: Tuple[str, ...] = ()
+
+    @property
+    def log_bin(self) -> bool:
+        return str(self.variables.get("log_bin") or "").upper() in ("ON", "1")
+
+
+def binlog_sql(flavour: Optional[Flavour]) -> str:
+    """Where the binary log stands.
+
+    >>> binlog_sql(Flavour("MariaDB", (10, 11, 6))), binlog_sql(Flavour("MySQL", (8, 4, 0)))
+    ('SHOW MASTER STATUS', 'SHOW BINARY LOG STATUS')
+    """
+    if flavour is not None and not flavour.is_mariadb and flavour.version >= (8, 2, 0):
+        return "SHOW BINARY LOG STATUS"
+    return "SHOW MASTER STATUS"
+
+
+def replicas_sql(flavour: Optional[Flavour]) -> str:
+    """The replicas connected.
+
+    >>> replicas_sql(Flavour("MariaDB", (10, 11, 6))), replicas_sql(Flavour("MySQL", (8, 0, 36)))
+    ('SHOW SLAVE HOSTS', 'SHOW REPLICAS')
+    """
+    if flavour is not None and not flavour.is_mariadb and flavour.version >= (8, 0, 22):
+        return "SHOW REPLICAS"
+    return "SHOW SLAVE HOSTS"
+
+
+def binlog_privilege(flavour: Optional[Flavour]) -> str:
+    return "BINLOG MONITOR" if flavour is not None and flavour.is_mariadb else "REPLICATION CLIENT"
+
+
+def replicas_privilege(flavour: Optional[Flavour]) -> str:
+    return "REPLICATION MASTER ADMIN" if flavour is not None and flavour.is_mariadb else "REPLICATION SLAVE"
+
+
+def replicas_from(table: Table) -> Tuple[Tuple[str, str], ...]:
+    """(server id, host:port) of SHOW SLAVE HOSTS / SHOW REPLICAS rows.
+
+    >>> replicas_from(Table(("Server_id", "Host", "Port", "Master_id"), ((2, "localhost", 3392, 1),)))
+    (('2', 'localhost:3392'),)
+    """
+    found = []
+    for row in table.dicts():
+        server_id = row.get("Server_id", row.get("Server_Id"))
+        found.append((str(server_id), f"{row.get('Host') or '?'}:{row.get('Port') or '?'}"))
+    return tuple(found)
+
+
+def plain(value: object) -> object:
+    """A status field as it can be recorded: numbers and text as they are, anything else as text."""
+    return value if value is None or isinstance(value, (int, float, str)) else str(value)
+
+
+class ReplicationStatus(OneServerCollector):
+    """``mysql.replication.<server>``: a :class:`ReplicationReading` of one server."""
+
+    prefix = "mysql.replication"
+
+    def __init__(self, endpoint: Endpoint, clock=time.monotonic):
+        super().__init__(endpoint, clock)
+        self._lags: Dict[Tuple[str, str], Deque[Optional[int]]] = {}
+
+    def collect(self, session: MySQLSession) -> ReplicationReading:
+        now = self.clock()
+        session.retry_denied(now)
+        flavour = session.flavour
+        variables = {str(name): value for name, value in session.query(VARIABLES_SQL).rows}
+        status = {str(name): counter(value) for name, value in session.query(STATUS_SQL).rows}
+        denied, errors = [], []
+
+        sql = replication_sql(flavour)
+        table, refused, error = session.read_unless_denied(sql, sql, now)
+        channels: Tuple[ChannelStatus, ...] = ()
+        if table is not None:
+            channels = self.channels(table)
+        elif refused:
+            denied.append(("the replication status", replication_privilege(flavour)))
+        if error:
+            errors.append(error)
+
+        reading = dict(variables=variables, status=status)
+        if str(variables.get("log_bin") or "").upper() in ("ON", "1"):
+            sql = binlog_sql(flavour)
+            table, refused, error = session.read_unless_denied(sql, sql, now)
+            if table is not None and table.rows:
+                row = table.dicts()[0]
+                reading.update(binlog_file=str(row.get("File") or "") or None,
+                               binlog_position=counter(row.get("Position")))
+            elif refused:
+                denied.append(("the binary log position", binlog_privilege(flavour)))
+            errors += [error] if error else []
+            sql = replicas_sql(flavour)
+            table, refused, error = session.read_unless_denied(sql, sql, now)
+            if table is not None:
+                reading["replicas"] = replicas_from(table)
+            elif refused:
+                denied.append(("the replicas connected", replicas_privilege(flavour)))
+            errors += [error] if error else []
+        return ReplicationReading(channels=channels, denied=tuple(denied), errors=tuple(errors), **reading)
+
+    def channels(self, table: Table) -> Tuple[ChannelStatus, ...]:
+        """Each channel with its full row and its lag history (kept here, bounded)."""
+        made, seen = [], set()
+        for channel, row in zip(channels_from(table), table.rows):
+            key = (channel.name, channel.source)
+            seen.add(key)
+            lags = self._lags.setdefault(key, deque(maxlen=LAG_POINTS))
+            lags.append(channel.lag)
+            made.append(ChannelStatus(channel, tuple((str(name), plain(value)) for name, value in zip(table.columns, row)),
+                                      tuple(lags)))
+        for gone in set(self._lags) - seen:
+            del self._lags[gone]  # a channel removed (RESET SLAVE ALL): its history with it
+        return tuple(made)
