@@ -31,6 +31,7 @@ def _in_list(names) -> str:
 
 VARIABLES_SQL = f"SHOW GLOBAL VARIABLES WHERE Variable_name IN ({_in_list(WSREP_VARIABLES)})"
 STATUS_SQL = f"SHOW GLOBAL STATUS WHERE Variable_name IN ({_in_list(WSREP_STATUS)})"
+SENT_STATEMENTS = (VARIABLES_SQL, STATUS_SQL)  # the Statements screen knows them as proxytop's own
 
 
 @dataclass(frozen=True)

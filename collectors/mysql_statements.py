@@ -26,7 +26,9 @@ from typing import FrozenSet, Optional, Tuple
 from proxytop.collectors.innodb import (ENGINE_SQL_MARIADB, ENGINE_STATUS_SQL, METRICS_SQL, READING_SQL_MARIADB,
                                         STATUS_SQL as INNODB_STATUS_SQL, VARIABLES_SQL, VERSION_SQL, MySQLSession,
                                         server_label, source_name)
+from proxytop.collectors.galera import SENT_STATEMENTS as GALERA_STATEMENTS
 from proxytop.collectors.mysql_locks import sent_statements as lock_statements
+from proxytop.collectors.replication import sent_statements as replication_statements
 from proxytop.collectors.mysql_server import ALL_STATUS_SQL, ROLE_SQL, STATUS_SQL as SERVER_STATUS_SQL, replication_sql
 from proxytop.collectors.mysql_sessions import PID_FILE_SQL, sessions_sql
 from proxytop.core import Collector, Table
@@ -69,7 +71,8 @@ def own_statements() -> Tuple[str, ...]:
     return ((VERSION_SQL, VARIABLES_SQL, INNODB_STATUS_SQL, READING_SQL_MARIADB, ENGINE_SQL_MARIADB, METRICS_SQL,
              ENGINE_STATUS_SQL, SERVER_STATUS_SQL, ALL_STATUS_SQL, ROLE_SQL, PID_FILE_SQL, PROBE_SQL,
              statements_sql(True), statements_sql(False))
-            + tuple(replication_sql(flavour) for flavour in flavours) + sessions + lock_statements())
+            + tuple(replication_sql(flavour) for flavour in flavours) + sessions + lock_statements()
+            + replication_statements() + GALERA_STATEMENTS)
 
 
 OWN_KEYS: FrozenSet[str] = frozenset(statement_key(sql) for sql in own_statements())

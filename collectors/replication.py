@@ -84,6 +84,15 @@ def replicas_sql(flavour: Optional[Flavour]) -> str:
     return "SHOW SLAVE HOSTS"
 
 
+def sent_statements() -> Tuple[str, ...]:
+    """Every statement this reading sends, for any flavour (the Statements screen knows them
+    as proxytop's own)."""
+    flavours = (Flavour("MariaDB", (10, 11, 0)), Flavour("MySQL", (8, 0, 36)), Flavour("MySQL", (8, 4, 0)),
+                Flavour("MySQL", (5, 7, 44)))
+    return (VARIABLES_SQL, STATUS_SQL) + tuple(sql for flavour in flavours
+                                               for sql in (binlog_sql(flavour), replicas_sql(flavour)))
+
+
 def binlog_privilege(flavour: Optional[Flavour]) -> str:
     return "BINLOG MONITOR" if flavour is not None and flavour.is_mariadb else "REPLICATION CLIENT"
 

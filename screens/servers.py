@@ -130,14 +130,6 @@ def note_style(row: Mapping) -> Optional[str]:
     return row.get("_note_style")
 
 
-def fleet_states_token(fleet: Fleet, view: DataView):
-    """A server down or connecting changes its row without a new reading (its state, its
-    retry countdown)."""
-    now = view.now()
-    states = (view.state(server.source) for server in fleet.listed())
-    return tuple((state, state.retry_seconds(now)) for state in states if state is not None and not state.connected)
-
-
 class ServersScreen(Screen):
     key = "servers"
     title = "Servers"

@@ -73,7 +73,7 @@ def test_a_desynced_node_and_back_with_the_header_alarm_on_another_screen(cluste
         # off the Galera screen its readings come every 5 s, for the alarm alone
         term.wait_until(lambda s: f"galera {victim.address} Donor/Desynced" in alarm_of(s), timeout=20,
                         what="the alarm on the Servers screen")
-        term.send("5")  # the Galera screen
+        term.go("Galera")
         screen = term.wait_until(lambda s: "Donor/Desynced" in row_of(s, victim.address), timeout=15,
                                  what="the desynced row")
         assert "wsrep_desync=ON" in row_of(screen, victim.address)

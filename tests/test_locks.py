@@ -375,7 +375,7 @@ def locks_screen(*hosts, alarm=None) -> LocksScreen:
 def test_the_alarm_names_the_longest_wait_of_the_fleet_and_how_many_more():
     screen = locks_screen("db1", "db2", "db3")
     assert screen.threshold == 10.0  # the default
-    assert [name for name, _pace in screen.alarm_readings()] == [
+    assert [name for name, _pace in screen.alarm_readings(AlarmView({}))] == [
         "mysql.lockalarm.db1:3306", "mysql.lockalarm.db2:3306", "mysql.lockalarm.db3:3306"]
     view = AlarmView({"mysql.lockalarm.db1:3306": AlarmReading(LongestWait(12, 5, 6, 30, False)),
                       "mysql.lockalarm.db2:3306": AlarmReading(LongestWait(95, 7, 8, 120, True)),
@@ -386,5 +386,5 @@ def test_the_alarm_names_the_longest_wait_of_the_fleet_and_how_many_more():
 
 def test_a_lock_wait_alarm_of_0_reads_nothing_for_it():
     screen = locks_screen("db1", alarm=0.0)
-    assert screen.alarm_readings() == ()
+    assert screen.alarm_readings(AlarmView({})) == ()
     assert screen.alarm(AlarmView({"mysql.lockalarm.db1:3306": AlarmReading(LongestWait(600, 5, 6, 900, True))})) is None

@@ -162,7 +162,7 @@ def test_a_stopped_sql_thread_is_in_the_row_and_the_header_alarm(topology, proxy
                                                      s) is not None, timeout=20, what="the stopped SQL thread")
         assert f"! {replica.address} SQL thread stopped" in screen
         # the alarm is the header's on every screen of the half, from the servers' own readings
-        term.send("3")
+        term.go("Status")
         term.wait_for(f"! {re.escape(replica.address)} SQL thread stopped", timeout=15)
     finally:
         replica.query("START SLAVE SQL_THREAD")
