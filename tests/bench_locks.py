@@ -95,13 +95,17 @@ def live(waiters: int, rounds: int) -> Optional[Tuple[float, float, int, int]]:
         for _ in range(waiters):
             threading.Thread(target=wait_on, args=(server, barrier), daemon=True).start()
         barrier.wait()
-        count = 0
-        while time.monotonic() - started < 300:
+        count = last = 0
+        while time.monotonic() - started < 300:  # until every waiter waits (the count stops growing)
             count = server.query("SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS")[0][0]
-            if count >= waiters:
+            waiting = server.query("SELECT COUNT(*) FROM information_schema.INNODB_TRX "
+                                   "WHERE trx_state = 'LOCK WAIT'")[0][0]
+            if waiting >= waiters and count == last:
                 break
-            time.sleep(0.5)
-        print(f"  {count} lock waits on one row after {time.monotonic() - started:.1f} s")
+            last = count
+            time.sleep(1.0)
+        print(f"  {waiting} transactions waiting, {count} (waiter, blocker) pairs in INNODB_LOCK_WAITS "
+              f"after {time.monotonic() - started:.1f} s")
         endpoint = Endpoint(host=server.host, port=server.port, user=server.user, password=server.password)
         fleet = Fleet(Credentials(user=endpoint.user), endpoint.timeout, discover=False)
         fleet.add_explicit(endpoint)
@@ -113,15 +117,22 @@ def live(waiters: int, rounds: int) -> Optional[Tuple[float, float, int, int]]:
         view.add(collector.collect(session))  # the first: connection set up, nothing measured
         collect_s = rows_s = 0.0
         shown = 0
+        walls = []
         for _ in range(rounds):
             begun = time.process_time()
+            wall = time.monotonic()
             reading = collector.collect(session)
             collected = time.process_time()
+            walls.append(time.monotonic() - wall)
+            if reading.error or reading.denied:
+                print(f"  the reading failed: {reading.error or reading.denied}")
             view.add(reading)
             shown = len(screen.arrange(screen.rows(view), state))
             finished = time.process_time()
             collect_s += collected - begun
             rows_s += finished - collected
+        print(f"  {len(reading.waits.rows)} pairs read, {len(reading.sessions.rows)} sessions; each reading took "
+              f"{sorted(walls)[len(walls) // 2] * 1000:.0f} ms of wall time (median; the server's share included)")
         return collect_s / rounds * 1000, rows_s / rounds * 1000, shown, count
     finally:
         if holder is not None:
