@@ -154,7 +154,7 @@ class SendersLink:
             self._made = (token, sender_figures(before, now, seconds_between(previous, current), wanted))
         return self._made[1]
 
-    def detail(self, row: Dict[str, Any], server: Server, config, view: DataView) -> Detail:
+    def detail(self, row: Dict[str, Any], server: Server, fleet: Optional[Fleet], config, view: DataView) -> Detail:
         text = row.get("full_text")
         title = f"Statement {row.get('digest')} on {server.key}: the ProxySQL digests that send it"
         lines: List[Line] = [(("Statement  ", "label"), (statements.one_line(text) or "(no digest text)", None)),
@@ -171,7 +171,13 @@ class SendersLink:
         lines.append(((f"Reads ProxySQL's {MYSQL_TABLES.digest} while this view is open, every "
                        f"{units.interval(interval) if interval else units.MISSING} (at least {floor:g} s apart, as "
                        "the Queries screen: each read copies ProxySQL's digest map).", "dim"),))
-        if hostgroups is None:
+        fleet_discovers = bool(getattr(fleet, "discover", False))
+        if hostgroups is None and not fleet_discovers:
+            lines.append(((f"Which hostgroups of ProxySQL hold {server.key} is not known: runtime_mysql_servers is "
+                           "not read (--no-discover).", "dim"),))
+        elif hostgroups is None and view.latest(DISCOVERY) is None:
+            lines.append((("reading ProxySQL's runtime_mysql_servers\u2026 (which hostgroups hold this server)", "dim"),))
+        elif hostgroups is None:
             lines.append(((f"{server.key} is in no hostgroup of ProxySQL (runtime_mysql_servers does not list it): "
                            "the digests below, if any, went to other servers.", "warning"),))
         else:

@@ -210,7 +210,7 @@ class StatementsScreen(OneServer, Screen):
         fresh = next((r for r in self.rows(view) if r.get("_id") == row.get("_id")), row)
         if self.link_open:
             self.fleet.sync_discovered()  # its hostgroups, discovered since (no I/O)
-            return self.link.detail(fresh, server, self.config, view)
+            return self.link.detail(fresh, server, self.fleet, self.config, view)
         return statement_detail(fresh, server.key)
 
     # --- the link to ProxySQL (S) ----------------------------------------------------------------

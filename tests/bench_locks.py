@@ -24,6 +24,7 @@ from typing import Optional, Sequence, Tuple
 
 from proxytop.collectors.innodb import MySQLSource
 from proxytop.collectors.innodb_fleet import Fleet
+from proxytop.collectors import mysql_locks
 from proxytop.collectors.mysql_locks import LockWaits
 from proxytop.config.mysql_options import Credentials
 from proxytop.core import Snapshot
@@ -148,8 +149,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--rounds", type=int, default=10, help="readings measured")
     parser.add_argument("--waiters", type=int, default=WAITERS, help="sessions waiting for the row lock")
     parser.add_argument("--profile", action="store_true", help="print where the time goes (cProfile)")
+    parser.add_argument("--time-limit", type=int, metavar="SECONDS",
+                        help="the server's time limit of each statement instead of the collector's "
+                             f"{mysql_locks.STATEMENT_SECONDS} s (to see what a reading would cost past it)")
     args = parser.parse_args(argv)
     os.environ.setdefault("HOME", "/nonexistent")
+    if args.time_limit:
+        mysql_locks.STATEMENT_SECONDS = args.time_limit  # read by timed() at each statement
     print(f"Locks at {args.waiters} waiting sessions, CPU per reading; {machine()}")
     if args.profile:
         import cProfile
