@@ -181,7 +181,8 @@ class SendersLink:
             lines.append(((f"{server.key} is in no hostgroup of ProxySQL (runtime_mysql_servers does not list it): "
                            "the digests below, if any, went to other servers.", "warning"),))
         else:
-            lines.append(((f"{server.key} is in hostgroup {', '.join(str(h) for h in hostgroups)} of ProxySQL "
+            named = ", ".join(str(h) for h in hostgroups)
+            lines.append(((f"{server.key} is in hostgroup{'s' if len(hostgroups) > 1 else ''} {named} of ProxySQL "
                            "(* below: a hostgroup of this server).", "dim"),))
         error = view.error(QueryDigest.name)
         senders = self.senders(view, text)

@@ -397,7 +397,7 @@ def test_s_on_a_statement_shows_the_proxysql_digests_that_send_it(proxytop_term,
                                  what="ProxySQL's digest of the statement in this server's hostgroup")
         assert "the ProxySQL digests that send it" in screen and "This server" in screen
         assert "Reads ProxySQL's stats_mysql_query_digest while this view is open, every" in screen
-        assert "is in hostgroup 10, 20" in screen and "Served by hostgroups" in screen
+        assert "is in hostgroups 10, 20 of ProxySQL" in screen and "Served by hostgroups" in screen
         assert not re.search(r"^[* ] \S+\s+\S+\s+\S+\s+.*sbtest2", screen, re.M)  # only this statement's digests
         term.send(ESC)
         term.wait_until(lambda s: "the ProxySQL digests that send it" not in s and "Digest text" in s,
