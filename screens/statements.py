@@ -21,7 +21,9 @@ from proxytop.collectors.mysql_statements import StatementsReading
 from proxytop.metrics import statements, units
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.one_server import OneServer, server_bindings
+from proxytop.screens.keys import Binding
 from proxytop.screens.proclist import wrapped
+from proxytop.screens.senders import SendersLink
 from proxytop.screens.table import Column, Row
 
 Segment = Tuple[str, Optional[str]]
@@ -143,11 +145,15 @@ class StatementsScreen(OneServer, Screen):
     tiebreak = ("digest",)
     default_interval = 10.0
     live_detail = True
-    bindings = server_bindings("the statements")
+    bindings = (Binding(("S",), "senders", "the ProxySQL digests that send the selected statement, beside this "
+                        "server's figures (ProxySQL's digest, read while open)", "S ProxySQL"),) \
+        + server_bindings("the statements")
 
     def __init__(self, config=None, fleet: Optional[Fleet] = None):
         super().__init__(config, fleet)
         self._frame: Tuple[Any, List[Row]] = (None, [])
+        self.link = SendersLink()
+        self.link_open = False  # the detail shown is the link's (S), not the statement's (Enter)
 
     def reading_name(self, server: Server) -> str:
         return server.statements_name
@@ -202,7 +208,29 @@ class StatementsScreen(OneServer, Screen):
             return None
         # it follows new readings: the row of the same digest in the latest rows
         fresh = next((r for r in self.rows(view) if r.get("_id") == row.get("_id")), row)
+        if self.link_open:
+            self.fleet.sync_discovered()  # its hostgroups, discovered since (no I/O)
+            return self.link.detail(fresh, server, self.fleet, self.config, view)
         return statement_detail(fresh, server.key)
+
+    # --- the link to ProxySQL (S) ----------------------------------------------------------------
+    def detail_collectors(self, row: Row) -> List[str]:
+        return self.link.collectors(self.config, self.fleet) if self.link_open else []
+
+    def detail_closed(self) -> None:
+        self.link_open = False
+
+    def on_show(self, selected) -> None:
+        super().on_show(selected)
+        self.link_open = False  # a detail left by switching screens: Enter opens the statement's again
+
+    def action_senders(self, controller) -> None:
+        row = controller.selected_row()
+        if row is None or "digest" not in row:
+            controller.say("no statement selected", "error")
+            return
+        self.link_open = True
+        controller.do_open()
 
 
 SCREEN = StatementsScreen

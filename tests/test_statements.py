@@ -352,6 +352,81 @@ def test_s_on_a_queries_digest_shows_it_beside_the_same_statement_on_its_backend
         loader.join(10)
 
 
+# ----- the reverse link: from a server's statement to ProxySQL's digests (Statements, S) ---------------------
+
+def sbtest_load(server, stop: threading.Event) -> None:
+    conn = server.connect(database="sbtest")
+    try:
+        with conn.cursor() as cursor:
+            while not stop.is_set():
+                cursor.execute("SELECT c FROM sbtest1 WHERE id=%s", (1,))
+                cursor.fetchall()
+                stop.wait(0.02)
+    finally:
+        conn.close()
+
+
+def sbtest_table(server) -> None:
+    server.query("CREATE DATABASE IF NOT EXISTS sbtest")
+    server.query("CREATE TABLE IF NOT EXISTS sbtest.sbtest1 (id INT PRIMARY KEY, k INT, c CHAR(120), pad CHAR(60))")
+    server.query("REPLACE INTO sbtest.sbtest1 VALUES (1, 1, 'c', 'p'), (2, 2, 'c', 'p')")
+
+
+POINT_SELECT = "SELECT `c` FROM `sbtest1` WHERE ID = ?"
+
+
+def test_s_on_a_statement_shows_the_proxysql_digests_that_send_it(proxytop_term, proxysql_double, server):
+    """The reverse of the link above: the server's point select, and the ProxySQL double's digest
+    of it (its recording has sysbench's) in the hostgroups of that server, ProxySQL's figures
+    beside the server's; the view reads ProxySQL's digest while open and says at what pace."""
+    point_double_at(proxysql_double, server, "monitor", "monitor")
+    sbtest_table(server)
+    stop = threading.Event()
+    loader = threading.Thread(target=sbtest_load, args=(server, stop), daemon=True)
+    loader.start()
+    try:
+        term = proxytop_term("-P", str(proxysql_double.port), "-u", "admin", "-p", "admin", "--screen", "statements",
+                             "--mysql-user", server.user, "--mysql-password", server.password, cols=200, rows=40)
+        term.wait_until(lambda s: POINT_SELECT in s, timeout=40, what="the server's point select")
+        term.send("/")
+        term.send("text:^SELECT..c..FROM..sbtest1..WHERE.ID.=.\\?" + ENTER)
+        term.wait_until(lambda s: POINT_SELECT in s and "Digest text" in s, what="the filtered table")
+        term.send("S")
+        line = r"^\* 10\s+\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+0x"  # HG 10 (this server's), user, schema, figures, digest
+        screen = term.wait_until(lambda s: re.search(line, s, re.M) is not None, timeout=40,
+                                 what="ProxySQL's digest of the statement in this server's hostgroup")
+        assert "the ProxySQL digests that send it" in screen and "This server" in screen
+        assert "Reads ProxySQL's stats_mysql_query_digest while this view is open, every" in screen
+        assert "is in hostgroups 10, 20 of ProxySQL" in screen and "Served by hostgroups" in screen
+        assert not re.search(r"^[* ] \S+\s+\S+\s+\S+\s+.*sbtest2", screen, re.M)  # only this statement's digests
+        term.send(ESC)
+        term.wait_until(lambda s: "the ProxySQL digests that send it" not in s and "Digest text" in s,
+                        what="the table again")
+        term.send(ENTER)  # Enter still opens the statement's own detail
+        term.wait_until(lambda s: "rows per call" in s, what="the statement's detail")
+    finally:
+        stop.set()
+        loader.join(10)
+
+
+def test_s_with_only_mysql_says_no_proxysql_is_watched(proxytop_term, server):
+    sbtest_table(server)
+    stop = threading.Event()
+    loader = threading.Thread(target=sbtest_load, args=(server, stop), daemon=True)
+    loader.start()
+    try:
+        term = proxytop_term(*mysql_args(server), "--screen", "statements", cols=200, rows=30)
+        term.wait_until(lambda s: POINT_SELECT in s, timeout=30, what="the server's point select")
+        term.send("S")
+        screen = term.wait_until(lambda s: "No ProxySQL is watched (--mysql alone)" in s, what="the one line")
+        assert "Reads ProxySQL" not in screen
+        term.send("q")
+        assert term.wait_exit(5) == 0
+    finally:
+        stop.set()
+        loader.join(10)
+
+
 class LinkView:
     """The DataView calls the link makes: each server's two statement readings, its state."""
 
