@@ -7,6 +7,11 @@ settings and counters of its group commit.
 
 Read only while the Replication screen is shown. A statement refused for a privilege is
 named in the reading and asked again a minute later (as ServerStatus does), the rest still read.
+What rarely changes is read on a new connection and then every ROLE_EVERY (10) seconds, as
+ServerStatus reads the role variables: the variables (settings, and the GTID positions the
+primary's detail shows; a MariaDB channel's Trx<IO takes the applied position from its own
+row's Gtid_Slave_Pos, read every time) and the replicas connected. A steady primary then costs
+three statements a reading, a replica two or three.
 """
 from __future__ import annotations
 
@@ -16,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Deque, Dict, Mapping, Optional, Tuple
 
 from proxytop.collectors.innodb import MySQLSession, counter
-from proxytop.collectors.mysql_server import (Channel, OneServerCollector, channels_from, replication_privilege,
-                                              replication_sql)
+from proxytop.collectors.mysql_server import (ROLE_EVERY, Channel, OneServerCollector, channels_from,
+                                              replication_privilege, replication_sql)
 from proxytop.core import Table
 from proxytop.metrics.innodb import Flavour
 from proxytop.polling.connection import Endpoint
@@ -127,12 +132,24 @@ class ReplicationStatus(OneServerCollector):
     def __init__(self, endpoint: Endpoint, clock=time.monotonic):
         super().__init__(endpoint, clock)
         self._lags: Dict[Tuple[str, str], Deque[Optional[int]]] = {}
+        # (connection, read at, values): re-read on a new connection and every ROLE_EVERY seconds
+        self._variables: Tuple[object, float, Dict[str, object]] = (None, 0.0, {})
+        # (connection, read at, replicas, (denied or None), error or None)
+        self._replicas: Tuple[object, float, Tuple[Tuple[str, str], ...], Optional[Tuple[str, str]],
+                              Optional[str]] = (None, 0.0, (), None, None)
+
+    def rare_variables(self, session: MySQLSession, now: float) -> Dict[str, object]:
+        conn, read_at, values = self._variables
+        if conn is not session.conn or now - read_at >= ROLE_EVERY:
+            values = {str(name): value for name, value in session.query(VARIABLES_SQL).rows}
+            self._variables = (session.conn, now, values)
+        return values
 
     def collect(self, session: MySQLSession) -> ReplicationReading:
         now = self.clock()
         session.retry_denied(now)
         flavour = session.flavour
-        variables = {str(name): value for name, value in session.query(VARIABLES_SQL).rows}
+        variables = self.rare_variables(session, now)
         status = {str(name): counter(value) for name, value in session.query(STATUS_SQL).rows}
         denied, errors = [], []
 
@@ -157,14 +174,24 @@ class ReplicationStatus(OneServerCollector):
             elif refused:
                 denied.append(("the binary log position", binlog_privilege(flavour)))
             errors += [error] if error else []
-            sql = replicas_sql(flavour)
-            table, refused, error = session.read_unless_denied(sql, sql, now)
-            if table is not None:
-                reading["replicas"] = replicas_from(table)
-            elif refused:
-                denied.append(("the replicas connected", replicas_privilege(flavour)))
+            replicas, refused_what, error = self.replicas(session, flavour, now)
+            reading["replicas"] = replicas
+            denied += [refused_what] if refused_what else []
             errors += [error] if error else []
         return ReplicationReading(channels=channels, denied=tuple(denied), errors=tuple(errors), **reading)
+
+    def replicas(self, session: MySQLSession, flavour: Optional[Flavour], now: float):
+        """(replicas connected, (what, privilege) when refused, error), asked on a new
+        connection and then every ROLE_EVERY seconds (replicas come and go rarely)."""
+        conn, read_at, replicas, refused_what, error = self._replicas
+        if conn is session.conn and now - read_at < ROLE_EVERY:
+            return replicas, refused_what, error
+        sql = replicas_sql(flavour)
+        table, refused, error = session.read_unless_denied(sql, sql, now)
+        replicas = replicas_from(table) if table is not None else ()
+        refused_what = ("the replicas connected", replicas_privilege(flavour)) if table is None and refused else None
+        self._replicas = (session.conn, now, replicas, refused_what, error)
+        return replicas, refused_what, error
 
     def channels(self, table: Table) -> Tuple[ChannelStatus, ...]:
         """Each channel with its full row and its lag history (kept here, bounded)."""

@@ -21,7 +21,10 @@ read at the start and the end of a window of at least 30 s. Figures:
   divided by 500), the largest resident memory (psutil RSS) and the threads;
 - the Servers screen with only --mysql (no ProxySQL): 3 servers, ms per 1 s refresh, and 200
   servers (read as a fleet that large is), ms CPU per server reading; the Replication screen
-  the same way (each server a primary: its binary log and replicas read too).
+  the same way (each server a primary: its binary log and replicas read too);
+- the Galera screen at 200 servers, ms CPU per server reading: one MariaDB without wsrep (one
+  statement a reading), then a one-node Galera cluster (tests/galera.py: wsrep on, Synced; both
+  statements a reading, each server a row) reached through 200 sockets, when galera-4 is installed.
 
 ConnPool may cost no more than the original proxytop (github.com/sysown/proxytop, one Python
 script), which cost 2.5 ms per refresh on the same load where the target was set; a machine
@@ -61,7 +64,8 @@ TARGET_OTHER_MS = 4.0
 TARGET_PER_SERVER_MS = 0.3  # InnoDB at 500 servers, per server reading
 TARGET_FLEET_RSS_MB = 80.0
 TARGET_SERVERS_PER_SERVER_MS = 1.0  # the Servers screen at 200 servers, per server reading
-TARGET_REPLICATION_PER_SERVER_MS = 2.0  # the Replication screen at 200 servers (five statements a reading)
+TARGET_REPLICATION_PER_SERVER_MS = 2.0  # the Replication screen at 200 servers (three statements a reading, two more every 10 s)
+TARGET_GALERA_PER_SERVER_MS = 2.0  # the Galera screen at 200 servers (one statement without wsrep, two with)
 FLEET_INTERVAL = 5.0  # proxytop.collectors.innodb_fleet.fleet_min_interval(500)
 SCREENS = ("connpool", "queryrules", "glostat", "proclist", "comcount", "iostat")
 READY = {  # text the screen shows once its rows are there
@@ -169,6 +173,57 @@ def measure_servers(seconds: float, counts=(3, 200), screen: str = "servers",
             found.append((count, interval, figures))
     finally:
         fleet.stop()
+    return found
+
+
+class GaleraFleet(MySQLFleet):
+    """A one-node Galera cluster (tests/galera.py, wsrep on, Synced) reached through ``count``
+    socket paths, as MySQLFleet's MariaDB is."""
+
+    def start(self) -> "GaleraFleet":
+        from tests.galera import PROVIDER, GaleraCluster
+
+        self.cluster = None
+        try:
+            if not os.path.exists(PROVIDER):
+                raise RuntimeError(f"{PROVIDER} not found")
+            cluster = GaleraCluster(1, name="proxytop-bench-galera")
+            cluster.nodes[0].options["max_connections"] = "1200"
+            self.cluster = cluster.start()
+            self.server = cluster.nodes[0]
+        except Exception as exc:  # the other figures still count
+            self.problem = f"no Galera node: {str(exc).splitlines()[0]}"
+            self.server = None
+        return self
+
+    def stop(self) -> None:
+        if self.cluster is not None:
+            self.cluster.stop()
+            self.server = None
+        super().stop()
+
+
+def measure_galera(seconds: float, count: int = 200) -> List[Tuple[str, float, Dict[str, float]]]:
+    """The Galera screen alone watching ``count`` servers: without wsrep (no rows, one
+    statement a reading), then with (a one-node cluster: a row each, both statements):
+    [(what, interval, figures)]."""
+    interval = max(1.0, fleet_min_interval(count))
+    found = []
+    for what, make, ready in (
+            ("no wsrep", MySQLFleet, lambda s: f"none of the {count} watched server(s) has wsrep on" in s),
+            ("wsrep on", GaleraFleet, lambda s: f"{count} rows" in s and "Synced" in s)):
+        fleet = make().start()
+        if fleet.server is None:
+            print(f"  Galera {what}: skipped ({fleet.problem})", flush=True)
+            fleet.stop()
+            continue
+        try:
+            argv = ["--screen", "galera", "-d", "1"] + fleet.args(count)
+            figures = measure(Scenario("galera", argv, interval, ready=""), seconds, settle=2 * interval + 1,
+                              ready=ready)
+            found.append((what, interval, figures))
+        finally:
+            fleet.stop()
     return found
 
 
@@ -334,6 +389,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 print(f"  {title + ' ' + str(count):<14} {figures['ms_per_s']:>10.3f} {per_s:>9.3f} {value:>7.3f} "
                       f"{what:<18} {'<= %g ms' % target:>14}  {'yes' if ok else 'NO'}  "
                       f"({count} servers every {interval:g} s, {figures['rss_mb']:.1f} MB)", file=out, flush=True)
+        if not wanted or any("galera".startswith(w) for w in wanted):
+            count = 200
+            for what, interval, figures in measure_galera(args.seconds, count):
+                per_s = per_second(figures)
+                value = per_s * interval / count
+                ok = value <= TARGET_GALERA_PER_SERVER_MS
+                missed |= not ok
+                print(f"  {'Galera ' + str(count):<14} {figures['ms_per_s']:>10.3f} {per_s:>9.3f} {value:>7.3f} "
+                      f"{'ms per server reading':<18} {'<= %g ms' % TARGET_GALERA_PER_SERVER_MS:>14}  "
+                      f"{'yes' if ok else 'NO'}  ({what}: {count} servers every {interval:g} s, "
+                      f"{figures['rss_mb']:.1f} MB)", file=out, flush=True)
     finally:
         double.stop()
     if missed:

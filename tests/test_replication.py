@@ -374,3 +374,50 @@ def test_a_replication_reading_survives_a_recording():
         binlog_file="mariadb-bin.000002", binlog_position=1234, replicas=(("2", "localhost:3392"),),
         denied=(("the replicas connected", "REPLICATION MASTER ADMIN"),))
     assert loads(dumps(reading)) == reading
+
+
+# ----- what each reading sends -----------------------------------------------------------------------
+
+class CountingSession:
+    """A MariaDB primary with one replica connected, answering the collector's statements."""
+
+    def __init__(self):
+        from proxytop.metrics.innodb import Flavour
+        self.conn, self.flavour, self.sent = object(), Flavour("MariaDB", (10, 11, 6)), []
+
+    def query(self, sql):
+        self.sent.append(sql)
+        if "VARIABLES" in sql:
+            return Table(("Variable_name", "Value"), (("log_bin", "ON"), ("sync_binlog", "1")))
+        if sql == "SHOW MASTER STATUS":
+            return Table(("File", "Position"), (("b.000001", 328),))
+        if sql == "SHOW SLAVE HOSTS":
+            return Table(("Server_id", "Host", "Port", "Master_id"), ((2, "localhost", 3392, 1),))
+        return Table(("Variable_name", "Value"), ())
+
+    def read_unless_denied(self, key, sql, now):
+        return self.query(sql), False, None
+
+    def retry_denied(self, now):
+        pass
+
+
+def test_variables_and_replicas_are_read_every_10_s_the_rest_every_reading():
+    from proxytop.collectors.replication import ReplicationStatus
+    clock = [0.0]
+    collector = ReplicationStatus(Endpoint(host="db", port=1, socket=None, user="u", password="", timeout=1.0),
+                                  clock=lambda: clock[0])
+    session = CountingSession()
+    readings = []
+    for second in range(11):  # 0..10 s
+        clock[0] = float(second)
+        readings.append(collector.collect(session))
+    per_kind = {kind: sum(kind in sql for sql in session.sent) for kind in ("VARIABLES", "STATUS", "SLAVES", "HOSTS")}
+    # SHOW GLOBAL STATUS, SHOW ALL SLAVES STATUS, SHOW MASTER STATUS each reading; the others at 0 and 10 s
+    assert per_kind == {"VARIABLES": 2, "STATUS": 11 + 11 + 11, "SLAVES": 11, "HOSTS": 2}, session.sent
+    assert all(r.replicas == (("2", "localhost:3392"),) and r.log_bin for r in readings)
+    session.conn = object()  # a new connection: asked again at once
+    clock[0] = 10.5
+    before = len(session.sent)
+    collector.collect(session)
+    assert sum("VARIABLES" in sql or "HOSTS" in sql for sql in session.sent[before:]) == 2
