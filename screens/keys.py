@@ -88,9 +88,8 @@ GLOBAL_BINDINGS: Sequence[Binding] = (
     Binding(("-",), "slower", "longer refresh interval"),
     Binding(("p", " "), "pause", "pause / resume polling", "p pause"),
     Binding(("m",), "switch_side", "ProxySQL screens: switch between the MySQL and the PostgreSQL side (ProxySQL 3.0+)"),
-    Binding(("M",), "switch_half", "the MySQL servers' screens, and back to the ProxySQL screens "
-            "(on a backend's row or health view: the Servers screen on that server; on a digest: on the servers "
-            "of its hostgroups)", "M servers"),
+    Binding(("M",), "switch_half", "the MySQL servers' screens and back (on a backend, its health view or a "
+            "digest: the Servers screen on its servers)", "M servers"),
     Binding(("KEY_UP",), "up", "move the cursor up"),
     Binding(("KEY_DOWN",), "down", "move the cursor down"),
     Binding(("KEY_PPAGE",), "page_up", "page up"),

@@ -238,7 +238,7 @@ class ReplicationScreen(Screen):
                help="the lag ProxySQL's monitor last measured (monitor.mysql_server_replication_lag_log)"),
         Column("binlog", "Binlog", 26, "<", numeric=False, priority=3,
                help="a primary: the binary log file and position written (SHOW MASTER STATUS)"),
-        Column("binlog_s", "Binlog/s", 9, fmt=units.size_rate, priority=3,
+        Column("binlog_s", "Binlog/s", 9, fmt=units.size, priority=3,
                help="a primary: bytes written to the binary log per second (Binlog_bytes_written, else the position)"),
         Column("per_group", "Cmt/grp", 7, fmt=units.number, priority=6,
                help="a primary (MariaDB): commits per binary log group commit, over the interval "

@@ -13,7 +13,7 @@ import pytest
 
 from proxytop.core import Table
 from proxytop.collectors.proxysql_stats import ProcessList
-from proxytop.polling.connection import Endpoint, open_admin, run_query
+from proxytop.polling.connection import Endpoint, admin_statement, open_admin, run_query
 from proxytop.screens.filters import parse
 from proxytop.screens.table import TableState, sort_rows
 from screens.proclist import IDLE, ProcListScreen, session_rows, summary
@@ -95,7 +95,7 @@ def both(served, transform):
         return frozen[0]
     double.transforms[TABLE] = once
     columns = ProcessList().collect(session)
-    rows = run_query(session.conn, SQL)
+    rows = run_query(session.conn, admin_statement(SQL))  # as proxytop sends any statement
     assert columns == rows
     return columns, rows
 
