@@ -151,6 +151,44 @@ def test_a_three_level_chain_is_shown_as_a_tree_and_b_opens_its_head_in_sessions
             session.close(rows_to_lock)
 
 
+def wait_of(screen: str, session_id: int) -> Optional[int]:
+    """The Wait cell of a waiter's row, in seconds (None: no such row yet)."""
+    found = re.match(rf"\s*\u2514 {session_id}\s+(\d+)s\s", row_of(screen, session_id))
+    return int(found.group(1)) if found else None
+
+
+def test_two_waiters_under_their_blocker_wait_longer_and_the_alarm_clears(proxytop_term, rows_to_lock):
+    """A holds id 4; B and C queue for it: both show under A (C's wait for B's queued request
+    is not a lock held), their waits grow, the header warns; when A commits, all is clear."""
+    a, b, c = sessions = [Session(rows_to_lock) for _ in range(3)]
+    try:
+        a.run("BEGIN")
+        a.run("UPDATE t SET v = v + 1 WHERE id = 4")
+        b.start("UPDATE t SET v = v + 2 WHERE id = 4")
+        wait_for_lock_wait(rows_to_lock, b)
+        c.start("UPDATE t SET v = v + 3 WHERE id = 4")
+        wait_for_lock_wait(rows_to_lock, c)
+        term = proxytop_term(*mysql_args(rows_to_lock), "--screen", "locks", "--lock-wait-alarm", "1",
+                             cols=200, rows=40)
+        alarm = rf"! lock wait \d+s on {re.escape(rows_to_lock.address)} \(blocker: thread {a.id}"
+        screen = term.wait_until(lambda s: re.match(rf"\s*{a.id}\s.*idle in trx", row_of(s, a.id))
+                                 and wait_of(s, b.id) is not None and wait_of(s, c.id) is not None
+                                 and re.search(alarm, s) is not None, timeout=20, what="A with B and C under it")
+        assert "2 sessions waiting in 1 chain" in screen
+        before = (wait_of(screen, b.id), wait_of(screen, c.id))
+        term.wait_until(lambda s: (wait_of(s, b.id) or 0) > before[0] and (wait_of(s, c.id) or 0) > before[1],
+                        timeout=15, what="both waits growing")
+        a.run("COMMIT")  # B gets the row and commits (autocommit), then C
+        b.thread.join(15)
+        c.thread.join(15)
+        assert b.error is None and c.error is None
+        term.wait_until(lambda s: "no session waits for a lock" in s and re.search(alarm, s) is None,
+                        timeout=20, what="no wait and no alarm")
+    finally:
+        for session in sessions:
+            session.close(rows_to_lock)
+
+
 def test_the_header_warns_of_a_long_lock_wait_on_another_screen(proxytop_term, rows_to_lock):
     a, b = Session(rows_to_lock), Session(rows_to_lock)
     try:
