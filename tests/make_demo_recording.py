@@ -5,12 +5,12 @@ against the ports of a real setup:
 
 - the ProxySQL admin test double (tests/proxysql_double.py) on 127.0.0.1:6032, serving the
   tables recorded from a real ProxySQL 2.7.2 under sysbench load, whose backends are
-  127.0.0.1:3311 (writer), 3312 and 3313 (readers);
+  127.0.0.1:3311 (writer), 3312 and 3313 (readers, replicas of the writer);
 - three throw-away MariaDB servers (tests/mariadb.py) on exactly those ports: the writer under
   the InnoDB tests' write load (tests/test_innodb_live.py, slow flushing so the checkpoint age
   climbs), performance_schema on (the Statements screen) and with a session idle in an open
   transaction (the Sessions screen's usual blocker), another waiting for its row and a deadlock
-  provoked before the run (the Locks screen's), two idle readers.
+  provoked before the run (the Locks screen's); the two readers replicate its writes.
 
 So every screen has something to show: the pool, rules, counters and sessions from ProxySQL,
 the InnoDB flushing of the writer, and the disk those servers write to (IOstat roles).
@@ -65,6 +65,7 @@ from tests.mariadb import MariaDBServer
 from tests.proxysql_double import RECORDINGS, ProxySQLDouble, Recording, is_monitor_log
 from tests.terminal import proxytop_command
 from tests.test_innodb_live import LOAD_OPTIONS, WriteLoad
+from tests.test_replication import REPL_PASSWORD, REPL_USER, change_master, running, unlogged, wait
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUTPUT = os.path.join(os.path.dirname(HERE), "proxytop", "data", "demo.rec.gz")
@@ -73,6 +74,16 @@ BACKEND_PORTS = (3311, 3312, 3313)  # the backends in the ProxySQL recording: wr
 NEUTRAL_DISK = "sda"
 SHOWN_STATE_FILE = f"~/.local/state/proxytop/{STATE_NAME}"  # where a DBA's own run keeps its baselines
 WARM_UP_LIMIT = 120.0  # seconds to learn the disk's baselines before measuring them instead
+
+
+def replicate(writer, readers) -> None:
+    """Each reader a GTID replica of the writer, from the writer's position now (the load's
+    tables, made next, reach them)."""
+    unlogged(writer, f"CREATE USER '{REPL_USER}'@'%' IDENTIFIED BY '{REPL_PASSWORD}'",
+             f"GRANT REPLICATION SLAVE ON *.* TO '{REPL_USER}'@'%'")
+    for reader in readers:
+        change_master(reader, writer)
+    wait(lambda: all(running(reader) for reader in readers), what="the readers to replicate")
 
 
 def busy_ports(ports) -> List[int]:
@@ -539,8 +550,13 @@ def main(argv=None) -> int:
         return 1
 
     # the writer with performance_schema on: the Statements screen shows its statement digest
-    servers = [MariaDBServer(dict(LOAD_OPTIONS, performance_schema="ON"), name="demo-writer", port=BACKEND_PORTS[0])]
-    servers += [MariaDBServer(name=f"demo-reader{i}", port=port) for i, port in enumerate(BACKEND_PORTS[1:], 1)]
+    # the readers replicate from the writer (the Replication screen's channels, a primary's
+    # binary log): the writer writes one, unlike the InnoDB tests' load
+    writer_options = dict(LOAD_OPTIONS, performance_schema="ON", log_bin="mariadb-bin", server_id="1")
+    writer_options.pop("skip_log_bin")
+    servers = [MariaDBServer(writer_options, name="demo-writer", port=BACKEND_PORTS[0])]
+    servers += [MariaDBServer({"server_id": str(i + 1)}, name=f"demo-reader{i}", port=port)
+                for i, port in enumerate(BACKEND_PORTS[1:], 1)]
     double = None
     load = None
     probes = None
@@ -552,6 +568,7 @@ def main(argv=None) -> int:
             server.start()
             print(f"MariaDB {server.version} on {server.address}", file=sys.stderr)
         writer = servers[0]
+        replicate(writer, servers[1:])
         disk = disk_of(writer.datadir)
         load = WriteLoad(writer, threads=1)
         load.prepare()
