@@ -306,28 +306,32 @@ def test_proxysql_digest_texts_match_mariadbs_digest_text_of_the_same_statements
 
 # ----- the link from a ProxySQL digest (Queries, S) -----------------------------------------------------
 
+def sbtest_load(server, stop: threading.Event) -> None:
+    conn = server.connect(database="sbtest")
+    try:
+        with conn.cursor() as cursor:
+            while not stop.is_set():
+                cursor.execute("SELECT c FROM sbtest1 WHERE id=%s", (1,))
+                cursor.fetchall()
+                stop.wait(0.02)
+    finally:
+        conn.close()
+
+
+def sbtest_table(server) -> None:
+    server.query("CREATE DATABASE IF NOT EXISTS sbtest")
+    server.query("CREATE TABLE IF NOT EXISTS sbtest.sbtest1 (id INT PRIMARY KEY, k INT, c CHAR(120), pad CHAR(60))")
+    server.query("REPLACE INTO sbtest.sbtest1 VALUES (1, 1, 'c', 'p'), (2, 2, 'c', 'p')")
+
+
 def test_s_on_a_queries_digest_shows_it_beside_the_same_statement_on_its_backend(proxytop_term, proxysql_double,
                                                                                  server):
     """The ProxySQL double's backends all point at the real MariaDB (hostgroups 10 and 20); its
     recorded digest has sysbench's point select, which the server runs meanwhile."""
     point_double_at(proxysql_double, server, "monitor", "monitor")
-    server.query("CREATE DATABASE IF NOT EXISTS sbtest")
-    server.query("CREATE TABLE IF NOT EXISTS sbtest.sbtest1 (id INT PRIMARY KEY, k INT, c CHAR(120), pad CHAR(60))")
-    server.query("REPLACE INTO sbtest.sbtest1 VALUES (1, 1, 'c', 'p'), (2, 2, 'c', 'p')")
+    sbtest_table(server)
     stop = threading.Event()
-
-    def load() -> None:
-        conn = server.connect(database="sbtest")
-        try:
-            with conn.cursor() as cursor:
-                while not stop.is_set():
-                    cursor.execute("SELECT c FROM sbtest1 WHERE id=%s", (1,))
-                    cursor.fetchall()
-                    stop.wait(0.02)
-        finally:
-            conn.close()
-
-    loader = threading.Thread(target=load, daemon=True)
+    loader = threading.Thread(target=sbtest_load, args=(server, stop), daemon=True)
     loader.start()
     try:
         term = proxytop_term("-P", str(proxysql_double.port), "-u", "admin", "-p", "admin", "--screen", "queries",
@@ -353,24 +357,6 @@ def test_s_on_a_queries_digest_shows_it_beside_the_same_statement_on_its_backend
 
 
 # ----- the reverse link: from a server's statement to ProxySQL's digests (Statements, S) ---------------------
-
-def sbtest_load(server, stop: threading.Event) -> None:
-    conn = server.connect(database="sbtest")
-    try:
-        with conn.cursor() as cursor:
-            while not stop.is_set():
-                cursor.execute("SELECT c FROM sbtest1 WHERE id=%s", (1,))
-                cursor.fetchall()
-                stop.wait(0.02)
-    finally:
-        conn.close()
-
-
-def sbtest_table(server) -> None:
-    server.query("CREATE DATABASE IF NOT EXISTS sbtest")
-    server.query("CREATE TABLE IF NOT EXISTS sbtest.sbtest1 (id INT PRIMARY KEY, k INT, c CHAR(120), pad CHAR(60))")
-    server.query("REPLACE INTO sbtest.sbtest1 VALUES (1, 1, 'c', 'p'), (2, 2, 'c', 'p')")
-
 
 POINT_SELECT = "SELECT `c` FROM `sbtest1` WHERE ID = ?"
 
