@@ -6,6 +6,7 @@ the terminal; and the statement key on ProxySQL's real digest texts against Mari
 DIGEST_TEXT of the same statements."""
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -318,6 +319,20 @@ def sbtest_load(server, stop: threading.Event) -> None:
         conn.close()
 
 
+@contextlib.contextmanager
+def point_selects_running(server):
+    """sysbench's table, and its point select running on ``server`` while the block runs."""
+    sbtest_table(server)
+    stop = threading.Event()
+    loader = threading.Thread(target=sbtest_load, args=(server, stop), daemon=True)
+    loader.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        loader.join(10)
+
+
 def sbtest_table(server) -> None:
     server.query("CREATE DATABASE IF NOT EXISTS sbtest")
     server.query("CREATE TABLE IF NOT EXISTS sbtest.sbtest1 (id INT PRIMARY KEY, k INT, c CHAR(120), pad CHAR(60))")
@@ -329,11 +344,7 @@ def test_s_on_a_queries_digest_shows_it_beside_the_same_statement_on_its_backend
     """The ProxySQL double's backends all point at the real MariaDB (hostgroups 10 and 20); its
     recorded digest has sysbench's point select, which the server runs meanwhile."""
     point_double_at(proxysql_double, server, "monitor", "monitor")
-    sbtest_table(server)
-    stop = threading.Event()
-    loader = threading.Thread(target=sbtest_load, args=(server, stop), daemon=True)
-    loader.start()
-    try:
+    with point_selects_running(server):
         term = proxytop_term("-P", str(proxysql_double.port), "-u", "admin", "-p", "admin", "--screen", "queries",
                              "--mysql-user", server.user, "--mysql-password", server.password, cols=200, rows=40)
         term.wait_until(lambda s: "SELECT c FROM sbtest1 WHERE id=?" in s, timeout=20, what="the digest")
@@ -351,9 +362,6 @@ def test_s_on_a_queries_digest_shows_it_beside_the_same_statement_on_its_backend
         term.wait_until(lambda s: "on its backends" not in s and "Digest text" in s, what="the table again")
         term.send(ENTER)  # Enter still opens the digest's own detail
         term.wait_until(lambda s: "Route through the runtime query rules" in s, what="the digest's detail")
-    finally:
-        stop.set()
-        loader.join(10)
 
 
 # ----- the reverse link: from a server's statement to ProxySQL's digests (Statements, S) ---------------------
@@ -366,11 +374,7 @@ def test_s_on_a_statement_shows_the_proxysql_digests_that_send_it(proxytop_term,
     of it (its recording has sysbench's) in the hostgroups of that server, ProxySQL's figures
     beside the server's; the view reads ProxySQL's digest while open and says at what pace."""
     point_double_at(proxysql_double, server, "monitor", "monitor")
-    sbtest_table(server)
-    stop = threading.Event()
-    loader = threading.Thread(target=sbtest_load, args=(server, stop), daemon=True)
-    loader.start()
-    try:
+    with point_selects_running(server):
         term = proxytop_term("-P", str(proxysql_double.port), "-u", "admin", "-p", "admin", "--screen", "statements",
                              "--mysql-user", server.user, "--mysql-password", server.password, cols=200, rows=40)
         term.wait_until(lambda s: POINT_SELECT in s, timeout=40, what="the server's point select")
@@ -390,9 +394,6 @@ def test_s_on_a_statement_shows_the_proxysql_digests_that_send_it(proxytop_term,
                         what="the table again")
         term.send(ENTER)  # Enter still opens the statement's own detail
         term.wait_until(lambda s: "rows per call" in s, what="the statement's detail")
-    finally:
-        stop.set()
-        loader.join(10)
 
 
 def test_s_with_only_mysql_says_no_proxysql_is_watched(proxytop_term, server):
