@@ -17,6 +17,7 @@ from proxytop.collectors.mysql_locks import alarm_pace, lock_collectors
 from proxytop.collectors.galera import GaleraStatus
 from proxytop.collectors.mysql_server import ServerStatus, StatusVariables
 from proxytop.collectors.mysql_sessions import Sessions
+from proxytop.collectors.mysql_space import ServerSpace, space_name
 from proxytop.collectors.mysql_statements import MySQLStatements, statements_name
 from proxytop.collectors.replication import ReplicationStatus
 from proxytop.config.endpoints import DEFAULT_TIMEOUT
@@ -29,10 +30,10 @@ def fleet_collectors(endpoint: Endpoint):
     """Every collector of one server: its InnoDB readings, its own state (Servers), its
     sessions (Sessions), its locks (Locks, the header's lock-wait alarm), its statement digest
     (Statements), its whole global status (Status, Commands), its replication (Replication) and
-    its wsrep state (Galera)."""
+    its wsrep state (Galera) and what it says of its space (IOstat's space view)."""
     return (server_collectors(endpoint) + [ServerStatus(endpoint), Sessions(endpoint)] + lock_collectors(endpoint)
             + [MySQLStatements(endpoint), StatusVariables(endpoint), ReplicationStatus(endpoint),
-               GaleraStatus(endpoint)])
+               GaleraStatus(endpoint), ServerSpace(endpoint)])
 
 
 @dataclass
@@ -63,6 +64,7 @@ class Server:
         self.lockalarm_name = f"mysql.lockalarm.{self.key}"  # the header's lock-wait alarm
         self.galera_name = f"mysql.galera.{self.key}"  # the Galera screen's
         self.replication_name = f"mysql.replication.{self.key}"  # the Replication screen's
+        self.space_name = space_name(self.key)  # IOstat's space view: binary logs, the largest table
 
     @property
     def proxysql_label(self) -> str:

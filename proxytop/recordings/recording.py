@@ -43,6 +43,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from proxytop import __version__
 from proxytop.core import Snapshot, Table
 from proxytop.collectors.diskstats import DiskSnapshot
+from proxytop.collectors.filesystems import FilesystemUsage, Holding, SpaceSnapshot
+from proxytop.collectors.mysql_space import LargestTable, ServerSpaceReading
 from proxytop.collectors.galera import GaleraReading
 from proxytop.collectors.mysql_server import Channel, ServerReading
 from proxytop.collectors.mysql_locks import AlarmReading, DeadlockReading, LocksReading, MetadataLocksReading
@@ -56,6 +58,7 @@ from proxytop.metrics.innodb import EngineReading, Flavour, Metric, StatusText
 from proxytop.metrics.iostat import Baseline, DiskCounters
 from proxytop.metrics.lock_chains import LongestWait
 from proxytop.polling.connection import AdminSession, Endpoint
+from proxytop.polling.devices import QueueSettings
 from proxytop.polling.engine import SourceState
 from proxytop.config.tls import TLSSettings
 
@@ -167,6 +170,12 @@ TYPES: Dict[str, type] = {
     "GaleraReading": GaleraReading,
     "MySQLReplicationReading": ReplicationReading,
     "MySQLChannelStatus": ChannelStatus,
+    "DiskQueueSettings": QueueSettings,
+    "SpaceSnapshot": SpaceSnapshot,
+    "SpaceFilesystem": FilesystemUsage,
+    "SpaceHolding": Holding,
+    "MySQLSpaceReading": ServerSpaceReading,
+    "MySQLLargestTable": LargestTable,
 }
 _NAMES = {cls: name for name, cls in TYPES.items()}
 
