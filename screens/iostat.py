@@ -552,6 +552,11 @@ class IOstatScreen(Screen):
         add("role", role_label(now.roles.get(name, ())) or "none", "header")
         add("diskstats fields", str(counters.fields))
         add("in flight now", units.plain(counters.in_flight))
+        # how the disk is set up: the device's queue, then those of the disks beneath it
+        queues = [now.queues[d] for d in [name] + list(now.beneath.get(name, ())) if d in now.queues]
+        if queues:
+            notes = [n for q in queues for n in queue_notes(q, now.roles.get(q.device, now.roles.get(name, ())))]
+            lines += queue_lines(queues, list(dict.fromkeys(notes)))
         lines.append(())
         for column in self.columns:
             if column.key in ("device", "role"):
@@ -569,11 +574,6 @@ class IOstatScreen(Screen):
                 text = (f"learning: {base.samples} of {base.needed} quiet intervals "
                         f"(aqu-sz <= {RULES.max_queue:g}, >= {RULES.min_ios} I/Os)")
             add(f"{direction} baseline", text, None if base.known else "dim")
-        queues = [now.queues[d] for d in [name] + list(now.beneath.get(name, ())) if d in now.queues]
-        if queues:
-            lines.append(())
-            notes = [n for q in queues for n in queue_notes(q, now.roles.get(q.device, now.roles.get(name, ())))]
-            lines += queue_lines(queues, list(dict.fromkeys(notes)))
         if now.state_file and getattr(view.source("host"), "replayed", False):
             add("baselines kept in", f"{now.state_file} when live (a replay writes no file)", "dim")
         elif now.state_file:

@@ -58,9 +58,9 @@ def _full_style(limit_min: float):
 
 def space_columns(used_limit: float, full_limit_min: float) -> Tuple[Column, ...]:
     return (
-        Column("mount", "Filesystem", 20, "<", numeric=False, priority=0, flexible=True,
+        Column("mount", "Filesystem", 24, "<", numeric=False, priority=0, flexible=True,
                help="the mount point of a filesystem a local MySQL server writes to"),
-        Column("holds", "Holds", 18, "<", numeric=False, priority=1,
+        Column("holds", "Holds", 31, "<", numeric=False, priority=1,
                help="what the servers keep there: data, redo, binlog, relay, tmp, undo"),
         Column("device", "Device", 10, "<", fmt=lambda v: v or "", numeric=False, priority=4,
                help="its block device, as the devices view names it"),
@@ -133,7 +133,8 @@ def server_lines(server: str, reading: Optional[ServerSpaceReading], snapshot: O
         head.append((f"  {reading.binlog_note}", "dim"))
     else:
         head += [("  binary log ", "label"),
-                 (f"{reading.binlog_files} files, {units.size(reading.binlog_bytes)}", None),
+                 (f"{reading.binlog_files} file{'' if reading.binlog_files == 1 else 's'}, "
+                  f"{units.size(reading.binlog_bytes)}", None),
                  (f", {per_hour(binlog_growth(reading))}/h", None)]
     lines: List[Segments] = [tuple(head)]
     largest = reading.largest

@@ -283,3 +283,54 @@ def test_space_paths_of_a_server():
                               "innodb_tmpdir": "/scratch", "innodb_undo_directory": "/undo"})
     assert paths == {"data": ["/var/lib/mysql"], "redo": ["/var/lib/mysql"], "binlog": ["/binlogs"],
                      "tmp": ["/tmp", "/scratch"], "relay": ["/var/lib/mysql"], "undo": ["/undo"]}
+
+
+# ----- the running screen ----------------------------------------------------------------------
+
+COLS, ROWS = 160, 40
+
+
+def test_space_view_and_the_header_alarm_live(proxytop_term, server_on_tmpfs, tmpfs):
+    """The real proxytop on a server whose files are on the tmpfs: the space view's row, the
+    rebuild check, then the header's alarm once the filesystem is past 90%, on the devices view."""
+    server = server_on_tmpfs
+    term = proxytop_term("--screen", "iostat", "--iostat-view", "space", "-d", "1", "--no-discover",
+                         "--mysql", server.address, "--mysql-user", server.user, "--mysql-password",
+                         server.password, cols=COLS, rows=ROWS)
+    screen = term.wait_until(lambda s: any(line.startswith(tmpfs) and "data" in line for line in s.splitlines())
+                             and "room for a rebuild" in s, timeout=60, what="the tmpfs's row and the rebuild check")
+    print("\n" + screen)
+    row = next(line for line in screen.splitlines() if line.startswith(tmpfs))
+    assert "256.0MiB" in row and "tmp" in row and "binlog" in row, row
+    filler = os.path.join(server.tmpdir, "filler-live")
+    fs = os.statvfs(tmpfs)
+    write_bytes(filler, int(SIZE * 0.93) - (fs.f_blocks - fs.f_bfree) * fs.f_frsize)
+    try:
+        term.send("f")  # back to the devices: the alarm shows on every view and screen
+        screen = term.wait_until(lambda s: f"! {tmpfs} 9" in s and "% used" in s, timeout=60,
+                                 what="the header's space alarm")
+        print("\n" + screen)
+    finally:
+        os.unlink(filler)
+    term.wait_until(lambda s: f"! {tmpfs}" not in s, timeout=60, what="the alarm gone once the space is freed")
+
+
+def test_device_detail_shows_its_queue_settings(proxytop_term, server_on_tmpfs):
+    names = [n for n in sorted(os.listdir("/sys/block")) if os.path.exists(f"/sys/block/{n}/queue/scheduler")
+             and not n.startswith(("loop", "zram", "ram"))] if os.path.isdir("/sys/block") else []
+    if not names:
+        pytest.skip("no disk with a queue scheduler in /sys/block")
+    server = server_on_tmpfs  # a MySQL server named, so no ProxySQL is looked for
+    term = proxytop_term("--screen", "iostat", "-d", "1", "--no-discover", "--mysql", server.address, "--mysql-user",
+                         server.user, "--mysql-password", server.password, cols=COLS, rows=ROWS)
+    term.wait_until(lambda s: any(line.startswith(names[0] + " ") for line in s.splitlines()), timeout=30,
+                    what=f"the row of {names[0]}")
+    term.send("/")
+    term.send(f"device:^{names[0]}$\r")
+    term.wait_until(lambda s: "filter" in s, timeout=10, what="the filter")
+    term.send("\r")
+    with open(f"/sys/block/{names[0]}/queue/read_ahead_kb") as handle:
+        read_ahead = handle.read().strip()
+    screen = term.wait_until(lambda s: f"scheduler {names[0]}" in s and f"read_ahead_kb {read_ahead}" in s,
+                             timeout=20, what="the queue settings in the device's detail")
+    print("\n" + screen)
