@@ -431,14 +431,18 @@ class IOstatScreen(Screen):
         return names
 
     def active_collectors(self) -> List[str]:
-        """The disk collector (or in the space view the filesystems' and every server's own
-        figures), and the variables of local MySQL servers (slow, own pace) so the roles stay
-        known while this screen is the one polling. No I/O here."""
-        if self.options.get("space"):
-            engine = self._engine
+        """The disk collector and the filesystems', the variables of local MySQL servers (slow,
+        own pace) so the roles stay known while this screen is the one polling, and the
+        servers' own space figures. No I/O here."""
+        local = self._local_variables()
+        engine = self._engine
+        if self.options.get("space"):  # every server's own figures: a remote one's are all there is
             servers = sorted(engine.collector_names(SPACE_PREFIX)) if engine is not None else []
-            return [SPACE] + self._local_variables() + servers
-        return [DISKSTATS] + self._local_variables()
+        else:  # the local servers' (slow, own pace): switching views shows figures at once, and
+            # a recording of the devices view can be replayed in the space view too
+            servers = [SPACE_PREFIX + name[len(ROLE_COLLECTOR_PREFIX):] for name in local]
+            servers = [name for name in servers if engine is not None and engine.collector(name) is not None]
+        return [DISKSTATS, SPACE] + local + servers
 
     def alarm_readings(self, view: DataView) -> Tuple[Tuple[str, float], ...]:
         """The header's space alarm, on every screen: the filesystems every 10 s, and the local
@@ -552,11 +556,6 @@ class IOstatScreen(Screen):
         add("role", role_label(now.roles.get(name, ())) or "none", "header")
         add("diskstats fields", str(counters.fields))
         add("in flight now", units.plain(counters.in_flight))
-        # how the disk is set up: the device's queue, then those of the disks beneath it
-        queues = [now.queues[d] for d in [name] + list(now.beneath.get(name, ())) if d in now.queues]
-        if queues:
-            notes = [n for q in queues for n in queue_notes(q, now.roles.get(q.device, now.roles.get(name, ())))]
-            lines += queue_lines(queues, list(dict.fromkeys(notes)))
         lines.append(())
         for column in self.columns:
             if column.key in ("device", "role"):
@@ -578,6 +577,12 @@ class IOstatScreen(Screen):
             add("baselines kept in", f"{now.state_file} when live (a replay writes no file)", "dim")
         elif now.state_file:
             add("baselines kept in", now.state_file, "dim")
+        # how the disk is set up: the device's queue, then those of the disks beneath it
+        queues = [now.queues[d] for d in [name] + list(now.beneath.get(name, ())) if d in now.queues]
+        if queues:
+            lines.append(())
+            notes = [n for q in queues for n in queue_notes(q, now.roles.get(q.device, now.roles.get(name, ())))]
+            lines += queue_lines(queues, list(dict.fromkeys(notes)))
         return Detail(f"Device {name}", tuple(lines))
 
 

@@ -329,6 +329,8 @@ def test_device_detail_shows_its_queue_settings(proxytop_term, server_on_tmpfs):
     term.send(f"device:^{names[0]}$\r")
     term.wait_until(lambda s: "filter" in s, timeout=10, what="the filter")
     term.send("\r")
+    term.wait_for(f"Device {names[0]}")
+    term.send("\x1b[6~")  # PgDn: the set-up is at the end of the detail
     with open(f"/sys/block/{names[0]}/queue/read_ahead_kb") as handle:
         read_ahead = handle.read().strip()
     screen = term.wait_until(lambda s: f"scheduler {names[0]}" in s and f"read_ahead_kb {read_ahead}" in s,
