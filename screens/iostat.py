@@ -442,7 +442,14 @@ class IOstatScreen(Screen):
             # a recording of the devices view can be replayed in the space view too
             servers = [SPACE_PREFIX + name[len(ROLE_COLLECTOR_PREFIX):] for name in local]
             servers = [name for name in servers if engine is not None and engine.collector(name) is not None]
-        return [DISKSTATS, SPACE] + local + servers
+        return [DISKSTATS] + self._space_when_known(local) + local + servers
+
+    def _space_when_known(self, local: List[str]) -> List[str]:
+        """The filesystems' reading once a local server's variables are known (before, it has
+        no path to read: --batch --count 1 would report an empty table)."""
+        engine = self._engine
+        known = engine is not None and any(engine.latest(name) is not None for name in local)
+        return [SPACE] if known else []
 
     def alarm_readings(self, view: DataView) -> Tuple[Tuple[str, float], ...]:
         """The header's space alarm, on every screen: the filesystems every 10 s, and the local
@@ -451,9 +458,7 @@ class IOstatScreen(Screen):
         if not (self.used_limit or self.full_limit):
             return ()
         local = self._local_variables()
-        if not local:
-            return ()
-        return ((SPACE, 10.0),) + tuple((name, 60.0) for name in local)
+        return tuple((name, 10.0) for name in self._space_when_known(local)) + tuple((name, 60.0) for name in local)
 
     def alarm(self, view: DataView) -> Optional[str]:
         return space_alarm(space_snapshot(view.latest), self.used_limit, self.full_limit)

@@ -8,6 +8,7 @@ known size. The queue settings are read from a fake sysfs tree and from the real
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from dataclasses import replace
@@ -24,6 +25,7 @@ from proxytop.metrics.space import queue_notes
 from proxytop.polling.devices import BlockDevices, QueueSettings, space_role_paths
 from proxytop.screens.space import server_lines, space_alarm, space_rows
 from tests.mariadb import MariaDBServer, MariaDBStartError, MariaDBUnavailable
+from tests.terminal import proxytop_command
 
 MiB = 1024 * 1024
 SIZE = 256 * MiB  # the tmpfs's size
@@ -336,3 +338,25 @@ def test_device_detail_shows_its_queue_settings(proxytop_term, server_on_tmpfs):
     screen = term.wait_until(lambda s: f"scheduler {names[0]}" in s and f"read_ahead_kb {read_ahead}" in s,
                              timeout=20, what="the queue settings in the device's detail")
     print("\n" + screen)
+
+
+def test_batch_json_carries_the_space_figures(server_on_tmpfs, tmpfs):
+    """--batch --iostat-view space: the rows with their figures (bytes, %, bytes an hour) and
+    the servers' own figures among the notes."""
+    server = server_on_tmpfs
+    result = subprocess.run(list(proxytop_command()) + [
+        "--batch", "--count", "1", "--screen", "iostat", "--iostat-view", "space", "--format", "json",
+        "--no-discover", "--mysql", server.address, "--mysql-user", server.user],
+        capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL,
+        env=dict(os.environ, MYSQL_PWD=server.password))
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout.splitlines()[-1])
+    rows = [r for r in record["rows"] if r["mount"] == tmpfs]
+    assert len(rows) == 1, record
+    row = rows[0]
+    fs = os.statvfs(tmpfs)
+    assert row["size"] == SIZE and "data" in row["holds"].split(",")
+    assert abs(row["free"] - fs.f_bavail * fs.f_frsize) <= 4 * MiB  # the idle server writes a little
+    assert row["used_pct"] == pytest.approx(row["used"] / (row["used"] + row["free"]) * 100)
+    assert "growth" in row and "full_in" in row
+    assert any("binary log" in note for note in record["notes"]), record["notes"]
