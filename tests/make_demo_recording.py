@@ -13,7 +13,8 @@ against the ports of a real setup:
   provoked before the run (the Locks screen's); the two readers replicate its writes.
 
 So every screen has something to show: the pool, rules, counters and sessions from ProxySQL,
-the InnoDB flushing of the writer, and the disk those servers write to (IOstat roles).
+the InnoDB flushing of the writer, and the disk those servers write to (IOstat roles; its
+space view, f: the filesystem, its growth, each server's binary log and largest table).
 
 Before the recorded minute, and before the write load starts, proxytop's IOstat watches the
 disk serve single direct reads and writes, one at a time, until it has learned its
@@ -289,6 +290,13 @@ def neutralise(path: str, disk: str, folders: Mapping[str, str] = {}, hosts: Map
             data = renamed(data, disk_renames(fields.get("devices", {}), disk))
             if data.get("f", {}).get("state_file"):
                 data["f"]["state_file"] = SHOWN_STATE_FILE
+            data_text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+        if envelope.get("k") == "s" and envelope.get("c") == "host.space" and tab:
+            # IOstat's space view: each filesystem's block device, under its neutral name too
+            data = json.loads(data_text)
+            filesystems = data.get("f", {}).get("filesystems") or []
+            devices = [fs.get("f", {}).get("device") for fs in filesystems if isinstance(fs, dict)]
+            data = renamed(data, disk_renames([d for d in devices if isinstance(d, str)], disk))
             data_text = json.dumps(data, separators=(",", ":"), allow_nan=False)
         lines.append(envelope_text + tab + data_text + "\n")
     temporary = path + ".tmp"
