@@ -237,6 +237,25 @@ def renamed(value: Any, renames: Mapping[str, str]) -> Any:
     return value
 
 
+def device_fields(value: Any) -> List[str]:
+    """Every string under a key "device" in a recorded value (its JSON form).
+
+    >>> device_fields({"f": {"filesystems": {"__t": [{"f": {"device": "vda1", "mount": "/"}}]}}})
+    ['vda1']
+    """
+    found: List[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "device" and isinstance(item, str):
+                found.append(item)
+            else:
+                found += device_fields(item)
+    elif isinstance(value, list):
+        for item in value:
+            found += device_fields(item)
+    return found
+
+
 def placed(value: Any, folders: Mapping[str, str], hosts: Mapping[str, str]) -> Any:
     """A recorded value with the test servers' temporary folders at a real server's places and,
     in a server's variables, its host name by its port.
@@ -294,9 +313,9 @@ def neutralise(path: str, disk: str, folders: Mapping[str, str] = {}, hosts: Map
         if envelope.get("k") == "s" and envelope.get("c") == "host.space" and tab:
             # IOstat's space view: each filesystem's block device, under its neutral name too
             data = json.loads(data_text)
-            filesystems = data.get("f", {}).get("filesystems") or []
-            devices = [fs.get("f", {}).get("device") for fs in filesystems if isinstance(fs, dict)]
-            data = renamed(data, disk_renames([d for d in devices if isinstance(d, str)], disk))
+            names = disk_renames(device_fields(data), disk)
+            names.update({f"/dev/{old}": f"/dev/{new}" for old, new in names.items()})  # the mount source
+            data = renamed(data, names)
             data_text = json.dumps(data, separators=(",", ":"), allow_nan=False)
         lines.append(envelope_text + tab + data_text + "\n")
     temporary = path + ".tmp"
