@@ -35,7 +35,6 @@ import psutil
 
 from proxytop.collectors.diskstats import NAME as DISKSTATS, DiskSnapshot, DiskStats
 from proxytop.collectors.filesystems import NAME as SPACE, Filesystems
-from proxytop.config.option_types import seconds
 from proxytop.metrics import units
 from proxytop.metrics.space import DEFAULT_FULL_ALARM, DEFAULT_USED_ALARM, queue_notes
 from proxytop.polling.devices import role_label, server_role_paths, space_role_paths
@@ -297,22 +296,26 @@ def disk_baseline(text: str) -> Tuple[str, float, float]:
     return name, numbers[0], numbers[-1]
 
 
-def percent_limit(text: str) -> float:
-    """--space-alarm: a percentage from 0 (off) to 100.
+def space_alarm_limits(text: str) -> Tuple[float, Optional[float]]:
+    """--space-alarm PCT[,MINUTES]: the used share (0 to 100) and the "full in" minutes (0 to a
+    week; None: the default) past which the header warns; 0 turns one off.
 
-    >>> percent_limit("90"), percent_limit("0")
-    (90.0, 0.0)
+    >>> space_alarm_limits("90"), space_alarm_limits("95,30"), space_alarm_limits("0,0")
+    ((90.0, None), (95.0, 30.0), (0.0, 0.0))
     """
+    used_text, sep, minutes_text = text.partition(",")
     try:
-        value = float(text)
+        used = float(used_text)
+        minutes = float(minutes_text) if sep else None
     except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a percentage") from None
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError("the space alarm is a percentage from 0 (off) to 100")
-    return value
+        raise argparse.ArgumentTypeError(f"'{text}' is not PCT or PCT,MINUTES (e.g. 90 or 90,60)") from None
+    if not 0 <= used <= 100:
+        raise argparse.ArgumentTypeError(f"'{text}': the used share is a percentage from 0 (off) to 100")
+    if minutes is not None and not 0 <= minutes <= 10080:
+        raise argparse.ArgumentTypeError(f"'{text}': the full-in minutes are from 0 (off) to 10080 (a week)")
+    return used, minutes
 
 
-minutes_limit = seconds(0, 10080, "the full-in alarm (in minutes)")  # --space-alarm-full-in (0: off)
 VIEWS = ("devices", "space")
 
 
@@ -324,12 +327,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--iostat-view", choices=VIEWS, default="devices",
                        help="what IOstat shows first: the block devices, or the space of the filesystems local "
                             "MySQL servers write to (the key f switches)")
-    group.add_argument("--space-alarm", type=percent_limit, metavar="PCT",
-                       help=f"the header warns when a filesystem a local MySQL server writes to is this full "
-                            f"(default {DEFAULT_USED_ALARM:g}; 0: off)")
-    group.add_argument("--space-alarm-full-in", type=minutes_limit, metavar="MINUTES",
-                       help=f"... or will be full in less than this many minutes at its growth "
-                            f"(default {DEFAULT_FULL_ALARM:g}; 0: off)")
+    group.add_argument("--space-alarm", type=space_alarm_limits, metavar="PCT[,MINUTES]",
+                       help=f"the header warns when a filesystem a local MySQL server writes to is PCT full "
+                            f"or will be full in less than MINUTES at its growth (default "
+                            f"{DEFAULT_USED_ALARM:g},{DEFAULT_FULL_ALARM:g}; 0 turns one off)")
 
 
 def manual_baselines(config) -> Dict[str, Tuple[float, float]]:
@@ -390,8 +391,7 @@ class IOstatScreen(Screen):
         args = getattr(config, "args", None) if config is not None else None
         self.options["all"] = False
         self.options["space"] = getattr(args, "iostat_view", None) == "space"
-        used = getattr(args, "space_alarm", None)
-        full = getattr(args, "space_alarm_full_in", None)
+        used, full = getattr(args, "space_alarm", None) or (None, None)
         self.used_limit = DEFAULT_USED_ALARM if used is None else used
         self.full_limit = DEFAULT_FULL_ALARM if full is None else full
         self.space_columns = space_columns(self.used_limit, self.full_limit)

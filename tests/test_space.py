@@ -17,12 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from proxytop import options
 from proxytop.collectors.filesystems import Filesystems, SpaceSnapshot
 from proxytop.collectors.innodb import MySQLSource, VARIABLES_SQL
 from proxytop.collectors.mysql_space import NEEDS_SELECT, ServerSpace
 from proxytop.config.endpoints import Endpoint
 from proxytop.metrics.space import queue_notes
 from proxytop.polling.devices import BlockDevices, QueueSettings, space_role_paths
+from proxytop.screens.iostat import IOstatScreen
 from proxytop.screens.space import server_lines, space_alarm, space_rows
 from tests.mariadb import MariaDBServer, MariaDBStartError, MariaDBUnavailable
 from tests.terminal import proxytop_command
@@ -360,3 +362,23 @@ def test_batch_json_carries_the_space_figures(server_on_tmpfs, tmpfs):
     assert row["used_pct"] == pytest.approx(row["used"] / (row["used"] + row["free"]) * 100)
     assert "growth" in row and "full_in" in row
     assert any("binary log" in note for note in record["notes"]), record["notes"]
+
+
+# ----- options ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", ["", "ninety", "120", "-1", "90,", "90,soon", "90,-5", "90,20000", "90,60,1"])
+def test_bad_space_alarm_is_one_usage_line(value, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        options.parse(["--space-alarm", value], {})
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "--space-alarm" in err[-1], err
+
+
+def test_space_alarm_thresholds_reach_the_screen():
+    assert (IOstatScreen(options.parse([], {})).used_limit, IOstatScreen(options.parse([], {})).full_limit) == (90, 60)
+    screen = IOstatScreen(options.parse(["--space-alarm", "95,30"], {}))
+    assert (screen.used_limit, screen.full_limit) == (95, 30)
+    screen = IOstatScreen(options.parse(["--space-alarm", "0,0", "--iostat-view", "space"], {}))
+    assert screen.alarm_readings(None) == () and screen.options["space"]
+    assert screen.initial_state().sort_key == "used_pct"
