@@ -14,16 +14,19 @@ import subprocess
 from dataclasses import replace
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from proxytop import options
+from proxytop.collectors.diskstats import DiskStats
 from proxytop.collectors.filesystems import Filesystems, SpaceSnapshot
 from proxytop.collectors.innodb import MySQLSource, VARIABLES_SQL
 from proxytop.collectors.mysql_space import NEEDS_SELECT, ServerSpace
 from proxytop.config.endpoints import Endpoint
 from proxytop.metrics.space import queue_notes
 from proxytop.polling.devices import BlockDevices, QueueSettings, space_role_paths
+from proxytop.screens.base import DataView
 from proxytop.screens.iostat import IOstatScreen
 from proxytop.screens.space import server_lines, space_alarm, space_rows
 from tests.mariadb import MariaDBServer, MariaDBStartError, MariaDBUnavailable
@@ -382,3 +385,39 @@ def test_space_alarm_thresholds_reach_the_screen():
     screen = IOstatScreen(options.parse(["--space-alarm", "0,0", "--iostat-view", "space"], {}))
     assert screen.alarm_readings(None) == () and screen.options["space"]
     assert screen.initial_state().sort_key == "used_pct"
+
+
+def test_a_volumes_detail_shows_its_queue_and_the_disks_beneath(tmp_path):
+    """The disk collector reads the queue settings from (a fake) sysfs; the detail of dm-0 shows
+    its own, then its disk's, with the facts to check for a datadir's device."""
+    sysfs = fake_sysfs(tmp_path / "sys")
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "diskstats").write_text("   8       0 sda 10 1 80 7 20 2 160 9 0 12 16 0 0 0 0 0 0\n"
+                                    "   8       1 sda1 10 1 80 7 20 2 160 9 0 12 16 0 0 0 0 0 0\n"
+                                    " 253       0 dm-0 10 0 80 7 20 0 160 9 0 12 16 0 0 0 0 0 0\n")
+    collector = DiskStats(proc=str(proc), sysfs=str(sysfs), psutil_counters=None, cpu_times=None,
+                          role_paths=lambda: ({}, ()))
+    snapshot = collector.collect()
+    assert sorted(snapshot.queues) == ["dm-0", "sda"]  # sda1: its disk's queue applies
+    snapshot = replace(snapshot, roles={"dm-0": frozenset({"data"}), "sda1": frozenset({"data"}),
+                                        "sda": frozenset({"data"})})
+
+    class Engine:  # the latest readings, as the live engine hands them to a screen
+        def last_two(self, name):
+            return (None, SimpleNamespace(data=snapshot, taken_at=1.0)) if name == "host.diskstats" else (None, None)
+
+        def latest(self, name):
+            return self.last_two(name)[1]
+
+        def source(self, name):
+            return None
+
+    screen = IOstatScreen(options.parse([], {}))
+    detail = screen.detail({"device": "dm-0"}, DataView(Engine()))
+    text = "\n".join("".join(t for t, _ in line) for line in detail.lines)
+    assert text.index("scheduler dm-0") < text.index("scheduler sda"), text
+    assert "mq-deadline, kyber, bfq" in text and "nr_requests 64, read_ahead_kb 4096" in text, text
+    assert "write cache write back" in text
+    assert "check: sda is a rotational disk with no I/O scheduler (none)" in text, text
+    assert "read-ahead is 4096 KiB on the datadir's device" in text, text
