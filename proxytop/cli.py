@@ -165,6 +165,12 @@ def run_daemon(config) -> int:
     if not screens:
         print("proxytop: error: none of the screens to record has data sources here", file=sys.stderr)
         return 2
+    recorded = {s.key for s in screens}
+    for unread in [t for t in triggers if daemon.trigger_screen(t) and daemon.trigger_screen(t) not in recorded]:
+        line = f"trigger {unread.text}: its figure is read by the {daemon.trigger_screen(unread)} screen, " \
+               "which has nothing to read here: it can't fire"
+        log.warning("%s", line)
+        print(f"proxytop: {line}", file=sys.stderr)
     keeper = daemon.DetailKeeper()
     try:
         writer = daemon.RotatingWriter(directory, options=recorded_options(args), target=config.endpoint.label,

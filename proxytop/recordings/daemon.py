@@ -375,12 +375,17 @@ class Daemon:
         return 0
 
 
+def trigger_screen(trigger: Trigger) -> str:
+    """The screen that reads a trigger's figure ('' for the header's alarms, read on any)."""
+    return FIGURES[trigger.figure][1]
+
+
 def screens_to_record(screens: Sequence[Any], names: Optional[Sequence[str]], triggers: Sequence[Trigger]) -> List[Any]:
     """The screens whose readings are recorded: ``--screens`` (or DEFAULT_SCREENS), and those
     the triggers' figures are read by; only screens built here and with data sources."""
     wanted = list(names or DEFAULT_SCREENS)
     for trigger in triggers:
-        screen = FIGURES[trigger.figure][1]
+        screen = trigger_screen(trigger)
         if screen and screen not in wanted:
             wanted.append(screen)
     return [s for s in screens if s.key in wanted and s.built and s.active_collectors()]

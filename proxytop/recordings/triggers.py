@@ -43,6 +43,9 @@ class Trigger:
     def text(self) -> str:
         return f"{self.figure}{self.op}{self.threshold:g}"
 
+    def __str__(self) -> str:  # as --print-defaults shows it
+        return self.text
+
     def fires(self, value: Optional[float]) -> bool:
         return value is not None and _OPERATORS[self.op](value, self.threshold)
 
