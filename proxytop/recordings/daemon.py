@@ -34,7 +34,7 @@ from typing import Any, Callable, Deque, Dict, Iterable, List, Optional, Sequenc
 
 from proxytop.core import Snapshot
 from proxytop.recordings import rotation
-from proxytop.recordings.recording import Recorder, RecordingError, RecordingWriter
+from proxytop.recordings.recording import RecordingError, RecordingWriter
 from proxytop.recordings.triggers import FIGURES, Trigger, fired
 from proxytop.screens.sided import header_collector
 
