@@ -18,10 +18,12 @@ from typing import Callable, List
 
 import pytest
 
+from proxytop import options
+from proxytop.cli import build
 from proxytop.core import Snapshot, Table
 from proxytop.recordings import rotation
-from proxytop.recordings.daemon import DetailKeeper, RotatingWriter
-from proxytop.recordings.recording import RecordingWriter, scan
+from proxytop.recordings.daemon import Daemon, DetailKeeper, RotatingWriter, screens_to_record
+from proxytop.recordings.recording import RecordingWriter, loads, scan
 from proxytop.recordings.replay import RecordingIndex, ReplayEngine, parse_jump
 from tests.terminal import proxytop_command
 
@@ -218,6 +220,23 @@ def test_a_trigger_writes_the_detail_readings_kept_before_it_and_every_one_after
     assert index.marks == [(fired_at, "shunned>0: shunned=1 (db2:3306)")]
 
 
+def test_the_plan_reads_only_the_chosen_screens_and_the_detail_slowly_until_a_trigger():
+    config = options.parse(["--daemon", "--record-dir", "/nonexistent", "--screens", "connpool,proclist",
+                            "--on", "shunned>0", "--no-discover"], {})
+    engine, controller = build(config)
+    screens = screens_to_record(controller.screens, config.args.screens, config.args.on)
+    keeper = DetailKeeper(around=300.0)
+    daemon = Daemon(engine, controller, screens, writer=None, triggers=config.args.on, keeper=keeper)
+    daemon.activate()
+    assert engine.interval("proxysql.processlist") == 10.0 and engine.interval("proxysql.connection_pool") == 1.0
+    active = engine.active
+    assert "proxysql.query_digest" not in active and "proxysql.global" not in active  # not chosen: not read
+    assert {"proxysql.processlist", "proxysql.header_status"} <= active  # the header's few variables too
+    keeper.fire(engine.now())
+    daemon.activate()
+    assert engine.interval("proxysql.processlist") == 2.0  # its screen's own pace
+
+
 # ----- the real program -------------------------------------------------------------------------
 
 def start_daemon(port: int, directory, *extra: str, log_file=None) -> subprocess.Popen:
@@ -315,6 +334,38 @@ def test_kill_9_during_a_write_then_the_directory_replays(proxysql_double, tmp_p
                     for line in replayed.stdout.splitlines() if line.startswith("20")})
     assert times[0] < restarted < times[-1]  # both runs, one after the other
     assert len(times) >= 4
+
+
+def source_states(directory, name: str = "proxysql") -> list:
+    series = RecordingIndex(str(directory)).states.get(name)
+    return [loads(data) for _, _, _, data in series.entries] if series is not None else []
+
+
+def reading_walls(directory, name: str) -> List[float]:
+    series = RecordingIndex(str(directory)).snapshots.get(name)
+    return [envelope["w"] for _, _, envelope, _ in series.entries] if series is not None else []
+
+
+def test_it_rides_through_a_proxysql_restart(proxysql_double, tmp_path):
+    directory = tmp_path / "rec"
+    process = start_daemon(proxysql_double.port, directory, "--screens", "connpool")
+    try:
+        wait_for(lambda: snapshots_in(directory) >= 5, what="readings in the recording")
+        proxysql_double.stop()
+        stopped_at = time.time()
+        wait_for(lambda: any(not state.connected for state in source_states(directory)),
+                 what="the outage in the recording")
+        proxysql_double.start()  # on the same port, as a restarted ProxySQL
+        wait_for(lambda: any(w > stopped_at for w in reading_walls(directory, "proxysql.connection_pool")),
+                 what="readings after the restart")
+        assert process.poll() is None
+        assert stop(process) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
+    assert len(recording_names(directory)) == 1  # one file, one run throughout
+    assert source_states(directory)[-1].connected
 
 
 def test_a_trigger_fires_on_the_doubles_shunned_backend(proxysql_double, tmp_path):

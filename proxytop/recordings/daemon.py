@@ -307,33 +307,31 @@ class Daemon:
         self._firing: frozenset = frozenset()
         self.marks = 0
 
-    def wanted(self) -> List[str]:
-        """The collectors of the chosen screens, the header's, and the header's alarms'."""
+    def plan(self) -> Tuple[Tuple[str, float], ...]:
+        """(collector, seconds) of what to read now: the chosen screens' collectors, the
+        header's, and the header's alarms' at their own pace. Detail readings are slowed to
+        QUIET_READ while no trigger has fired in the last ``around`` seconds."""
+        busy = self.keeper is None or self.keeper.busy(self.engine.now())
         names: List[str] = []
         for screen in self.screens:
             names += [n for n in screen.active_collectors() if n not in names]
         header = header_collector(self.controller.screen, names)
-        if self.engine.collector(header) is not None and header not in names and \
-                any(getattr(self.engine.collector(n), "source", None) == "proxysql" for n in names):
+        if header not in names and any(getattr(self.engine.collector(n), "source", None) == "proxysql" for n in names):
             names.append(header)
-        for name, _pace in self.controller.alarm_plan():
-            if name not in names:
-                names.append(name)
-        return names
-
-    def pace(self, name: str, busy: bool) -> float:
-        collector = self.engine.collector(name)
-        alarms = dict(self.controller.alarm_plan())
-        if name in alarms:
-            return alarms[name]
-        seconds = max(collector.default_interval, self.interval) if collector.own_pace else self.interval
-        if self.keeper is not None and is_detail(name) and not busy:
-            seconds = max(seconds, QUIET_READ)
-        return seconds
+        plan: Dict[str, float] = {}
+        for name in names:
+            collector = self.engine.collector(name)
+            if collector is None:
+                continue
+            seconds = max(collector.default_interval, self.interval) if collector.own_pace else self.interval
+            plan[name] = seconds if busy or not is_detail(name) else max(seconds, QUIET_READ)
+        for name, pace in self.controller.alarm_plan():
+            if name not in plan and self.engine.collector(name) is not None:
+                plan[name] = pace
+        return tuple(plan.items())
 
     def activate(self) -> None:
-        busy = self.keeper is not None and self.keeper.busy(self.engine.now())
-        plan = tuple((n, self.pace(n, busy)) for n in self.wanted() if self.engine.collector(n) is not None)
+        plan = self.plan()
         if plan != self._active:
             for name, seconds in plan:
                 self.engine.set_interval(name, seconds)
