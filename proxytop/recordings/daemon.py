@@ -158,8 +158,10 @@ class RotatingWriter:
 
     # ----- files ---------------------------------------------------------------------------
     def _new_file(self, now: float) -> bool:
-        """Finish the current file and start the next; False when it can't be written."""
+        """Finish the current file and start the next; False when it can't be written.
+        Retention runs first: what it removes may be the room the next file needs."""
         self._finish_current()
+        self._housekeeping(now)
         name = rotation.file_name(now)
         path = os.path.join(self.directory, name)
         try:
@@ -180,7 +182,6 @@ class RotatingWriter:
             self.failing = None
         else:
             log.info("recording in %s", name)
-        self._housekeeping(now)
         return True
 
     def _finish_current(self) -> None:
@@ -191,7 +192,7 @@ class RotatingWriter:
             self.bytes_closed += os.path.getsize(self.current.path)
         except OSError:
             pass
-        self.current = None
+        self.current, self.current_name = None, None
 
     def _failed(self, exc: BaseException, now: float) -> None:
         """A write failed: one line in the log (not one per record), and a new file later."""
@@ -207,7 +208,7 @@ class RotatingWriter:
                 self.bytes_closed += os.path.getsize(self.current.path)
             except OSError:
                 pass
-            self.current = None
+            self.current, self.current_name = None, None
 
     def _housekeeping(self, now: float) -> None:
         """Retention: remove the oldest files beyond --retention / --retention-size."""
@@ -223,12 +224,14 @@ class RotatingWriter:
             except OSError as exc:
                 log.warning("cannot remove %s: %s", name, exc.strerror or exc)
 
-    def _write(self, action: Callable[[RecordingWriter], Any]) -> bool:
+    def _write(self, action: Callable[[RecordingWriter], Any], record: bool = True) -> bool:
+        """Do ``action`` on the current file (``record``: it writes a record, counted as lost
+        when it can't be written)."""
         with self._lock:
             now = self._wall()
             if self.current is None or now >= self.ends_at:
                 if (self.current is None and now < self.retry_at) or not self._new_file(now):
-                    self.lost += 1
+                    self.lost += record
                     return False
             elif now >= self._next_housekeeping:
                 self._housekeeping(now)
@@ -236,13 +239,13 @@ class RotatingWriter:
                 action(self.current)
             except OSError as exc:
                 self._failed(exc, now)
-                self.lost += 1
+                self.lost += record
                 return False
             return True
 
     def tick(self) -> None:
         """Between records: a new hour's file, retention, a retry after a failure."""
-        self._write(lambda writer: None)
+        self._write(lambda writer: None, record=False)
 
     def bytes_written(self) -> int:
         with self._lock:
