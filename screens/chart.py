@@ -48,8 +48,8 @@ def nice_ceiling(value: float) -> float:
     power = 10 ** math.floor(math.log10(value))
     for step in (1, 2, 2.5, 5, 10):
         if value <= step * power * (1 + 1e-9):
-            return round(step * power, 12)
-    return 10 * power
+            return float(round(step * power, 12))
+    return float(10 * power)
 
 
 def value_range(plots: Sequence[Plot]) -> Tuple[float, float]:
