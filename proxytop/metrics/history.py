@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from bisect import bisect_left, bisect_right
 from typing import Dict, Hashable, Iterable, List, Optional, Tuple
 
 Point = Tuple[float, float]
@@ -62,10 +63,12 @@ class Tier:
         del self.starts[:n], self.sums[:n], self.counts[:n]
         return taken
 
-    def points(self) -> Iterable[Point]:
+    def points(self, start: float = -math.inf, end: float = math.inf) -> Iterable[Point]:
+        """Each bucket's mean at its middle, for the buckets whose middle is in [start, end]."""
         half = self.width / 2
-        for start, total, count in zip(self.starts, self.sums, self.counts):
-            yield start + half, (total / count if count else math.nan)
+        first, last = bisect_left(self.starts, start - half), bisect_right(self.starts, end - half)
+        for begin, total, count in zip(self.starts[first:last], self.sums[first:last], self.counts[first:last]):
+            yield begin + half, (total / count if count else math.nan)
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -112,8 +115,9 @@ class Series:
         """The points between two wall times, oldest first: averages, then the raw hour."""
         out: List[Point] = []
         for tier in reversed(self.tiers):
-            out += [p for p in tier.points() if start <= p[0] <= end]
-        out += [p for p in zip(self.times, self.values) if start <= p[0] <= end]
+            out += tier.points(start, end)
+        first, last = bisect_left(self.times, start), bisect_right(self.times, end)
+        out += zip(self.times[first:last], self.values[first:last])
         return out
 
     def first_time(self) -> Optional[float]:
