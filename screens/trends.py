@@ -13,11 +13,17 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from proxytop.collectors.proxysql import ConnectionPool
+from proxytop.collectors.sides import twin_name
 from proxytop.metrics import histogram, units
+from proxytop.metrics.rates import to_number
+from proxytop.metrics.sides import MYSQL, PGSQL
 from proxytop.screens import chart
 from proxytop.screens.base import DataView, Screen
+from proxytop.screens.connpool import header_queries
+from proxytop.screens.sided import HEADER, HEADER_NARROW, header_readings
 from proxytop.screens.keys import Binding
-from proxytop.screens.table import Row
+from proxytop.screens.table import Column, Row
 
 TREND_PACE = 5.0  # seconds between the readings Trends asks for while another screen is shown
 SLOW_TREND_PACE = 10.0  # the InnoDB engine status of each server: a heavier read
@@ -36,11 +42,21 @@ def _max(rows: Sequence[Row], key: str) -> Optional[float]:
     return float(max(values)) if values else None
 
 
-def _named(rows: Sequence[Row], name: str, key: str) -> Optional[float]:
-    for row in rows:
-        if row.get("name") == name and isinstance(row.get(key), (int, float)):
-            return float(row[key])
-    return None
+def _first(rows: Sequence[Row], key: str) -> Optional[float]:
+    value = rows[0].get(key) if rows else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+HEADER_ROWS = "header"  # the header's readings (read on every screen anyway), as one row
+
+
+def header_rows(view: DataView) -> List[Row]:
+    """The header's Q/s and client connections, worked out as the header does (the MySQL side)."""
+    previous, current = header_readings(view.pair, None)
+    if current is None or not current.data:
+        return []
+    qps, _counted = header_queries(MYSQL, (previous, current), view.pair(twin_name(ConnectionPool.name, PGSQL)))
+    return [{"qps": qps, "clients": to_number(current.data.get("Client_Connections_connected"))}]
 
 
 def latency_percentile(rows: Sequence[Row], fraction: float) -> Optional[float]:
@@ -86,29 +102,28 @@ class Trend:
     help: str = ""
 
 
-def _ms(us: float) -> str:
-    return units.number(us / 1000) + "ms"
+def _ms(us: Optional[float]) -> Optional[float]:
+    return None if us is None else us / 1000
 
 
 TRENDS: Tuple[Trend, ...] = (
-    Trend("qps", "Queries/s", "glostat", lambda rows: _named(rows, "Questions", "rate"), units.number,
-          help="ProxySQL's Questions per second"),
-    Trend("p50", "p50", "comcount", lambda rows: latency_percentile(rows, 0.50), _ms, chart="latency",
-          help="latency of every command, from ComCount's buckets (a bucket's upper bound)"),
-    Trend("p95", "p95", "comcount", lambda rows: latency_percentile(rows, 0.95), _ms, chart="latency"),
-    Trend("clients", "Client connections", "glostat", lambda rows: _named(rows, "Client_Connections_connected", "value"),
-          units.number),
+    Trend("qps", "Queries/s", HEADER_ROWS, lambda rows: _first(rows, "qps"), units.number,
+          help="ProxySQL's Questions per second, as the header shows it"),
+    Trend("p50", "Latency p50 ms", "comcount", lambda rows: _ms(latency_percentile(rows, 0.50)), units.number,
+          chart="latency", help="latency of every command, from ComCount's buckets (a bucket's upper bound)"),
+    Trend("p95", "Latency p95 ms", "comcount", lambda rows: _ms(latency_percentile(rows, 0.95)), units.number,
+          chart="latency"),
+    Trend("clients", "Client connections", HEADER_ROWS, lambda rows: _first(rows, "clients"), units.number),
     Trend("errors", "Backend errors/s", "connpool", lambda rows: _sum(rows, "conn_err_s"), units.number,
           help="failed backend connections per second, every backend"),
     Trend("shunned", "SHUNNED backends", "connpool", shunned, units.number),
     Trend("lag", "Worst replica lag", "replication", lambda rows: _max(rows, "lag"), units.duration,
           help="seconds, the most behind of every channel"),
-    Trend("checkpoint", "Worst checkpoint age %", "innodb", lambda rows: _max(rows, "age_pct"),
-          lambda v: units.number(v) + "%", help="of the redo log's async limit"),
-    Trend("disk_util", "Busiest disk %util", "iostat", lambda rows: busiest_disk(rows, "util"),
-          lambda v: units.number(v) + "%"),
-    Trend("disk_await", "Busiest disk await", "iostat", lambda rows: busiest_disk(rows, "w_await"),
-          lambda v: units.number(v) + "ms", help="write await of the busiest disk"),
+    Trend("checkpoint", "Worst checkpoint age %", "innodb", lambda rows: _max(rows, "age_pct"), units.number,
+          help="of the redo log's async limit"),
+    Trend("disk_util", "Busiest disk %util", "iostat", lambda rows: busiest_disk(rows, "util"), units.number),
+    Trend("disk_await", "Busiest disk w_await ms", "iostat", lambda rows: busiest_disk(rows, "w_await"),
+          units.number, help="write await of the busiest disk"),
 )
 
 
@@ -136,7 +151,6 @@ class TrendsScreen(Screen):
     key = "trends"
     title = "Trends"
     short_title = "Trend"
-    columns = ()
     bindings = (
         Binding(("w",), "window", "the time shown: 5 minutes, 1 hour, 24 hours", "w window"),
         Binding(("KEY_DOWN", "KEY_NPAGE"), "later_charts", "the charts below", "\u2191\u2193 charts"),
@@ -148,13 +162,26 @@ class TrendsScreen(Screen):
         self.window = 0
         self.first = 0
         self.from_screens: List[Screen] = []  # the screens the trends come from (watch())
+        self.with_header = True  # a ProxySQL is watched: its header's readings too
 
     def watch(self, screens: Sequence[Screen]) -> None:
         """The screens of this run that trends are worked out from."""
         wanted = {trend.screen for trend in TRENDS}
         with_proxysql = getattr(self.config, "proxysql", True)
         self.from_screens = [s for s in screens if s.key in wanted and s.built
-                        and (with_proxysql or s.key in ("replication", "innodb", "iostat"))]
+                             and (with_proxysql or s.key in ("replication", "innodb", "iostat"))]
+        self.with_header = with_proxysql
+
+    def inputs(self) -> List[Tuple[str, List[str]]]:
+        """What each group of trends is made of: (the screen, or the header, its readings)."""
+        made_of = [(HEADER_ROWS, [twin_name(HEADER_NARROW, MYSQL), twin_name(HEADER, MYSQL)])] if self.with_header else []
+        return made_of + [(screen.key, list(screen.active_collectors())) for screen in self.from_screens]
+
+    def rows_of(self, key: str, view: DataView) -> List[Row]:
+        """The rows a group of trends is worked out from."""
+        if key == HEADER_ROWS:
+            return header_rows(view)
+        return next(s for s in self.from_screens if s.key == key).rows(view)
 
     def active_collectors(self) -> List[str]:
         return [n for screen in self.from_screens for n in screen.active_collectors()]
@@ -164,8 +191,33 @@ class TrendsScreen(Screen):
         return tuple((name, SLOW_TREND_PACE if screen.key == "innodb" else TREND_PACE)
                      for screen in self.from_screens for name in screen.active_collectors())
 
+    columns = (
+        Column("figure", "Figure", 26, align="<", numeric=False, help="a figure of the whole system"),
+        Column("now", "Now", 10, fmt=units.number, help="its latest value, in the unit the figure's name gives"),
+        Column("low", "Min", 10, fmt=units.number, help="the lowest over the window shown (w)"),
+        Column("mean", "Avg", 10, fmt=units.number, help="the mean over the window shown"),
+        Column("high", "Max", 10, fmt=units.number, help="the highest over the window shown"),
+    )
+
     def rows(self, view: DataView) -> List[Row]:
-        return []
+        """A row per trend: now, and the least, mean and most over the window, from the kept
+        figures; where none are kept (--batch) the value now, from its screen's rows."""
+        end = view.wall_now()
+        start = end - WINDOWS[self.window][1]
+        made: Dict[str, Optional[float]] = {}
+        shown = {key for key, _names in self.inputs()}
+        if not any(trend_key(t) in view.figures for t in TRENDS):
+            made = trend_values({key: self.rows_of(key, view) for key in shown})
+        rows: List[Row] = []
+        for trend in TRENDS:
+            if trend.screen not in shown:
+                continue
+            values = [v for _t, v in view.figures.points(trend_key(trend), start, end) if not math.isnan(v)]
+            now = values[-1] if values else made.get(trend.key)
+            rows.append({"_id": trend.key, "figure": trend.title, "now": now,
+                         "low": min(values, default=None), "mean": sum(values) / len(values) if values else None,
+                         "high": max(values, default=None)})
+        return rows
 
     def action_window(self, controller) -> None:
         self.window = (self.window + 1) % len(WINDOWS)
@@ -183,7 +235,8 @@ class TrendsScreen(Screen):
         name, seconds = WINDOWS[self.window]
         end = view.wall_now()
         start = end - seconds
-        groups = charts_of([t for t in TRENDS if any(s.key == t.screen for s in self.from_screens)])
+        shown = {key for key, _names in self.inputs()}
+        groups = charts_of([t for t in TRENDS if t.screen in shown])
         lines: List[List[Tuple[str, Optional[str]]]] = [[("The whole system over the last ", "dim"),
                                                            (name, "header"), ("   w window", "dim")]]
         if not groups:

@@ -462,17 +462,21 @@ class Controller:
             return
         rows_of: Dict[str, List[dict]] = {}
         newest = 0.0
-        for screen in trends.from_screens:
-            readings = [self.engine.latest(n) for n in screen.active_collectors()]
+        screens = {screen.key: screen for screen in trends.from_screens}
+        for key, names in trends.inputs():
+            readings = [self.engine.latest(n) for n in names]
             made_of = tuple(r.taken_at if r is not None else None for r in readings)
-            if not any(made_of) or self._trend_made.get(screen.key) == made_of:
+            if not any(made_of) or self._trend_made.get(key) == made_of:
                 continue
-            self._trend_made[screen.key] = made_of
-            visible = screen is self.screen and self._raw_rows[0] == screen.key
-            rows = self._raw_rows[1] if visible else screen.rows(self.view)
-            if not visible:
-                self.keep_figures(screen, screen.arrange(rows, self.ui.tables[screen.key]))
-            rows_of[screen.key] = rows
+            self._trend_made[key] = made_of
+            screen = screens.get(key)
+            if screen is not None and screen is self.screen and self._raw_rows[0] == key:
+                rows = self._raw_rows[1]  # the visible screen's, made already
+            else:
+                rows = trends.rows_of(key, self.view)
+                if screen is not None:  # a hidden screen's figures: its graphs have a past
+                    self.keep_figures(screen, screen.arrange(rows, self.ui.tables[key]))
+            rows_of[key] = rows
             newest = max([newest] + [r.wall_time for r in readings if r is not None])
         for key, value in trends_module.trend_values(rows_of).items():
             self.figures.add(("trends", key), newest, value)
