@@ -34,20 +34,26 @@ SCREENS = (
     ("commands", "Commands"),
     ("galera", "Galera"),
     ("replication", "Replication"),
+    ("trends", "Trends"),
 )
 PROXYSQL_HALF, MYSQL_HALF = "proxysql", "mysql"
 HALVES: Dict[str, Tuple[str, ...]] = {  # each half's screens, in tab order
     PROXYSQL_HALF: ("connpool", "queryrules", "glostat", "proclist", "comcount", "innodb", "iostat", "queries",
-               "errors", "cluster"),
+               "errors", "cluster", "trends"),
     MYSQL_HALF: ("servers", "sessions", "locks", "statements", "status", "commands", "replication", "galera",
-                 "innodb", "iostat"),
+                 "innodb", "iostat", "trends"),
 }
 HALF_TITLES = {PROXYSQL_HALF: "ProxySQL", MYSQL_HALF: "MySQL servers"}
 
 
-def screen_key(index: int) -> str:
-    """The number key of the screen at ``index`` (0-based): 1-9, then 0 for the tenth."""
-    return str((index + 1) % 10)
+# The tabs after the tenth of a half, reached by a letter (in both halves).
+LETTER_TABS = {"trends": "T"}
+
+
+def screen_key(index: int, key: str = "") -> str:
+    """The key of the tab at ``index`` (0-based) showing screen ``key``: 1-9, then 0 for the
+    tenth, then the screen's letter."""
+    return LETTER_TABS.get(key, "") or str((index + 1) % 10)
 
 
 def _module(key: str) -> Optional[ModuleType]:

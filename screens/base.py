@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.core import Collector, Snapshot, Source
+from proxytop.metrics.history import FigureHistory
 from proxytop.screens.keys import Binding
 from proxytop.screens.table import Column, Row, TableState, arrange
 
@@ -18,9 +19,11 @@ from proxytop.screens.table import Column, Row, TableState, arrange
 class DataView:
     """Read-only access to the engine's snapshots for a screen's pure functions."""
 
-    def __init__(self, engine, config=None):
+    def __init__(self, engine, config=None, figures: Optional[FigureHistory] = None):
         self._engine = engine
         self.config = config
+        # the figures kept over time for graphs (the controller keeps them; Trends reads them)
+        self.figures = figures if figures is not None else FigureHistory()
 
     def latest(self, name: str) -> Optional[Snapshot]:
         return self._engine.latest(name)
@@ -42,6 +45,10 @@ class DataView:
 
     def now(self) -> float:
         return self._engine.now()
+
+    def wall_now(self) -> float:
+        """The wall-clock time now (a replay's: where it plays)."""
+        return self._engine.wall_now()
 
     def interval_in_force(self, name: str) -> Optional[float]:
         """Seconds between a collector's readings now: its interval, or its minimum when

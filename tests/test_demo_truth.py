@@ -18,7 +18,7 @@ from proxytop.screens import HALVES, PROXYSQL_HALF, screen_key
 from proxytop.screens.connpool import ConnPoolScreen
 from tests.proxysql_double import UNREAD_MONITOR_LOGS, Recording
 
-KEYS = {key: screen_key(i) for i, key in enumerate(HALVES[PROXYSQL_HALF])}  # the ProxySQL screens' tabs
+KEYS = {key: screen_key(i, key) for i, key in enumerate(HALVES[PROXYSQL_HALF])}  # the ProxySQL screens' tabs
 DOWN = "\x1b[B"
 ENTER = "\r"
 ESC = "\x1b"

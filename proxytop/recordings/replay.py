@@ -563,6 +563,11 @@ class ReplayControls:
     action_slower = functools.partialmethod(_change_speed, -1)
     action_faster = functools.partialmethod(_change_speed, +1)
 
+    def jump_to(self, controller, wall: float) -> None:
+        """Play from a wall-clock time (a time picked on a graph)."""
+        self.engine.seek(wall - self.engine.index.base)
+        self._say_position(controller, "playing from ")
+
     def action_jump(self, controller) -> None:
         engine = self.engine
 
