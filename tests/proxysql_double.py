@@ -300,20 +300,34 @@ class StatsHistory:
     def generated(self, end: int, days: float = 7, hour_days: float = 365, interval: int = 60,
                   restart_at: Optional[int] = None, tsdb: bool = False) -> "StatsHistory":
         """A longer history of the same shapes: the recorded minutes' steps (each counter's
-        increase, each gauge's value) repeated for ``days`` of raw rows up to ``end``, and the
-        hours of ``hour_days`` before them rolled up as ProxySQL does. ``restart_at``: ProxySQL
-        restarted then (its counters start again from 0). ``tsdb``: a 3.x's tsdb_metrics too."""
+        increase, each gauge's value) repeated from ``hour_days`` before ``end`` to ``end``;
+        the raw rows of the last ``days`` kept, and every finished hour rolled up as ProxySQL
+        does. ``restart_at``: ProxySQL restarted then (its counters start again from 0).
+        ``tsdb``: a 3.x's tsdb_metrics too."""
         out = StatsHistory(create=dict(self.create), denied=self.denied)
-        first = int(end - days * 86400) // interval * interval
-        stamps = list(range(first, end + 1, interval))
+        first_raw = int(end - days * 86400) // interval * interval
+        start = min(first_raw, int(end - hour_days * 86400) // HOUR * HOUR)
+        last_hour = end // HOUR * HOUR  # the hour under way is not rolled up yet
         for table in ("mysql_connections", "myhgm_connections", "system_cpu", "system_memory", "mysql_query_cache"):
             recorded = self.rows.get(table) or []
             if len(recorded) < 2:
                 continue
-            out.rows[table] = _extended(self.columns(table), recorded, stamps, restart_at)
-            hours = _extended(self.columns(table), recorded,
-                              list(range(first - int(hour_days * 86400) // HOUR * HOUR, first, interval)), None)
-            out.rows[table + "_hour"] = _rolled_up(self.columns(table), hours, table in HOUR_SUMMED_TABLES)
+            columns = self.columns(table)
+            raw, hours, hour, group = [], [], None, []
+            for row in _extended(columns, recorded, range(start, end + 1, interval), restart_at):
+                if row[0] >= first_raw:
+                    raw.append(row)
+                if row[0] >= last_hour:
+                    continue
+                if hour is not None and row[0] // HOUR * HOUR != hour:
+                    hours.append(_rolled_up(columns, group, table in HOUR_SUMMED_TABLES))
+                    group = []
+                hour = row[0] // HOUR * HOUR
+                group.append(row)
+            if group:
+                hours.append(_rolled_up(columns, group, table in HOUR_SUMMED_TABLES))
+            out.rows[table] = raw
+            out.rows[table + "_hour"] = [h for h in hours if h[0] >= end - hour_days * 86400 or h[0] >= first_raw]
         if tsdb:
             out = out.with_tsdb()
         return out
@@ -332,23 +346,23 @@ class StatsHistory:
         return out
 
 
-def _extended(columns: List[str], recorded: Rows, stamps: List[int], restart_at: Optional[int]) -> Rows:
+def _extended(columns: List[str], recorded: Rows, stamps, restart_at: Optional[int]):
     """Rows at ``stamps`` following the recorded rows' minute-to-minute steps, over and over."""
     steps = [[_number(b) - _number(a) for a, b in zip(before, after)] for before, after in zip(recorded, recorded[1:])]
     gauges = [i for i, c in enumerate(columns) if c in HOUR_AVERAGED]
     current = [0] * len(columns)
-    out = []
+    previous = None
     for n, stamp in enumerate(stamps):
-        if restart_at is not None and stamp >= restart_at > stamp - (stamps[1] - stamps[0] if len(stamps) > 1 else 60):
+        if restart_at is not None and previous is not None and previous < restart_at <= stamp:
             current = [0] * len(columns)
+        previous = stamp
         step = steps[n % len(steps)]
         current = [c + max(s, 0) for c, s in zip(current, step)]
         row = list(current)
         for i in gauges:
             row[i] = _number(recorded[(n + 1) % len(recorded)][i])
         row[0] = stamp
-        out.append(row)
-    return out
+        yield row
 
 
 def _number(text):
@@ -356,25 +370,18 @@ def _number(text):
     return int(value) if value.is_integer() else value
 
 
-def _rolled_up(columns: List[str], rows: Rows, summed: bool) -> Rows:
-    """ProxySQL's hourly roll-up of raw rows (ProxySQL_Statistics.cpp)."""
-    by_hour: Dict[int, Rows] = {}
-    for row in rows:
-        by_hour.setdefault(row[0] // HOUR * HOUR, []).append(row)
-    out = []
-    for hour in sorted(by_hour):
-        group = by_hour[hour]
-        row = [hour]
-        for i, column in enumerate(columns[1:], start=1):
-            values = [r[i] for r in group]
-            if summed:
-                row.append(sum(values))
-            elif column in HOUR_AVERAGED:
-                row.append(sum(values) / len(values))
-            else:
-                row.append(max(values))
-        out.append(row)
-    return out
+def _rolled_up(columns: List[str], group: Rows, summed: bool) -> list:
+    """ProxySQL's roll-up of one hour's raw rows (ProxySQL_Statistics.cpp)."""
+    row = [group[0][0] // HOUR * HOUR]
+    for i, column in enumerate(columns[1:], start=1):
+        values = [r[i] for r in group]
+        if summed:
+            row.append(sum(values))
+        elif column in HOUR_AVERAGED:
+            row.append(sum(values) / len(values))
+        else:
+            row.append(max(values))
+    return row
 
 
 # ----- the double -----------------------------------------------------------------------------

@@ -176,19 +176,21 @@ def merged(readings: Sequence[HistoryReading]) -> Dict[str, Table]:
     """
     start = max((i for i, r in enumerate(readings) if r.first), default=0)
     columns: Dict[str, Tuple[str, ...]] = {}
-    rows: Dict[str, Dict[float, tuple]] = {}
+    rows: Dict[str, Dict[tuple, tuple]] = {}
     for reading in readings[start:]:
         for name, table in reading.tables:
             if "timestamp" not in table.columns:
                 continue
             at = table.columns.index("timestamp")
+            # the TSDB has a row per metric at each timestamp
+            metric_at = table.columns.index("metric_name") if "metric_name" in table.columns else None
             columns.setdefault(name, table.columns)
-            by_time = rows.setdefault(name, {})
+            by_key = rows.setdefault(name, {})
             for row in table.rows:
                 stamp = to_number(row[at])
                 if stamp is not None:
-                    by_time[stamp] = row
-    return {name: Table(columns[name], tuple(by_time[t] for t in sorted(by_time))) for name, by_time in rows.items()}
+                    by_key[(stamp, row[metric_at] if metric_at is not None else "")] = row
+    return {name: Table(columns[name], tuple(by_key[k] for k in sorted(by_key))) for name, by_key in rows.items()}
 
 
 def _values(table: Table, columns: Sequence[str]) -> List[Tuple[float, Optional[float]]]:
