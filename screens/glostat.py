@@ -353,6 +353,18 @@ class GloStatScreen(SidedScreen, Screen):
     def history_readings(self, view: DataView):
         return [s.data for s in view.history(ProxySQLHistory.name) if s.data is not None]
 
+    def history_line(self, view: DataView) -> Optional[str]:
+        """history_status of the readings, worked out once per new reading (a year of history
+        takes about 150 ms: not on every frame)."""
+        snapshots = view.history(ProxySQLHistory.name)
+        if not snapshots:
+            return None
+        key = (len(snapshots), snapshots[-1].taken_at)
+        if getattr(self, "_history_line", (None, None))[0] != key:
+            readings = [s.data for s in snapshots if s.data is not None]
+            self._history_line = (key, history_status(readings) if readings else None)
+        return self._history_line[1]
+
     def batch_extra(self, view: DataView):
         """What --batch's JSON adds: a summary of ProxySQL's own history."""
         readings = self.history_readings(view)
@@ -435,10 +447,9 @@ class GloStatScreen(SidedScreen, Screen):
             age = max(0.0, view.now() - memory.taken_at)
             lines.append(((f"Memory: stats_memory_metrics every {units.interval(MemoryMetrics.min_interval)} at most "
                            f"(it takes the digest lock), {units.duration(age)} old", "dim"),))
-        readings = self.history_readings(view)
-        if readings:
-            lines.append((("History       ", "label"), (history_status(readings), None),
-                          (" (stats_history)", "dim")))
+        status = self.history_line(view)
+        if status:
+            lines.append((("History       ", "label"), (status, None), (" (stats_history)", "dim")))
         lines.append(asks_line(self, view, self.asks))
         return lines
 

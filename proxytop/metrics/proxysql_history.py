@@ -18,7 +18,7 @@ from statistics import median
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.core import Table
-from proxytop.metrics.rates import to_number
+from proxytop.metrics.rates import to_number, to_numbers
 
 Point = Tuple[float, float]
 
@@ -175,6 +175,8 @@ def merged(readings: Sequence[HistoryReading]) -> Dict[str, Table]:
     (('60', '1'), ('120', '2'), ('180', '3'))
     """
     start = max((i for i, r in enumerate(readings) if r.first), default=0)
+    if start == len(readings) - 1:  # the first reading alone: read in order, each row once
+        return {name: table for name, table in readings[start].tables}
     columns: Dict[str, Tuple[str, ...]] = {}
     rows: Dict[str, Dict[tuple, tuple]] = {}
     for reading in readings[start:]:
@@ -193,29 +195,43 @@ def merged(readings: Sequence[HistoryReading]) -> Dict[str, Table]:
     return {name: Table(columns[name], tuple(by_key[k] for k in sorted(by_key))) for name, by_key in rows.items()}
 
 
-def _values(table: Table, columns: Sequence[str]) -> List[Tuple[float, Optional[float]]]:
+def numeric_columns(table: Table) -> Dict[str, list]:
+    """Each column of a table as numbers (None where a value is no number), made in one pass
+    a column: a week of minutes is 10,080 rows a table.
+
+    >>> numeric_columns(Table(("timestamp", "v"), (("60", "1.5"), ("120", None))))
+    {'timestamp': [60, 120], 'v': [1.5, None]}
+    """
+    by_column = list(zip(*table.rows)) if table.rows else [()] * len(table.columns)
+    return {name: to_numbers(values) for name, values in zip(table.columns, by_column)}
+
+
+def _values(numbers: Mapping[str, list], columns: Sequence[str]) -> List[Tuple[float, Optional[float]]]:
     """(timestamp, sum of ``columns``) of each row; the sum None when a value is missing."""
-    if any(c not in table.columns for c in columns):
+    if any(c not in numbers for c in columns) or "timestamp" not in numbers:
         return []
-    at = table.columns.index("timestamp")
-    wanted = [table.columns.index(c) for c in columns]
-    out = []
-    for row in table.rows:
-        values = [to_number(row[i]) for i in wanted]
-        out.append((float(to_number(row[at])), None if None in values else sum(values)))
-    return out
+    stamps = numbers["timestamp"]
+    if len(columns) == 1:
+        sums = numbers[columns[0]]
+    else:
+        sums = [None if None in values else sum(values) for values in zip(*(numbers[c] for c in columns))]
+    return [(float(t), v) for t, v in zip(stamps, sums) if t is not None]
 
 
-def counter_rates(stamped: Sequence[Tuple[float, Optional[float]]], scale: float = 1.0) -> Tuple[Point, ...]:
+def counter_rates(stamped: Sequence[Tuple[float, Optional[float]]], scale: float = 1.0,
+                  longest: Optional[float] = None) -> Tuple[Point, ...]:
     """Per-second rates of a cumulative counter over each interval between rows, stamped at the
-    row that ends it. A counter that went back is a ProxySQL restart: no rate for that interval.
+    row that ends it. A counter that went back is a ProxySQL restart: no rate for that interval;
+    nor for an interval longer than ``longest`` (None: any).
 
     >>> counter_rates([(0, 100), (60, 160), (120, 40), (180, 100)])
     ((60.0, 1.0), (180.0, 1.0))
+    >>> counter_rates([(0, 100), (60, 160), (180, 280)], longest=60)
+    ((60.0, 1.0),)
     """
     points = []
     for (t0, v0), (t1, v1) in zip(stamped, stamped[1:]):
-        if v0 is None or v1 is None or t1 <= t0 or v1 < v0:
+        if v0 is None or v1 is None or t1 <= t0 or v1 < v0 or (longest is not None and t1 - t0 > longest):
             continue
         points.append((float(t1), (v1 - v0) / (t1 - t0) * scale))
     return tuple(points)
@@ -240,35 +256,32 @@ def cpu_percent(stamped: Sequence[Tuple[float, Optional[float]]]) -> Tuple[Point
     return counter_rates(stamped, scale=100.0 / TICKS_PER_SECOND)
 
 
-def hourly_points(figure: Figure, table: Optional[Table], before: Optional[float]) -> Tuple[Point, ...]:
-    """A figure's points from a ``_hour`` table, stamped at the end of each hour, for the hours
-    that ended by ``before`` (the first raw row; None: all). Counters are the hour's MAX, so
-    the rate of an hour is the difference to the hour before; gauges are the hour's AVG.
+def hourly_points(figure: Figure, stamped: Sequence[Tuple[float, Optional[float]]],
+                  before: Optional[float]) -> Tuple[Point, ...]:
+    """A figure's points from its ``_hour`` table's (hour, value) rows, stamped at the end of
+    each hour, for the hours that ended by ``before`` (the first raw row; None: all). Counters
+    are the hour's MAX, so the rate of an hour is the difference to the hour before; gauges
+    are the hour's AVG.
 
-    >>> hours = Table(("timestamp", "Questions"), (("0", "3600"), ("3600", "10800"), ("10800", "20")))
-    >>> hourly_points(FIGURES[0], hours, before=None)
+    >>> hourly_points(FIGURES[0], [(0, 3600), (3600, 10800), (10800, 20)], before=None)
     ((7200.0, 2.0),)
     """
-    if table is None or figure.kind == CPU:
+    if figure.kind == CPU:
         return ()
-    stamped = [(t + HOUR, v) for t, v in _values(table, figure.columns) if before is None or t + HOUR <= before]
+    stamped = [(t + HOUR, v) for t, v in stamped if before is None or t + HOUR <= before]
     if figure.kind == GAUGE:
         return gauge_points(stamped)
     # a rate only between hours that follow each other (an hour without rows has no MAX)
-    points: List[Point] = []
-    for pair in zip(stamped, stamped[1:]):
-        if pair[1][0] - pair[0][0] == HOUR:
-            points += counter_rates(list(pair))
-    return tuple(points)
+    return counter_rates(stamped, longest=HOUR)
 
 
-def interval_of(table: str, readings: Sequence[HistoryReading], rows: Optional[Table]) -> Optional[float]:
+def interval_of(table: str, readings: Sequence[HistoryReading], stamps: Sequence[float]) -> Optional[float]:
     """Seconds between a table's rows: its admin-stats_* variable when read and not 0, else
-    the median step of its rows (the stats user can't read global_variables).
+    the median step of its rows' ``stamps`` (the stats user can't read global_variables).
 
-    >>> interval_of("system_cpu", [HistoryReading(intervals=(("admin-stats_system_cpu", 30),))], None)
+    >>> interval_of("system_cpu", [HistoryReading(intervals=(("admin-stats_system_cpu", 30),))], [])
     30.0
-    >>> interval_of("system_cpu", [], Table(("timestamp",), (("0",), ("60",), ("125",), ("180",))))
+    >>> interval_of("system_cpu", [], [0, 60, 125, 180])
     60.0
     """
     variable = INTERVAL_VARIABLES.get(table)
@@ -276,9 +289,8 @@ def interval_of(table: str, readings: Sequence[HistoryReading], rows: Optional[T
         value = dict(reading.intervals).get(variable)
         if value:
             return float(value)
-    if rows is None or len(rows.rows) < 2:
+    if len(stamps) < 2:
         return None
-    stamps = [t for t, _ in _values(rows, ())]
     return float(median(b - a for a, b in zip(stamps, stamps[1:])))
 
 
@@ -314,10 +326,20 @@ def history_series(readings: Sequence[HistoryReading]) -> Tuple[HistorySeries, .
         tsdb = tsdb_as_connections(tables.get(TSDB_TABLE))
         if tsdb is not None:
             tables["mysql_connections"] = tsdb
+    numbers: Dict[str, Dict[str, list]] = {}
+
+    def values_of(name: str, columns: Tuple[str, ...]) -> list:
+        table = tables.get(name)
+        if table is None:
+            return []
+        if name not in numbers:
+            numbers[name] = numeric_columns(table)
+        return _values(numbers[name], columns)
+
+    intervals: Dict[str, float] = {}
     out = []
     for figure in FIGURES:
-        raw = tables.get(figure.table)
-        stamped = _values(raw, figure.columns) if raw is not None else []
+        stamped = values_of(figure.table, figure.columns)
         if figure.kind == COUNTER:
             points = counter_rates(stamped)
         elif figure.kind == CPU:
@@ -325,11 +347,12 @@ def history_series(readings: Sequence[HistoryReading]) -> Tuple[HistorySeries, .
         else:
             points = gauge_points(stamped)
         first_raw = stamped[0][0] if stamped else None
-        hourly = hourly_points(figure, tables.get(figure.table + "_hour"), first_raw)
+        hourly = hourly_points(figure, values_of(figure.table + "_hour", figure.columns), first_raw)
         if not points and not hourly:
             continue
-        resolution = interval_of(figure.table, readings, raw) or 60.0
-        out.append(HistorySeries(figure.name, figure.label, figure.unit, resolution, points, hourly))
+        if figure.table not in intervals:
+            intervals[figure.table] = interval_of(figure.table, readings, [t for t, _ in stamped]) or 60.0
+        out.append(HistorySeries(figure.name, figure.label, figure.unit, intervals[figure.table], points, hourly))
     return tuple(out)
 
 
@@ -357,7 +380,7 @@ def resolution_text(seconds: float) -> str:
     return f"{seconds:g}-second"
 
 
-def history_status(readings: Sequence[HistoryReading]) -> str:
+def history_status(readings: Sequence[HistoryReading], series: Optional[Tuple[HistorySeries, ...]] = None) -> str:
     """What ProxySQL's own history gave, or why nothing, in one line.
 
     >>> history_status([HistoryReading(problem="not readable by this user: no such table")])
@@ -375,7 +398,7 @@ def history_status(readings: Sequence[HistoryReading]) -> str:
         return problem
     intervals = dict(readings[-1].intervals)
     off = [f"{name} = 0" for name in INTERVAL_VARIABLES.values() if intervals.get(name) == 0]
-    series = history_series(readings)
+    series = history_series(readings) if series is None else series
     if not series:
         return "off: " + ", ".join(off) if off else "empty"
     by_name = {s.name: s for s in series}
@@ -388,19 +411,27 @@ def history_status(readings: Sequence[HistoryReading]) -> str:
         hours = main.hourly_points
         text += (", hourly " if raw else " hourly history, ") + span_text(hours[-1][0] - hours[0][0] + HOUR) \
             + (" before that" if raw else "")
-    tables = merged(readings)
-    if not (tables.get("mysql_connections") and tables["mysql_connections"].rows) and tables.get(TSDB_TABLE):
+    if _from_tsdb(readings):
         text += " (from its TSDB)"
     if off:
         text += "; off now: " + ", ".join(off)
     return text
 
 
+def _from_tsdb(readings: Sequence[HistoryReading]) -> bool:
+    """The classic mysql_connections table gave no rows, the TSDB did."""
+    start = max((i for i, r in enumerate(readings) if r.first), default=0)
+    tables = [(name, table) for r in readings[start:] for name, table in r.tables]
+    return not any(t.rows for name, t in tables if name == "mysql_connections") \
+        and any(t.rows for name, t in tables if name == TSDB_TABLE)
+
+
 def summary(readings: Sequence[HistoryReading]) -> dict:
     """The history in a few plain values (for --batch JSON): the status line and, per series,
     its resolution, how many points, from when to when, and the last value."""
-    out = {"status": history_status(readings), "series": {}}
-    for series in history_series(readings):
+    all_series = history_series(readings)
+    out = {"status": history_status(readings, all_series), "series": {}}
+    for series in all_series:
         points = series.all_points()
         out["series"][series.name] = {
             "label": series.label, "unit": series.unit, "resolution_s": series.resolution_s,
