@@ -14,7 +14,7 @@ from proxytop.collectors.proxysql_history import ProxySQLHistory
 from proxytop.collectors.proxysql import GlobalStatus
 from proxytop.config.endpoints import Endpoint
 from proxytop.metrics import proxysql_history
-from proxytop.metrics.proxysql_history import (PROXYSQL, PROXYSQL_HOURLY, PROXYTOP, HistoryReading, history_series,
+from proxytop.metrics.proxysql_history import (PROXYSQL, PROXYSQL_HOURLY, PROXYTOP, history_series,
                                                history_status, seamed)
 from proxytop.metrics.rates import rate
 from proxytop.polling.connection import open_admin
@@ -263,3 +263,24 @@ def test_glostat_notes_and_batch_json_carry_it(recording, recorded, tmp_path):
     assert history["series"]["questions_per_s"]["points"] == 71
     assert history["series"]["questions_per_s"]["last"] == pytest.approx((18236172 - 17903291) / 60)
     assert history["series"]["proxysql_cpu_pct"]["resolution_s"] == 60.0
+
+
+def test_e2e_read_from_the_start_on_any_screen_and_shown_on_glostat(proxytop_term, recording, recorded):
+    double = started(recording, recorded)
+    try:
+        term = proxytop_term("-P", str(double.port), "-d", "1", cols=120, rows=40)
+        term.wait_for("ConnPool")
+        deadline = time.monotonic() + 20
+        while not any("from stats_history.mysql_connections" in q for q in double.queries("admin")):
+            assert time.monotonic() < deadline, "stats_history not read on the first screen"
+            time.sleep(0.1)
+        first_reads = [q for q in double.queries("admin") if "from stats_history.mysql_connections " in q]
+        term.go("GloStat")
+        screen = term.wait_for(r"History\s+ProxySQL's own 1-minute history, 71 minutes \(stats_history\)")
+        assert "Traceback" not in screen
+        # read once: not again on switching screens (its own pace is ProxySQL's 60 s)
+        reads = [q for q in double.queries("admin") if "from stats_history.mysql_connections " in q]
+        assert reads[:len(first_reads)] == first_reads and len(first_reads) == 1
+        assert all("where timestamp > 1795631995" in q for q in reads[1:])
+    finally:
+        double.stop()
