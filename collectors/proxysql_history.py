@@ -59,7 +59,8 @@ class ProxySQLHistory(Collector):
                     self._session = None
                 raise
             self._session = None  # try it all again next time (a grant, a table may come)
-            return HistoryReading(problem=f"not readable by this user: {errors.describe(exc)}")
+            who = "" if session.is_admin else " by this user"  # an admin user: the ProxySQL has none
+            return HistoryReading(problem=f"not readable{who}: {errors.describe(exc)}")
         self._pace(intervals)
         return HistoryReading(tables=tables, intervals=intervals, first=first)
 
