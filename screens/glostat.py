@@ -346,7 +346,10 @@ class GloStatScreen(SidedScreen, Screen):
         return [GlobalStatus(), MemoryMetrics(), MySQLVariables(), ProxySQLHistory()]
 
     def alarm_readings(self, view: DataView) -> Tuple[Tuple[str, float], ...]:
-        """ProxySQL's own history, from the start and on every screen, at ProxySQL's pace."""
+        """ProxySQL's own history, from the start and on every screen, at ProxySQL's pace
+        (none when no ProxySQL is watched: only MySQL servers)."""
+        if view.source(ProxySQLHistory.source) is None:
+            return ()
         reader = next(c for c in self._collector_cache() if c.name == ProxySQLHistory.name)
         return ((reader.name, reader.default_interval),)
 

@@ -284,3 +284,25 @@ def test_e2e_read_from_the_start_on_any_screen_and_shown_on_glostat(proxytop_ter
         assert all("where timestamp > 1795631995" in q for q in reads[1:])
     finally:
         double.stop()
+
+
+def test_off_now_beside_what_is_kept(recording, recorded):
+    double = started(recording, recorded)
+    try:
+        variables = double.first_frame("global_variables")[1]
+        double.replace_table("global_variables", [[n, "0" if n == "admin-stats_system_cpu" else v]
+                                                  for n, v in variables])
+        reader, _, reading = read(double)
+    finally:
+        double.stop()
+    assert history_status([reading]) == \
+        "ProxySQL's own 1-minute history, 71 minutes; off now: admin-stats_system_cpu = 0"
+    assert reader.default_interval == 60.0  # the tables still written: read at their pace
+
+
+def test_no_proxysql_watched_no_history_read():
+    from types import SimpleNamespace
+    from proxytop.screens.glostat import GloStatScreen
+    screen = GloStatScreen()
+    assert screen.alarm_readings(SimpleNamespace(source=lambda name: None)) == ()
+    assert screen.alarm_readings(SimpleNamespace(source=lambda name: object())) == (("proxysql.history", 60.0),)
