@@ -181,6 +181,10 @@ class Screen:
         M on it opens the Servers screen on their first server and names them all."""
         return ()
 
+    def batch_extra(self, view: DataView) -> Dict[str, Any]:
+        """Values --batch's JSON adds to this screen's record besides its rows and notes."""
+        return {}
+
     def alarm_readings(self, view: DataView) -> Tuple[Tuple[str, float], ...]:
         """The readings this screen's header alarm (``alarm(view)``, when it has one) takes on
         every screen, each with its pace: (collector name, seconds)."""

@@ -63,7 +63,7 @@ from proxytop.metrics.iostat import DIRECTIONS, RULES, percentile
 from proxytop.polling.devices import DeviceMapper
 from proxytop.recordings.recording import iter_lines
 from tests.mariadb import MariaDBServer
-from tests.proxysql_double import RECORDINGS, ProxySQLDouble, Recording, is_monitor_log
+from tests.proxysql_double import RECORDINGS, ProxySQLDouble, Recording, StatsHistory, is_monitor_log
 from tests.terminal import proxytop_command
 from tests.test_innodb_live import LOAD_OPTIONS, WriteLoad
 from tests.test_replication import REPL_PASSWORD, REPL_USER, change_master, running, unlogged, wait
@@ -601,7 +601,10 @@ def main(argv=None) -> int:
         load.prepare()
         recording = Recording.load()
         graft_cluster_tables(recording)
-        double = ProxySQLDouble(port=ADMIN_PORT, recording=recording)
+        # ProxySQL's own history (stats_history) up to the demo's start: a day of minutes and a
+        # week of hours before them, of the recorded shapes (docs/proxysql-history.md)
+        history = StatsHistory.recorded().generated(end=int(time.time()) // 60 * 60, days=1, hour_days=8)
+        double = ProxySQLDouble(port=ADMIN_PORT, recording=recording, history=history)
         double.start()
         probes = SingleRequests(writer.basedir).start()
         output = os.path.abspath(args.output)

@@ -61,6 +61,7 @@ from proxytop.collectors.monitor import MonitorReadings, ServerMonitor
 from proxytop.metrics.digests import Reading as DigestReading
 from proxytop.metrics.innodb import EngineReading, Flavour, Metric, StatusText
 from proxytop.metrics.iostat import Baseline, DiskCounters
+from proxytop.metrics.proxysql_history import HistoryReading
 from proxytop.metrics.lock_chains import LongestWait
 from proxytop.polling.connection import AdminSession, Endpoint
 from proxytop.polling.devices import QueueSettings
@@ -181,6 +182,7 @@ TYPES: Dict[str, type] = {
     "SpaceHolding": Holding,
     "MySQLSpaceReading": ServerSpaceReading,
     "MySQLLargestTable": LargestTable,
+    "ProxySQLHistoryReading": HistoryReading,
 }
 _NAMES = {cls: name for name, cls in TYPES.items()}
 
