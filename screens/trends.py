@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.collectors.proxysql import ConnectionPool
+from proxytop.collectors.proxysql_history import ProxySQLHistory
 from proxytop.collectors.sides import twin_name
 from proxytop.metrics import histogram, units
+from proxytop.metrics.proxysql_history import PROXYTOP, HistorySeries, history_series, resolution_text, seamed
 from proxytop.metrics.rates import to_number
 from proxytop.metrics.sides import MYSQL, PGSQL
 from proxytop.screens import chart
@@ -27,7 +29,7 @@ from proxytop.screens.table import Column, Row
 
 TREND_PACE = 5.0  # seconds between the readings Trends asks for while another screen is shown
 SLOW_TREND_PACE = 10.0  # the InnoDB engine status of each server: a heavier read
-WINDOWS = (("5 minutes", 300.0), ("1 hour", 3600.0), ("24 hours", 86400.0))
+WINDOWS = (("5 minutes", 300.0), ("1 hour", 3600.0), ("24 hours", 86400.0), ("7 days", 7 * 86400.0))
 CHART_LINES = 6  # a chart's least height: its title, four rows of dots, the time axis
 
 
@@ -100,6 +102,7 @@ class Trend:
     fmt: Callable[[float], str]
     chart: str = ""  # trends with the same chart share one (latency p50 and p95)
     help: str = ""
+    proxysql: str = ""  # the figure of ProxySQL's own history (stats_history) that comes before it
 
 
 def _ms(us: Optional[float]) -> Optional[float]:
@@ -108,12 +111,13 @@ def _ms(us: Optional[float]) -> Optional[float]:
 
 TRENDS: Tuple[Trend, ...] = (
     Trend("qps", "Queries/s", HEADER_ROWS, lambda rows: _first(rows, "qps"), units.number,
-          help="ProxySQL's Questions per second, as the header shows it"),
+          help="ProxySQL's Questions per second, as the header shows it", proxysql="questions_per_s"),
     Trend("p50", "Latency p50 ms", "comcount", lambda rows: _ms(latency_percentile(rows, 0.50)), units.number,
           chart="latency", help="latency of every command, from ComCount's buckets (a bucket's upper bound)"),
     Trend("p95", "Latency p95 ms", "comcount", lambda rows: _ms(latency_percentile(rows, 0.95)), units.number,
           chart="latency"),
-    Trend("clients", "Client connections", HEADER_ROWS, lambda rows: _first(rows, "clients"), units.number),
+    Trend("clients", "Client connections", HEADER_ROWS, lambda rows: _first(rows, "clients"), units.number,
+          proxysql="client_connections"),
     Trend("errors", "Backend errors/s", "connpool", lambda rows: _sum(rows, "conn_err_s"), units.number,
           help="failed backend connections per second, every backend"),
     Trend("shunned", "SHUNNED backends", "connpool", shunned, units.number),
@@ -125,6 +129,18 @@ TRENDS: Tuple[Trend, ...] = (
     Trend("disk_await", "Busiest disk w_await ms", "iostat", lambda rows: busiest_disk(rows, "w_await"),
           units.number, help="write await of the busiest disk"),
 )
+
+
+# Figures only ProxySQL's own history has (every minute, from its stats_history schema).
+PROXYSQL_HISTORY = "proxysql history"
+HISTORY_TRENDS: Tuple[Trend, ...] = (
+    Trend("slow", "Slow queries/s", PROXYSQL_HISTORY, lambda rows: None, units.number, proxysql="slow_queries_per_s"),
+    Trend("proxysql_cpu", "ProxySQL CPU % of a core", PROXYSQL_HISTORY, lambda rows: None, units.number,
+          proxysql="proxysql_cpu_pct"),
+    Trend("proxysql_memory", "ProxySQL memory", PROXYSQL_HISTORY, lambda rows: None, units.size,
+          proxysql="proxysql_memory_bytes"),
+)
+HISTORY_STYLE = "dim"  # ProxySQL's own points, before proxytop's
 
 
 def trend_key(trend: Trend) -> tuple:
@@ -152,7 +168,8 @@ class TrendsScreen(Screen):
     title = "Trends"
     short_title = "Trend"
     bindings = (
-        Binding(("w",), "window", "the time shown: 5 minutes, 1 hour, 24 hours", "w window"),
+        Binding(("w",), "window", "the time shown: 5 minutes, 1 hour, 24 hours, 7 days (ProxySQL's own history)",
+                "w window"),
         Binding(("KEY_DOWN", "KEY_NPAGE"), "later_charts", "the charts below", "\u2191\u2193 charts"),
         Binding(("KEY_UP", "KEY_PPAGE"), "earlier_charts", "the charts above"),
     )
@@ -163,6 +180,7 @@ class TrendsScreen(Screen):
         self.first = 0
         self.from_screens: List[Screen] = []  # the screens the trends come from (watch())
         self.with_header = True  # a ProxySQL is watched: its header's readings too
+        self._history: Tuple[object, Dict[str, HistorySeries]] = (None, {})  # (made of, ProxySQL's own series)
 
     def watch(self, screens: Sequence[Screen]) -> None:
         """The screens of this run that trends are worked out from."""
@@ -186,6 +204,23 @@ class TrendsScreen(Screen):
     def active_collectors(self) -> List[str]:
         return [n for screen in self.from_screens for n in screen.active_collectors()]
 
+    def proxysql_history(self, view: DataView) -> Dict[str, HistorySeries]:
+        """ProxySQL's own history by figure, worked out again only when a reading of it is new
+        (a year of it takes about 150 ms: not on every frame)."""
+        snapshots = view.history(ProxySQLHistory.name) if self.with_header else ()
+        key = (len(snapshots), snapshots[-1].taken_at if snapshots else None)
+        if self._history[0] != key:
+            readings = [s.data for s in snapshots if s.data is not None]
+            self._history = (key, {series.name: series for series in history_series(readings)} if readings else {})
+        return self._history[1]
+
+    def shown_trends(self, view: DataView) -> List[Trend]:
+        """The trends this run can show: those whose screen is watched, and those of ProxySQL's
+        own history that it holds."""
+        shown = {key for key, _names in self.inputs()}
+        history = self.proxysql_history(view)
+        return [t for t in TRENDS if t.screen in shown] + [t for t in HISTORY_TRENDS if t.proxysql in history]
+
     def alarm_readings(self, view: DataView) -> Tuple[Tuple[str, float], ...]:
         """What the trends are made of, read on every screen at a slow pace."""
         return tuple((name, SLOW_TREND_PACE if screen.key == "innodb" else TREND_PACE)
@@ -208,11 +243,13 @@ class TrendsScreen(Screen):
         shown = {key for key, _names in self.inputs()}
         if not any(trend_key(t) in view.figures for t in TRENDS):
             made = trend_values({key: self.rows_of(key, view) for key in shown})
+        history = self.proxysql_history(view)
         rows: List[Row] = []
-        for trend in TRENDS:
-            if trend.screen not in shown:
-                continue
-            values = [v for _t, v in view.figures.points(trend_key(trend), start, end) if not math.isnan(v)]
+        for trend in self.shown_trends(view):
+            if trend.screen == PROXYSQL_HISTORY:
+                values = [v for t, v in history[trend.proxysql].all_points() if start <= t <= end and v is not None]
+            else:
+                values = [v for _t, v in view.figures.points(trend_key(trend), start, end) if not math.isnan(v)]
             now = values[-1] if values else made.get(trend.key)
             rows.append({"_id": trend.key, "figure": trend.title, "now": now,
                          "low": min(values, default=None), "mean": sum(values) / len(values) if values else None,
@@ -235,8 +272,8 @@ class TrendsScreen(Screen):
         name, seconds = WINDOWS[self.window]
         end = view.wall_now()
         start = end - seconds
-        shown = {key for key, _names in self.inputs()}
-        groups = charts_of([t for t in TRENDS if t.screen in shown])
+        groups = charts_of(self.shown_trends(view))
+        history = self.proxysql_history(view)
         lines: List[List[Tuple[str, Optional[str]]]] = [[("The whole system over the last ", "dim"),
                                                            (name, "header"), ("   w window", "dim")]]
         if not groups:
@@ -252,15 +289,33 @@ class TrendsScreen(Screen):
             title: List[Tuple[str, Optional[str]]] = []
             for trend, plot in zip(group, plots):
                 values = [v for _t, v in plot.points if not math.isnan(v)]
+                if not values and trend.screen == PROXYSQL_HISTORY:  # ProxySQL's own latest figure
+                    values = [v for _t, v in history[trend.proxysql].points if v is not None]
                 now_text = trend.fmt(values[-1]) if values else "no reading yet"
                 title += [(chart.LEGEND_MARK + " ", plot.style) if len(group) > 1 else ("", None),
                           (trend.title, "label"), (f" {now_text}   ", "header")]
+            before = [history_plot(history[t.proxysql], plot.points, start, end)
+                      for t, plot in zip(group, plots) if t.proxysql in history]
+            before = [plot for plot in before if plot.points]
+            if before:
+                title.append((chart.LEGEND_MARK + " ", HISTORY_STYLE))
+                title.append((f"ProxySQL's own {resolution_text(history[group[0].proxysql].resolution_s)} figures",
+                              "dim"))
             lines.append(chart.clip(title, width))
-            lines += chart.draw(plots, width, each - 1, start, end, fmt=group[0].fmt, markers=markers, label_width=8)
+            lines += chart.draw(before + plots, width, each - 1, start, end, fmt=group[0].fmt, markers=markers,
+                                label_width=8)
         if len(groups) > len(chosen):
             lines.append([(f"charts {self.first + 1}-{self.first + len(chosen)} of {len(groups)}: "
                            "\u2191\u2193 for the others", "dim")])
         return lines[:height]
+
+
+def history_plot(series: HistorySeries, live: Sequence[Tuple[float, float]], start: float, end: float) -> chart.Plot:
+    """ProxySQL's own points of a figure before proxytop's first (the seam), in the window."""
+    joined = seamed(series, [p for p in live if not math.isnan(p[1])])
+    points = [(t, math.nan if v is None else float(v)) for segment in joined.segments
+              if segment.origin != PROXYTOP for t, v in segment.points if start <= t <= end]
+    return chart.Plot(series.label, points, HISTORY_STYLE)
 
 
 SCREEN = TrendsScreen

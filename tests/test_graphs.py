@@ -152,3 +152,22 @@ def test_a_small_terminal_still_shows_a_whole_chart(proxytop_term, proxysql_doub
                              what="one chart at 60x15")
     lines = screen.splitlines()
     assert all(len(line) <= 60 for line in lines)
+
+
+def test_trends_begin_with_proxysqls_own_history(proxytop_term, proxysql_double):
+    # the double serves the recorded 2.7.2 stats_history: 72 minutes of 1-minute rows
+    term = start(proxytop_term, proxysql_double)
+    term.send("T")
+    term.wait_until(lambda s: re.search(r"Queries/s \d", s) is not None, timeout=30, what="Trends")
+    for _ in range(3):  # 5 minutes -> 1 hour -> 24 hours -> 7 days
+        term.send("w")
+    screen = term.wait_until(lambda s: "over the last 7 days" in s and "ProxySQL's own 1-minute figures" in s,
+                             timeout=30, what="ProxySQL's own history joined to the Q/s chart")
+    assert re.search(r"^Queries/s \S+\s+\u2501 ProxySQL's own 1-minute figures", screen, re.M), screen
+    for _ in range(8):
+        term.send("\x1bOB")  # to the last charts: the figures only ProxySQL's history has
+    screen = term.wait_until(lambda s: re.search(r"^ProxySQL CPU % of a core \d", s, re.M) is not None,
+                             what="ProxySQL's CPU from its own history")
+    assert re.search(r"^Slow queries/s \d", screen, re.M), screen
+    # its points are drawn: braille dots in the dim style of ProxySQL's own figures
+    assert any(0x2800 < ord(c) <= 0x28FF for c in screen)
