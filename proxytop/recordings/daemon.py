@@ -13,9 +13,9 @@ It is ``--batch --screen all --record FILE`` without the reports, and with:
 - **triggers** (``--on 'threads_running>50'``, :mod:`proxytop.recordings.triggers`) and
   **detail readings** (:class:`DetailKeeper`): the processlists, digests, sessions and lock
   readings are read every QUIET_READ seconds and written every QUIET_WRITE seconds while
-  nothing fires; the unwritten ones of the last ``--around`` seconds are kept in memory.
+  nothing fires; the unwritten ones of the last AROUND seconds are kept in memory.
   When a trigger fires, the moment is marked in the recording, the kept readings are written
-  (the minutes before) and, for ``--around`` seconds after the last firing, the detail
+  (the minutes before) and, for AROUND seconds after the last firing, the detail
   readings are read at their screen's pace and every one is written;
 - **signals**: SIGTERM (and SIGINT) end it cleanly, every file finished; SIGHUP reopens the
   log file (after logrotate moved it).
@@ -48,7 +48,7 @@ DETAIL_PREFIXES = ("proxysql.processlist", "proxysql.pgsql.processlist", "proxys
                    "mysql.mdl.")
 QUIET_READ = 10.0  # seconds between detail readings while nothing fires
 QUIET_WRITE = 60.0  # seconds between the detail readings written while nothing fires
-AROUND = 300.0  # default --around: full detail this long before and after a trigger
+AROUND = 300.0  # seconds of full detail this long before and after a trigger
 RETRY = 10.0  # seconds between attempts to write again after a failed write
 HOUSEKEEPING = 60.0  # seconds between retention checks within an hour
 MEASURE = 60.0  # the MB per hour are measured over the first minute
