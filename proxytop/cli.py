@@ -19,6 +19,7 @@ from proxytop import __version__
 from proxytop.recordings import daemon
 from proxytop.recordings.recording import Recorder, RecordingError, RecordingWriter, recorded_options
 from proxytop.recordings.replay import DEMO_FILE, RecordingIndex, ReplayControls, ReplayEngine, replay_config
+from proxytop.recordings.replay_figures import RecordingScanner
 from proxytop.screens import all_screens
 from proxytop.ui.controller import Controller
 from proxytop.ui.wakeup import Terminated, stop_exception
@@ -75,6 +76,13 @@ def build(config, engine=None):
     return engine, controller
 
 
+def scan_for_graphs(controller, engine, config) -> None:
+    """A replay's graphs and Trends cover the whole recording: scanned on a thread, by screens
+    of its own on a replay engine of its own (built as this one was)."""
+    controller.scanner = RecordingScanner(engine.index, lambda other: build(config, other)[1].screens, config)
+    controller.scanner.request(["trends"])
+
+
 def open_replay(config):
     """(replay engine, configuration for the screens) for --replay FILE or --demo."""
     args = config.args
@@ -129,6 +137,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"proxytop: error: {exc}", file=sys.stderr)
             return 2
     engine, controller = build(config, replay_engine)
+    if replaying and not batch:
+        scan_for_graphs(controller, engine, config)
     try:
         recorder = start_recording(config, engine)
     except RecordingError as exc:

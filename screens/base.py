@@ -50,6 +50,10 @@ class DataView:
         """The wall-clock time now (a replay's: where it plays)."""
         return self._engine.wall_now()
 
+    def wall_span(self) -> Optional[Tuple[float, float]]:
+        """A replay's first and last wall-clock times (None live)."""
+        return self._engine.wall_span()
+
     def interval_in_force(self, name: str) -> Optional[float]:
         """Seconds between a collector's readings now: its interval, or its minimum when
         that has grown since (None when the collector is not registered)."""

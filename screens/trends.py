@@ -237,8 +237,7 @@ class TrendsScreen(Screen):
     def rows(self, view: DataView) -> List[Row]:
         """A row per trend: now, and the least, mean and most over the window, from the kept
         figures; where none are kept (--batch) the value now, from its screen's rows."""
-        end = view.wall_now()
-        start = end - WINDOWS[self.window][1]
+        _name, start, end = self.window_span(view)
         made: Dict[str, Optional[float]] = {}
         shown = {key for key, _names in self.inputs()}
         if not any(trend_key(t) in view.figures for t in TRENDS):
@@ -256,9 +255,23 @@ class TrendsScreen(Screen):
                          "high": max(values, default=None)})
         return rows
 
+    def windows(self, view: DataView) -> Tuple[Tuple[str, Optional[float]], ...]:
+        """The windows ``w`` steps through; a replay's starts with the whole recording."""
+        return ((("the whole recording", None),) if view.wall_span() is not None else ()) + WINDOWS
+
+    def window_span(self, view: DataView) -> Tuple[str, float, float]:
+        """The window shown: its name, start and end (wall seconds)."""
+        windows = self.windows(view)
+        name, seconds = windows[self.window % len(windows)]
+        if seconds is None:
+            start, end = view.wall_span()
+            return name, start, end
+        end = view.wall_now()
+        return f"the last {name}", end - seconds, end
+
     def action_window(self, controller) -> None:
-        self.window = (self.window + 1) % len(WINDOWS)
-        controller.say(f"Trends: the last {WINDOWS[self.window][0]}")
+        self.window = (self.window + 1) % len(self.windows(controller.view))
+        controller.say(f"Trends: {self.window_span(controller.view)[0]}")
 
     def action_later_charts(self, controller) -> None:
         self.first = min(len(charts_of(TRENDS)) - 1, self.first + 1)
@@ -269,12 +282,12 @@ class TrendsScreen(Screen):
     def canvas(self, view: DataView, width: int, height: int,
                markers: Sequence[chart.Marker] = ()) -> List[List[Tuple[str, Optional[str]]]]:
         """The charts that fit, each at least CHART_LINES tall."""
-        name, seconds = WINDOWS[self.window]
-        end = view.wall_now()
-        start = end - seconds
+        name, start, end = self.window_span(view)
+        if view.wall_span() is not None:  # a replay: where it plays, under each chart
+            markers = list(markers) + [chart.Marker(view.wall_now(), "\u25b2", "header")]
         groups = charts_of(self.shown_trends(view))
         history = self.proxysql_history(view)
-        lines: List[List[Tuple[str, Optional[str]]]] = [[("The whole system over the last ", "dim"),
+        lines: List[List[Tuple[str, Optional[str]]]] = [[("The whole system over ", "dim"),
                                                            (name, "header"), ("   w window", "dim")]]
         if not groups:
             return lines
@@ -288,7 +301,7 @@ class TrendsScreen(Screen):
                                 chart.SERIES_STYLES[i % len(chart.SERIES_STYLES)]) for i, trend in enumerate(group)]
             title: List[Tuple[str, Optional[str]]] = []
             for trend, plot in zip(group, plots):
-                values = [v for _t, v in plot.points if not math.isnan(v)]
+                values = [v for t, v in plot.points if not math.isnan(v) and t <= view.wall_now()]
                 if not values and trend.screen == PROXYSQL_HISTORY:  # ProxySQL's own latest figure
                     values = [v for _t, v in history[trend.proxysql].points if v is not None]
                 now_text = trend.fmt(values[-1]) if values else "no reading yet"

@@ -116,7 +116,7 @@ def test_g_graphs_the_selected_backend_and_w_widens_the_window(proxytop_term, pr
     term.wait_until(lambda s: re.search(r"127\.0\.0\.1:3311\s+ONLINE.*\d[\d.]*k", s) is not None, what="rates")
     term.send("g")
     screen = term.wait_until(lambda s: "ConnPool: " in s and "5 minutes" in s and "\u2514" in s, what="the graph")
-    assert re.search(r"^ConnPool: 127\.0\.0\.1:3311\s+ONLINE", screen, re.M), screen  # the first row: the writer
+    assert re.search(r"^ConnPool: 10\s+127\.0\.0\.1:3311\s+ONLINE", screen, re.M), screen  # the first row: the writer
     assert re.search(r"^Used\s+now \d+", screen, re.M), screen
     # time labels on the axis, braille dots in the plot once there are readings
     assert re.search(r"\u2514\d\d:\d\d:\d\d", screen), screen
@@ -171,3 +171,37 @@ def test_trends_begin_with_proxysqls_own_history(proxytop_term, proxysql_double)
     assert re.search(r"^Slow queries/s \d", screen, re.M), screen
     # its points are drawn: braille dots in the dim style of ProxySQL's own figures
     assert any(0x2800 < ord(c) <= 0x28FF for c in screen)
+
+
+def test_in_a_replay_charts_cover_the_whole_recording_and_enter_plays_from_the_cursor(proxytop_term):
+    term = proxytop_term("--demo", cols=120, rows=40)
+    term.wait_for("ConnPool")
+    term.send("T")
+    # the recording is read for the charts on a thread of its own: the first chart fills from
+    # its first to its last reading, the playing position marked under it
+    screen = term.wait_until(lambda s: "over the whole recording" in s and "\u25b2" in s
+                             and braille_columns(s, "Queries/s") > 60, timeout=30,
+                             what="the Q/s chart across the whole recording")
+    term.send("1")
+    term.send("g")
+    term.wait_until(lambda s: "the whole recording" in s and braille_columns(s, "Used") > 60, timeout=30,
+                    what="a backend's graph across the whole recording")
+    term.send("p")  # paused, the cursor's jump is seen exactly
+    for _ in range(10):
+        term.send("\x1bOD")  # the time cursor, a quarter of the recording back from the end
+    term.wait_for("cursor ")
+    term.send("\r")
+    screen = term.wait_for("playing from ")
+    assert "end of recording" not in screen
+
+
+def braille_columns(screen: str, title: str) -> int:
+    """How many columns of the chart under the line starting with ``title`` hold a dot."""
+    lines = screen.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith(title)), None)
+    if start is None:
+        return 0
+    columns = set()
+    for line in lines[start + 1:start + 8]:
+        columns |= {x for x, c in enumerate(line) if 0x2800 < ord(c) <= 0x28FF}
+    return len(columns)

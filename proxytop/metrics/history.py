@@ -154,6 +154,11 @@ class FigureHistory:
         series = self.series.get(key)
         return series.points(start, end) if series is not None else []
 
+    def take_from(self, other: "FigureHistory") -> None:
+        """Every figure of ``other`` in place of this one's (a replay's scan of its whole
+        recording replaces what its playing had kept)."""
+        self.series.update(other.series)
+
     def first_time(self) -> Optional[float]:
         times = [t for t in (s.first_time() for s in self.series.values()) if t is not None]
         return min(times, default=None)

@@ -289,6 +289,10 @@ class ReplayEngine(PlaybackClock):
         """The recorded wall-clock time of the position."""
         return self.now() + self.index.base
 
+    def wall_span(self) -> Optional[Tuple[float, float]]:
+        """The recording's first and last wall-clock times (a graph's "whole recording")."""
+        return self.index.start + self.index.base, self.index.end + self.index.base
+
     # ----- what the UI reads (as it stood at the position) ----------------------------------
     def _entry_at(self, series: Optional[Series], at: float) -> int:
         """Index of the series' last entry at or before ``at`` in the same run (-1 when none)."""

@@ -18,7 +18,7 @@ from proxytop.polling import nodes
 from proxytop.screens.base import Confirm, DataView, Detail, Screen
 from proxytop.screens.connpool import alarm_collectors
 from proxytop.screens.sided import header_collector, switch_side
-from proxytop.screens import HALVES, MYSQL_HALF, PROXYSQL_HALF, allnodes, filters, keys, table
+from proxytop.screens import HALVES, MYSQL_HALF, PROXYSQL_HALF, allnodes, figures, filters, keys, table
 from proxytop.screens import trends as trends_module
 from proxytop.ui import graph_view
 
@@ -43,9 +43,6 @@ def step_interval(current: float, direction: int, minimum: float = 0.0) -> float
     return max(value, minimum)
 
 
-# The rows whose figures are kept for graphs: the first of the screen's order (its busiest, as
-# sorted), so 10,000 digests keep a bounded history (docs/graphs.md).
-GRAPHED_ROWS = 100
 MESSAGE_SECONDS = 5.0  # a message on the bottom line goes after this, or on a screen switch
 
 
@@ -113,6 +110,9 @@ class Controller:
         self.figures = FigureHistory()
         self.view = DataView(engine, config, figures=self.figures)
         self.graph_figures = 0  # set by the renderer: how many figures the graphed row has
+        # A replay's figures over its whole recording, made on a thread of its own: an object with
+        # request(screen keys) and take() (proxytop.recordings.replay_figures), set by the cli.
+        self.scanner = None
         start = next((i for i, s in enumerate(self.screens) if s.key == (config.screen if config else "connpool")), 0)
         self.halves = halves_of(self.screens, with_proxysql=getattr(config, "proxysql", True))
         self.ui = UIState(index=start, half=next((h for h, shown in self.halves.items() if start in shown), PROXYSQL_HALF),
@@ -417,6 +417,9 @@ class Controller:
         """The visible screen's rows, sorted and filtered (and the Trends figures kept)."""
         rows = self._screen_rows()
         self.keep_trends()
+        scanned = self.scanner.take() if self.scanner is not None else None
+        if scanned is not None:
+            self.figures.take_from(scanned)
         return rows
 
     def _screen_rows(self) -> List[dict]:
@@ -484,27 +487,14 @@ class Controller:
     def keep_figures(self, screen: Screen, rows: Sequence[dict]) -> None:
         """The numbers of the screen's top rows, at the time of its newest reading (rows made
         again for a new sort or filter add nothing new: the same time replaces the same value)."""
-        readings = [s for s in map(self.engine.latest, screen.active_collectors()) if s is not None]
-        newest = max(readings, key=lambda s: s.taken_at, default=None)
-        if newest is None:
-            return
-        at = newest.wall_time
-        kept = 0
-        for row in rows:
-            row_id = row.get("_id")
-            if row_id is None:
-                continue
-            for column in graph_view.graphed_columns(screen.columns, row):
-                self.figures.add(graph_view.figure_key(screen.key, row_id, column.key), at, row[column.key])
-            kept += 1
-            if kept >= GRAPHED_ROWS:
-                break
+        newest = figures.newest_reading(self.engine.latest, screen.active_collectors())
+        if newest is not None:
+            figures.keep_rows(self.figures, screen, rows, newest.wall_time)
 
     def newest_of_screen(self):
         """The newest reading of the visible screen's collectors (the header's "data N s old"),
         or None before the first."""
-        readings = [s for s in map(self.engine.latest, self.screen.active_collectors()) if s is not None]
-        return max(readings, key=lambda s: s.taken_at, default=None)
+        return figures.newest_reading(self.engine.latest, self.screen.active_collectors())
 
     def forget_rows(self) -> None:
         """Another node is watched: no screen may show rows computed from the previous one."""
@@ -724,7 +714,10 @@ class Controller:
             self.say("no row to graph here")
             return
         screen = self.screen
-        self.ui.graph = graph_view.Graph(screen.key, row["_id"], f"{screen.title}: {graph_view.row_label(screen.columns, row)}")
+        if self.scanner is not None and self.scanner.request([screen.key]):
+            self.say("graph: reading the whole recording for it\u2026")
+        self.ui.graph = graph_view.Graph(screen.key, row["_id"], f"{screen.title}: {graph_view.row_label(screen.columns, row)}",
+                                         window=graph_view.WHOLE if self.engine.replaying else 0)
         self.ui.mode = "graph"
 
     def graph_key(self, name: str, ch=None) -> None:
@@ -743,7 +736,7 @@ class Controller:
     def do_graph_window(self):
         graph = self.ui.graph
         self.ui.graph = replace(graph, window=(graph.window + 1) % len(graph_view.WINDOWS), cursor=None)
-        self.say(f"graph: {graph_view.WINDOWS[self.ui.graph.window][0]}")
+        self.say(f"graph: {graph_view.window_name(self.ui.graph, self.engine.wall_span())}")
 
     def _graph_scroll(self, step: int) -> None:
         graph = self.ui.graph
@@ -754,8 +747,8 @@ class Controller:
     def graph_span(self) -> Tuple[float, float]:
         graph = self.ui.graph
         columns = self.screens[[s.key for s in self.screens].index(graph.screen)].columns
-        keys_of_row = [graph_view.figure_key(graph.screen, graph.row, c.key) for c in columns]
-        return graph_view.span(graph, self.figures, keys_of_row, self.engine.wall_now())
+        keys_of_row = [figures.figure_key(graph.screen, graph.row, c.key) for c in columns]
+        return graph_view.span(graph, self.figures, keys_of_row, self.engine.wall_now(), self.engine.wall_span())
 
     def _graph_cursor(self, step: int) -> None:
         graph = self.ui.graph

@@ -12,12 +12,14 @@ from typing import Hashable, List, Optional, Sequence, Tuple
 
 from proxytop.metrics.history import FigureHistory
 from proxytop.screens import chart
+from proxytop.screens.figures import figure_key
 from proxytop.screens.table import Column
 
 Segment = Tuple[str, Optional[str]]
 Line = List[Segment]
 
 WINDOWS = (("5 minutes", 300.0), ("1 hour", 3600.0), ("24 hours", 86400.0), ("all kept", None))
+WHOLE = 3  # "all kept": in a replay, the whole recording (where a replay's graph starts)
 CHART_LINES = 8  # a chart's least height: its title, five rows of dots, the time axis, markers
 CURSOR_STEPS = 40  # ← / → move the time cursor by this share of the window
 
@@ -35,25 +37,23 @@ class Graph:
     cursor: Optional[float] = None
 
 
-def figure_key(screen: str, row: Hashable, column: str) -> tuple:
-    return (screen, row, column)
-
-
-def graphed_columns(columns: Sequence[Column], row: dict) -> List[Column]:
-    """The row's columns that hold numbers (the figures a graph can show)."""
-    return [c for c in columns if c.numeric and isinstance(row.get(c.key), (int, float))
-            and not isinstance(row.get(c.key), bool)]
-
-
 def row_label(columns: Sequence[Column], row: dict) -> str:
     """A row's name for the graph's title: its text columns, as the table shows them."""
-    parts = [c.text(row).strip() for c in columns if not c.numeric]
+    parts = [c.text(row).strip() for c in columns if not (c.numeric and c.graphed)]
     return "  ".join(p for p in parts if p)[:80] or str(row.get("_id"))
 
 
-def span(graph: Graph, history: FigureHistory, keys: Sequence[tuple], now: float) -> Tuple[float, float]:
-    """The window's start and end (wall seconds); "all kept" starts at the oldest point."""
+def window_name(graph: Graph, recording: Optional[Tuple[float, float]]) -> str:
+    return "the whole recording" if recording is not None and graph.window == WHOLE else WINDOWS[graph.window][0]
+
+
+def span(graph: Graph, history: FigureHistory, keys: Sequence[tuple], now: float,
+         recording: Optional[Tuple[float, float]] = None) -> Tuple[float, float]:
+    """The window's start and end (wall seconds): the last minutes up to now; "all kept" from
+    the oldest point, and in a replay the whole recording (its playing position marked)."""
     seconds = WINDOWS[graph.window][1]
+    if seconds is None and recording is not None:
+        return recording
     if seconds is not None:
         return now - seconds, now
     firsts = [s.first_time() for s in (history.series.get(k) for k in keys) if s is not None]
@@ -62,13 +62,16 @@ def span(graph: Graph, history: FigureHistory, keys: Sequence[tuple], now: float
 
 
 def graph_lines(graph: Graph, columns: Sequence[Column], history: FigureHistory, now: float,
-                width: int, room: int, markers: Sequence[chart.Marker] = ()) -> Tuple[List[Line], int]:
+                width: int, room: int, markers: Sequence[chart.Marker] = (),
+                recording: Optional[Tuple[float, float]] = None) -> Tuple[List[Line], int]:
     """The title line and as many charts as fit in ``room`` lines; also how many figures the
     row has (the controller stops scrolling at the last)."""
     shown = [c for c in columns if figure_key(graph.screen, graph.row, c.key) in history]
     keys = [figure_key(graph.screen, graph.row, c.key) for c in shown]
-    start, end = span(graph, history, keys, now)
-    window = WINDOWS[graph.window][0]
+    start, end = span(graph, history, keys, now, recording)
+    window = window_name(graph, recording)
+    if recording is not None:  # where the replay plays, under each chart
+        markers = list(markers) + [chart.Marker(now, "\u25b2", "header")]
     title: Line = [(f"{graph.label}", "header_title"), (f"   {window}", "header")]
     if graph.cursor is not None:
         title.append((f"   cursor {chart.clock_label(graph.cursor, end - start)}", "warning_bold"))
@@ -83,7 +86,7 @@ def graph_lines(graph: Graph, columns: Sequence[Column], history: FigureHistory,
     height = max(4, room // len(chosen))
     for column in chosen:
         points = history.points(figure_key(graph.screen, graph.row, column.key), start, end)
-        values = [v for _t, v in points if not math.isnan(v)]
+        values = [v for t, v in points if not math.isnan(v) and t <= now]  # (a replay's: at where it plays)
         latest = column.fmt(values[-1]).strip() if values else "no value"
         help_text = f"  {column.help}" if column.help else ""
         lines.append(chart.clip([(column.title.strip(), "label"), (f"  now {latest}", "header"),

@@ -403,7 +403,7 @@ def graph_lines(ctl, width: int, room: int) -> List[Line]:
     graph = ctl.ui.graph
     screen = next(s for s in ctl.screens if s.key == graph.screen)
     lines, ctl.graph_figures = graph_view.graph_lines(graph, screen.columns, ctl.figures, ctl.engine.wall_now(),
-                                                      width, room)
+                                                      width, room, recording=ctl.engine.wall_span())
     return lines[:max(0, room)]
 
 
