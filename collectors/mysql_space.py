@@ -34,6 +34,9 @@ LARGEST_SQL = ("SELECT TABLE_SCHEMA, TABLE_NAME, ENGINE, COALESCE(DATA_LENGTH, 0
                "FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE' "
                "AND TABLE_SCHEMA NOT IN ('information_schema', 'performance_schema') "
                "ORDER BY bytes DESC LIMIT 1")
+# Every statement this reading sends, as sent (the Statements screen leaves them out).
+SPACE_STATEMENTS = (BINLOGS_SQL, GRANT_SQL, timed(LARGEST_SQL, True, TABLES_SECONDS),
+                    timed(LARGEST_SQL, False, TABLES_SECONDS))
 NEEDS_SELECT = "largest table: needs a global SELECT (GRANT SELECT ON *.*) to see every table's size"
 
 

@@ -31,6 +31,7 @@ from proxytop.collectors.mysql_locks import sent_statements as lock_statements
 from proxytop.collectors.replication import sent_statements as replication_statements
 from proxytop.collectors.mysql_server import ALL_STATUS_SQL, ROLE_SQL, STATUS_SQL as SERVER_STATUS_SQL, replication_sql
 from proxytop.collectors.mysql_sessions import PID_FILE_SQL, sessions_sql
+from proxytop.collectors.mysql_space import SPACE_STATEMENTS
 from proxytop.core import Collector, Table
 from proxytop.metrics.innodb import Flavour
 from proxytop.metrics.statements import COLUMNS, CUT_KEY, KeptKeys, is_statement, statement_key
@@ -72,7 +73,7 @@ def own_statements() -> Tuple[str, ...]:
              ENGINE_STATUS_SQL, SERVER_STATUS_SQL, ALL_STATUS_SQL, ROLE_SQL, PID_FILE_SQL, PROBE_SQL,
              statements_sql(True), statements_sql(False))
             + tuple(replication_sql(flavour) for flavour in flavours) + sessions + lock_statements()
-            + replication_statements() + GALERA_STATEMENTS)
+            + replication_statements() + GALERA_STATEMENTS + SPACE_STATEMENTS)
 
 
 OWN_KEYS: FrozenSet[str] = frozenset(statement_key(sql) for sql in own_statements())

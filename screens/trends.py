@@ -13,7 +13,9 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from proxytop.collectors.diskstats import NAME as DISKSTATS
 from proxytop.collectors.proxysql import ConnectionPool
+from proxytop.collectors.proxysql_stats import CommandCounters
 from proxytop.collectors.proxysql_history import ProxySQLHistory
 from proxytop.collectors.sides import twin_name
 from proxytop.metrics import histogram, units
@@ -28,7 +30,6 @@ from proxytop.screens.keys import Binding
 from proxytop.screens.table import Column, Row
 
 TREND_PACE = 5.0  # seconds between the readings Trends asks for while another screen is shown
-SLOW_TREND_PACE = 10.0  # the InnoDB engine status of each server: a heavier read
 WINDOWS = (("5 minutes", 300.0), ("1 hour", 3600.0), ("24 hours", 86400.0), ("7 days", 7 * 86400.0))
 CHART_LINES = 6  # a chart's least height: its title, four rows of dots, the time axis
 
@@ -222,9 +223,16 @@ class TrendsScreen(Screen):
         return [t for t in TRENDS if t.screen in shown] + [t for t in HISTORY_TRENDS if t.proxysql in history]
 
     def alarm_readings(self, view: DataView) -> Tuple[Tuple[str, float], ...]:
-        """What the trends are made of, read on every screen at a slow pace."""
-        return tuple((name, SLOW_TREND_PACE if screen.key == "innodb" else TREND_PACE)
-                     for screen in self.from_screens for name in screen.active_collectors())
+        """What the trends need read on every screen, beyond what is read there anyway (the
+        header's readings, the pools and the replication threads of the header's alarms):
+        ProxySQL's command counters (one small table) and the host's disks, every TREND_PACE
+        seconds. A fixed set: a plan that changed with the screens' state would make the engine
+        start its readings again. The worst checkpoint age is drawn while InnoDB or Trends is
+        shown (reading every server's engine status on every screen costs them too much)."""
+        keys = {screen.key for screen in self.from_screens}
+        plan = [(CommandCounters.name, TREND_PACE)] if "comcount" in keys and self.with_header else []
+        plan += [(DISKSTATS, TREND_PACE)] if "iostat" in keys else []
+        return tuple(plan)
 
     columns = (
         Column("figure", "Figure", 26, align="<", numeric=False, help="a figure of the whole system"),
