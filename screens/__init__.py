@@ -1,6 +1,7 @@
 """The screens, and the two halves of proxytop that show them: the ProxySQL screens and the
 MySQL servers' screens (InnoDB and IOstat are in both). Each half numbers its tabs from 1
-(keys 1-9, then 0 for the tenth).
+(keys 1-9, then 0 for the tenth); the tabs after those are reached by a letter
+(``keys.TAB_LETTERS``: E for Events), the same in both halves.
 
 Each screen lives in screens/<key>.py and defines ``SCREEN`` (its class) and, optionally,
 ``add_arguments(parser)`` for options of its own. The screens of the MySQL servers share one
@@ -10,10 +11,11 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from proxytop.collectors.innodb_fleet import Fleet
 from proxytop.screens.base import Placeholder, Screen
+from proxytop.screens.keys import TAB_LETTERS
 
 SCREENS = (
     ("connpool", "ConnPool"),
@@ -34,13 +36,15 @@ SCREENS = (
     ("commands", "Commands"),
     ("galera", "Galera"),
     ("replication", "Replication"),
+    ("events", "Events"),
 )
 PROXYSQL_HALF, MYSQL_HALF = "proxysql", "mysql"
+LETTERED = tuple(TAB_LETTERS)  # the tabs reached by a letter, at the end of both halves
 HALVES: Dict[str, Tuple[str, ...]] = {  # each half's screens, in tab order
     PROXYSQL_HALF: ("connpool", "queryrules", "glostat", "proclist", "comcount", "innodb", "iostat", "queries",
-               "errors", "cluster"),
+               "errors", "cluster") + LETTERED,
     MYSQL_HALF: ("servers", "sessions", "locks", "statements", "status", "commands", "replication", "galera",
-                 "innodb", "iostat"),
+                 "innodb", "iostat") + LETTERED,
 }
 HALF_TITLES = {PROXYSQL_HALF: "ProxySQL", MYSQL_HALF: "MySQL servers"}
 
@@ -48,6 +52,17 @@ HALF_TITLES = {PROXYSQL_HALF: "ProxySQL", MYSQL_HALF: "MySQL servers"}
 def screen_key(index: int) -> str:
     """The number key of the screen at ``index`` (0-based): 1-9, then 0 for the tenth."""
     return str((index + 1) % 10)
+
+
+def tab_keys(keys: Sequence[str]) -> List[str]:
+    """The key of each tab of a half (screen keys in tab order): its letter, or its number
+    among the tabs without one.
+
+    >>> tab_keys(["connpool", "queryrules", "events"])
+    ['1', '2', 'E']
+    """
+    numbered = [key for key in keys if key not in TAB_LETTERS]
+    return [TAB_LETTERS[key][0] if key in TAB_LETTERS else screen_key(numbered.index(key)) for key in keys]
 
 
 def _module(key: str) -> Optional[ModuleType]:

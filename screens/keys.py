@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import curses
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterable, Optional, Sequence, Tuple, Union
 
 Key = Union[str, int]
 
@@ -72,6 +72,24 @@ def describe(binding: Binding) -> str:
 DETAIL_ACTIONS = frozenset(("pause", "faster", "slower", "step_back", "step_forward", "redraw", "switch_half"))
 
 
+# Tabs beyond the ten number keys, reached by a letter: screen key -> (letter, what it shows).
+# The tab bar shows the letter, Tab / S-Tab step through these tabs too, and each letter is a
+# global key below (so the footer and the help name it). Kept here, with the key table, so the
+# table is made from it; proxytop.screens puts these screens at the end of each half.
+TAB_LETTERS: Dict[str, Tuple[str, str]] = {
+    "events": ("E", "the Events screen: what changed (statuses, variables, reloads, restarts)"),
+}
+
+
+def letter_tab(name: str) -> Optional[str]:
+    """The screen key a tab letter shows, or None.
+
+    >>> letter_tab("E"), letter_tab("x")
+    ('events', None)
+    """
+    return next((screen for screen, (letter, _help) in TAB_LETTERS.items() if letter == name), None)
+
+
 GLOBAL_BINDINGS: Sequence[Binding] = (
     Binding(("q", "^C"), "quit", "quit proxytop", "q quit"),
     Binding(("?", "h"), "help", "this help (generated from the key table)", "? help"),
@@ -102,4 +120,4 @@ GLOBAL_BINDINGS: Sequence[Binding] = (
     Binding(("n",), "next_node", "watch the next ProxySQL node (-H a,b or --cluster)", "n/N node"),
     Binding(("N",), "previous_node", "watch the previous ProxySQL node"),
     Binding(("a",), "all_nodes", "all nodes: add up every node's rates (ConnPool, ComCount; polls every node)"),
-)
+) + tuple(Binding((letter,), "goto_tab", help) for letter, help in TAB_LETTERS.values())
