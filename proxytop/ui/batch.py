@@ -330,6 +330,7 @@ class BatchRun:
         # The event log (the Events screen's) and how many events it had at the last report.
         self.events_screen = next((s for s in controller.screens if isinstance(s, EventsScreen)), None)
         self.events_seen = 0
+        self.paced: List[Tuple[str, float]] = []  # what events watch besides the screens' readings
         # a replay's polls drift by a few milliseconds from the interval
         self.tolerance = min(0.3, 0.3 * interval) if engine.replaying else 0.0
 
@@ -366,6 +367,7 @@ class BatchRun:
                 self.engine.set_interval(name, max(self.interval, pace, self.engine.collector(name).default_interval))
             self.engine.set_active(names + [name for name, _pace in paced])
             self.active = tuple(names) + tuple(paced)
+        self.paced = paced
         return names
 
     def ready(self, names: Sequence[str]) -> bool:
@@ -431,7 +433,9 @@ class BatchRun:
             # On schedule (no drift); after a stall, never two reports back to back.
             due = max(due + self.interval, self.engine.now() + self.interval / 2)
             while self.engine.now() < due - self.tolerance and not self.fatal():
-                if not self.tick(self.activate()):
+                names = self.activate()
+                if not self.tick(names + [name for name, _pace in self.paced]):
+                    self.last_events()
                     return 0  # the recording ended
             if self.engine.replaying:
                 due = self.engine.now()
@@ -442,6 +446,17 @@ class BatchRun:
             return []
         found, self.events_seen = self.events_screen.log.since(self.events_seen)
         return [e for e in found if e.wall_time <= self.engine.wall_now() + 1e-6]
+
+    def last_events(self) -> None:
+        """At the end of a recording, the events seen since the last report, if any (a report
+        of them alone: the Events screen's block, or their lines)."""
+        events = self.new_events()
+        if not events:
+            return
+        chosen = self.events_screen in self.screens
+        blocks = [self.events_block(build_block(self.events_screen, self.states["events"], self.controller.view),
+                                    events)] if chosen else []
+        self.report(self.engine.wall_now(), self.header(), blocks, () if chosen else events)
 
     def events_block(self, block: Block, events: Sequence[Event]) -> Block:
         """The Events screen in a report: the events new since the last one."""
