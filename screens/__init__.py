@@ -61,8 +61,10 @@ def tab_keys(keys: Sequence[str]) -> List[str]:
     >>> tab_keys(["connpool", "queryrules", "events"])
     ['1', '2', 'E']
     """
-    numbered = [key for key in keys if key not in TAB_LETTERS]
-    return [TAB_LETTERS[key][0] if key in TAB_LETTERS else screen_key(numbered.index(key)) for key in keys]
+    found: List[str] = []
+    for key in keys:
+        found.append(TAB_LETTERS[key][0] if key in TAB_LETTERS else screen_key(sum(k.isdigit() for k in found)))
+    return found
 
 
 def _module(key: str) -> Optional[ModuleType]:

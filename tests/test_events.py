@@ -9,7 +9,6 @@ import json
 import re
 import subprocess
 import threading
-import time
 from typing import Callable, List
 
 import pytest

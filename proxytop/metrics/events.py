@@ -20,7 +20,7 @@ import re
 import threading
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from proxytop.metrics import cluster, units
 from proxytop.metrics.rates import to_number
