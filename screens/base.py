@@ -43,10 +43,6 @@ class DataView:
     def now(self) -> float:
         return self._engine.now()
 
-    def wall_now(self) -> float:
-        """The wall-clock time of now (a replay's: the recorded time of its position)."""
-        return self._engine.wall_now()
-
     def interval_in_force(self, name: str) -> Optional[float]:
         """Seconds between a collector's readings now: its interval, or its minimum when
         that has grown since (None when the collector is not registered)."""

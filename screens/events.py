@@ -88,7 +88,7 @@ class EventsScreen(Screen):
     # --- rows -------------------------------------------------------------------------------------
     def shown(self, view: DataView) -> List[Event]:
         """The events up to now (a replay's position)."""
-        return self.log.events(until=view.wall_now())
+        return self.log.events(until=view.now())
 
     def rows_token(self, view: DataView):
         events = self.shown(view)

@@ -139,12 +139,27 @@ def test_batch_prints_the_events_new_since_the_last_report(proxysql_double):
         if len(records) == 2:
             proxysql_double.transforms["stats_mysql_connection_pool"] = shunned("3313")
 
-    records = batch_lines(["-P", str(proxysql_double.port), "--no-discover", "--screen", "events"],
+    records = batch_lines(["-P", str(proxysql_double.port), "--no-discover", "--screen", "connpool"],
                           until=lambda records: len(records) >= 8, act=act, timeout=60)
-    rows = [row for record in records for row in record["rows"]]
-    assert [(r["source"], r["kind"], r["what"], r["change"]) for r in rows] == [
-        ("proxysql", "status", "hg 20 127.0.0.1:3313", "ONLINE → SHUNNED")]  # once, in one report
-    assert records[0]["notes"][0] == "Nothing has changed yet. Watched:"
+    with_events = [r for r in records if "events" in r]
+    assert len(with_events) == 1 and "screen" not in with_events[0]  # once, in one report, its own object
+    assert [(e["source"], e["kind"], e["what"], e["old"], e["new"]) for e in with_events[0]["events"]] == [
+        ("proxysql", "status", "hg 20 127.0.0.1:3313", "ONLINE", "SHUNNED")]
+    assert with_events[0]["timestamp"] >= with_events[0]["events"][0]["timestamp"]
+    # the Events screen itself: every event kept in every report, as live, and no separate list
+    def back_online(records):
+        if len(records) == 2:
+            del proxysql_double.transforms["stats_mysql_connection_pool"]
+
+    def listed(record):
+        return [(row["what"], row["change"]) for row in record["rows"]]
+
+    records = batch_lines(["-P", str(proxysql_double.port), "--no-discover", "--screen", "events"],
+                          until=lambda records: len([r for r in records if r["rows"]]) >= 3, act=back_online,
+                          timeout=60)
+    assert all("events" not in r for r in records)
+    assert listed(records[0]) == [] and records[0]["notes"][0] == "Nothing has changed yet. Watched:"
+    assert listed(records[-1]) == listed(records[-2]) == [("hg 20 127.0.0.1:3313", "SHUNNED → ONLINE")]
 
 
 def test_set_global_and_a_restart_of_a_real_mariadb():
@@ -158,20 +173,18 @@ def test_set_global_and_a_restart_of_a_real_mariadb():
             if len(records) == 2 and not done:
                 server.query("SET GLOBAL max_connections = 321")
                 done.append("set")
-            rows = [row for record in records for row in record["rows"]]
-            if done == ["set"] and any(r["kind"] == "variable" for r in rows):
+            if done == ["set"] and any(r["kind"] == "variable" for r in records[-1]["rows"]):
                 server.process.kill()
                 server.process.wait(10)
                 server.restart()
                 done.append("restarted")
 
-        records = batch_lines(args, until=lambda records: any(r["kind"] == "restart" for record in records
-                                                              for r in record["rows"]),
+        records = batch_lines(args, until=lambda records: any(r["kind"] == "restart" for r in records[-1]["rows"]),
                               act=act, timeout=2 * VARIABLE_WAIT + 60)
-        rows = [row for record in records for row in record["rows"]]
+        rows = records[-1]["rows"]  # every event kept, newest first
         assert [(r["source"], r["kind"], r["what"], r["change"]) for r in rows] == [
-            (server.address, "variable", "max_connections", f"{before} → 321"),
-            (server.address, "restart", "Uptime", rows[-1]["change"])], rows
+            (server.address, "restart", "Uptime", rows[0]["change"]),
+            (server.address, "variable", "max_connections", f"{before} → 321")], rows
         # a restart forgets SET GLOBAL: max_connections went back, but that is the restart's event
         assert server.query("SELECT @@max_connections")[0][0] == before
 
@@ -193,24 +206,25 @@ def test_a_replay_shows_the_recorded_events_and_a_jump_back_neither_loses_nor_re
     engine = ReplayEngine.open(path)
     config = replay_config(engine.index, options.parse([], {}), options.build_parser().parse_args([]))
     engine, controller = build(config, engine)
-    events = next(s for s in controller.screens if isinstance(s, EventsScreen))
+    screen = next(s for s in controller.screens if isinstance(s, EventsScreen))
     engine.seek(engine.index.end)
-    at_end = [(e.what, e.old, e.new) for e in events.log.events(until=engine.wall_now())]
+    at_end = [(e.what, e.old, e.new) for e in screen.log.events(until=engine.now())]
     assert at_end == [("hg 20 127.0.0.1:3312", "ONLINE", "SHUNNED"), ("hg 20 127.0.0.1:3312", "SHUNNED", "ONLINE")]
-    shunned_at = events.log.events()[0].wall_time
+    shunned_at = screen.log.events()[0].taken_at  # on the recording's timeline
     engine.seek(engine.index.start)
-    assert events.rows(controller.view) == []
-    engine.seek(shunned_at - engine.index.base)  # the reading that saw it
-    assert [r["change"] for r in events.rows(controller.view)] == ["ONLINE → SHUNNED"]
+    assert screen.rows(controller.view) == []
+    engine.seek(shunned_at)  # the reading that saw it
+    assert [r["change"] for r in screen.rows(controller.view)] == ["ONLINE → SHUNNED"]
     engine.seek(engine.index.end)
-    assert [(e.what, e.old, e.new) for e in events.log.events(until=engine.wall_now())] == at_end
+    assert [(e.what, e.old, e.new) for e in screen.log.events(until=engine.now())] == at_end
 
-    # --batch over the replay prints them too, once each
+    # --batch over the replay prints them too, once each, at their recorded times
     result = subprocess.run(list(proxytop_command()) + ["--replay", path, "--batch", "--format", "json",
-                                                        "--screen", "events"],
+                                                        "--screen", "connpool"],
                             capture_output=True, text=True, timeout=60)
-    rows = [row for line in result.stdout.splitlines() for row in json.loads(line)["rows"]]
-    assert [r["change"] for r in rows] == ["ONLINE → SHUNNED", "SHUNNED → ONLINE"], result.stderr
+    printed = events_of([json.loads(line) for line in result.stdout.splitlines()])
+    assert [(e["old"], e["new"]) for e in printed] == [("ONLINE", "SHUNNED"), ("SHUNNED", "ONLINE")], result.stderr
+    assert [e["timestamp"] for e in printed] == [round(e.wall_time, 3) for e in screen.log.events()]
 
 
 # ----- the tabs ------------------------------------------------------------------------------------

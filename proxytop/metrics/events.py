@@ -61,6 +61,9 @@ class Event:
     old: str
     new: str
     severity: str = "info"  # info | warning | danger
+    # the reading's engine time (monotonic; a replay's: its timeline): what a replay's position
+    # is compared with (wall and monotonic clocks drift apart over a long recording)
+    taken_at: Optional[float] = None
 
     @property
     def marker(self) -> str:
@@ -251,7 +254,8 @@ def severity(kind: str, what: str, new: str) -> str:
     return "info"
 
 
-def changes(facet: Facet, before: Mapping[str, str], wall_time: float) -> List[Event]:
+def changes(facet: Facet, before: Mapping[str, str], wall_time: float,
+            taken_at: Optional[float] = None) -> List[Event]:
     """The events between a facet's previous values and its new ones.
 
     >>> old = {"mysql-max_connections": "2048", "mysql-threads": "4"}
@@ -276,7 +280,8 @@ def changes(facet: Facet, before: Mapping[str, str], wall_time: float) -> List[E
                 continue  # versions only go back when ProxySQL restarted: its restart event says so
         if facet.kind == "variable" and _SECRET.search(what):
             old, new = (HIDDEN if old != NONE else NONE), (HIDDEN if new != NONE else NONE)
-        events.append(Event(wall_time, facet.source, facet.kind, what, old, new, severity(facet.kind, what, new)))
+        events.append(Event(wall_time, facet.source, facet.kind, what, old, new, severity(facet.kind, what, new),
+                            taken_at))
     return events
 
 
@@ -293,8 +298,10 @@ class FoldState:
 EMPTY = FoldState({}, {}, {})
 
 
-def fold(state: FoldState, name: str, data: Any, wall_time: float) -> Tuple[FoldState, List[Event]]:
-    """(the new state, the events) after a snapshot of collector ``name``. Pure.
+def fold(state: FoldState, name: str, data: Any, wall_time: float,
+         taken_at: Optional[float] = None) -> Tuple[FoldState, List[Event]]:
+    """(the new state, the events) after a snapshot of collector ``name`` taken at
+    ``wall_time`` (and ``taken_at`` on the engine's clock). Pure.
 
     >>> from proxytop.core import Table
     >>> cols = ("hostgroup", "srv_host", "srv_port", "status")
@@ -323,7 +330,7 @@ def fold(state: FoldState, name: str, data: Any, wall_time: float) -> Tuple[Fold
             kind = "node" if source.startswith("node ") else "restart"
             what = source[len("node "):] if kind == "node" else ("ProxySQL_Uptime" if source == "proxysql" else "Uptime")
             events.append(Event(wall_time, "cluster" if kind == "node" else source, kind, what,
-                                units.duration(last[1]), units.duration(uptime), "warning"))
+                                units.duration(last[1]), units.duration(uptime), "warning", taken_at))
         uptimes[source] = (wall_time, uptime)
     seen = dict(state.seen)
     for facet in reading.facets:
@@ -331,12 +338,17 @@ def fold(state: FoldState, name: str, data: Any, wall_time: float) -> Tuple[Fold
         before = seen.get(key)
         restarted = restarts.get(facet.source)
         if before is not None and not (restarted is not None and before[0] < restarted):
-            events += changes(facet, before[1], wall_time)
+            events += changes(facet, before[1], wall_time, taken_at)
         seen[key] = (wall_time, facet.values)
     return FoldState(seen, uptimes, restarts), events
 
 
 # ----- the log --------------------------------------------------------------------------------------
+
+def seen_at(event: Event) -> float:
+    """The engine time of the reading that saw an event (its wall time when not given)."""
+    return event.taken_at if event.taken_at is not None else event.wall_time
+
 
 class EventLog:
     """The fold's state and the last ``limit`` events, oldest first. ``feed`` may be called
@@ -351,9 +363,9 @@ class EventLog:
         # position here (a live engine's workers feed the log as they read).
         self.pull: Callable[[], None] = lambda: None
 
-    def feed(self, name: str, data: Any, wall_time: float) -> List[Event]:
+    def feed(self, name: str, data: Any, wall_time: float, taken_at: Optional[float] = None) -> List[Event]:
         with self._lock:
-            self._state, found = fold(self._state, name, data, wall_time)
+            self._state, found = fold(self._state, name, data, wall_time, taken_at)
             self._events.extend(found)
             self.added += len(found)
         return found
@@ -361,15 +373,16 @@ class EventLog:
     def observe(self, kind: str, value: Any) -> None:
         """An engine observer (proxytop.polling.engine.Engine.add_observer): every snapshot."""
         if kind == "snapshot" and value.ok:
-            self.feed(value.collector, value.data, value.wall_time)
+            self.feed(value.collector, value.data, value.wall_time, value.taken_at)
 
     def events(self, until: Optional[float] = None) -> List[Event]:
-        """The events kept, oldest first; with ``until`` those seen at or before that wall time
-        (a replay moved back hides what comes later, and shows it again going forward)."""
+        """The events kept, oldest first; with ``until`` (the engine's time, ``now()``) those
+        of readings taken at or before it (a replay moved back hides what comes later, and
+        shows it again going forward)."""
         self.pull()
         with self._lock:
             found = list(self._events)
-        return found if until is None else [e for e in found if e.wall_time <= until + 1e-6]
+        return found if until is None else [e for e in found if seen_at(e) <= until + 1e-6]
 
     def since(self, added: int) -> Tuple[List[Event], int]:
         """The events added after the log had ``added`` of them (those still kept), and the

@@ -31,10 +31,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from proxytop.metrics.events import Event, watches
+from proxytop.metrics.events import Event, seen_at, watches
 from proxytop.metrics.rates import NO_RATE_YET, RATES_PENDING
 from proxytop.screens.base import Screen
-from proxytop.screens.events import EventsScreen, event_row
+from proxytop.screens.events import EventsScreen
 from proxytop.screens.sided import header_collector
 from proxytop.screens import filters, table
 from proxytop.ui import view
@@ -256,7 +256,7 @@ Report = Callable[[float, str, Sequence[Block], Sequence[Event]], None]
 def make_output(fmt: str, out: IO[str], color: bool = True) -> Report:
     """Each report: the screens' blocks, and the events seen since the last report (text: one
     line each after the report's first line; JSON: one more object, ``events`` a list; CSV:
-    only as the Events screen's rows)."""
+    none), unless the Events screen is among the screens (its rows are every event kept)."""
     if fmt == "json":
         def report(when: float, header: str, blocks: Sequence[Block], events: Sequence[Event] = ()) -> None:
             if events:
@@ -422,11 +422,7 @@ class BatchRun:
                 self.err.flush()
                 return 1
             self.activate()
-            events = self.new_events()
-            blocks = [build_block(s, self.states[s.key], self.controller.view) for s in self.screens]
-            blocks = [self.events_block(b, events) if b.screen is self.events_screen else b for b in blocks]
-            self.report(self.engine.wall_now(), self.header(), blocks,
-                        () if self.events_screen in self.screens else events)
+            self.report_now(self.new_events())
             reports += 1
             if self.count is not None and reports >= self.count:
                 return 0
@@ -445,24 +441,19 @@ class BatchRun:
         if self.events_screen is None:
             return []
         found, self.events_seen = self.events_screen.log.since(self.events_seen)
-        return [e for e in found if e.wall_time <= self.engine.wall_now() + 1e-6]
+        return [e for e in found if seen_at(e) <= self.engine.now() + 1e-6]
+
+    def report_now(self, events: Sequence[Event]) -> None:
+        blocks = [build_block(s, self.states[s.key], self.controller.view) for s in self.screens]
+        # the Events screen's block lists every event kept, as the live view does: the new ones
+        # are not listed again
+        self.report(self.engine.wall_now(), self.header(), blocks, () if self.events_screen in self.screens else events)
 
     def last_events(self) -> None:
-        """At the end of a recording, the events seen since the last report, if any (a report
-        of them alone: the Events screen's block, or their lines)."""
+        """At the end of a recording, a last report when events were seen since the one before."""
         events = self.new_events()
-        if not events:
-            return
-        chosen = self.events_screen in self.screens
-        blocks = [self.events_block(build_block(self.events_screen, self.states["events"], self.controller.view),
-                                    events)] if chosen else []
-        self.report(self.engine.wall_now(), self.header(), blocks, () if chosen else events)
-
-    def events_block(self, block: Block, events: Sequence[Event]) -> Block:
-        """The Events screen in a report: the events new since the last one."""
-        rows = [event_row(e) for e in events]
-        return replace(block, rows=block.screen.arrange(rows, block.state), total=len(rows),
-                       note_lines=[] if rows else block.note_lines)
+        if events:
+            self.report_now(events)
 
     def header(self) -> str:
         if not self.uses_proxysql():
