@@ -491,7 +491,9 @@ def _shifted(rows: List[list], columns: Tuple[int, ...], shift: int) -> List[lis
     return out
 
 
-SETTINGS_CHANGED_AFTER = 12.0  # seconds into the run: the variables' second reading (every 30 s) sees it
+# seconds into the run: the module versions' second reading (every 10 s) sees the reload, the
+# variables' second (every 30 s) the variables
+SETTINGS_CHANGED_AFTER = 5.0
 
 
 def change_settings(double: ProxySQLDouble, reader: MariaDBServer) -> None:
