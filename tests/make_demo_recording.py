@@ -493,7 +493,7 @@ def _shifted(rows: List[list], columns: Tuple[int, ...], shift: int) -> List[lis
 
 # seconds into the run: the module versions' second reading (every 10 s) sees the reload, the
 # variables' second (every 30 s) the variables
-SETTINGS_CHANGED_AFTER = 5.0
+SETTINGS_CHANGED_AFTER = 8.0  # (after proxytop has started and read them once, even on a busy machine)
 
 
 def change_settings(double: ProxySQLDouble, reader: MariaDBServer) -> None:
