@@ -196,8 +196,7 @@ def facets(name: str, data: Any) -> Reading:
     if data is None:
         return Reading()
     if name in ("proxysql.connection_pool", "proxysql.pgsql.connection_pool"):
-        kind_of = "status"
-        return Reading((Facet("proxysql", kind_of, pool_statuses(data)),)) if hasattr(data, "dicts") else Reading()
+        return Reading((Facet("proxysql", "status", pool_statuses(data)),)) if hasattr(data, "dicts") else Reading()
     if name in ("proxysql.header_status", "proxysql.global") and isinstance(data, Mapping):
         uptime = to_number(data.get("ProxySQL_Uptime"))
         return Reading(uptimes=(("proxysql", uptime),) if uptime is not None else ())
@@ -244,7 +243,7 @@ def severity(kind: str, what: str, new: str) -> str:
     ('danger', 'warning')
     """
     if kind == "status":
-        return "info" if new == "ONLINE" else ("danger" if new in ("OFFLINE_HARD", NONE) else "warning")
+        return "info" if new == "ONLINE" else ("danger" if new == "OFFLINE_HARD" else "warning")
     if kind == "replica":
         return "info" if new == "Yes" else "danger"
     if kind in ("restart", "node"):
@@ -264,7 +263,7 @@ def changes(facet: Facet, before: Mapping[str, str], wall_time: float,
     [('mysql-max_connections', '2048 \u2192 4096')]
     >>> gone = Facet("proxysql", "status", {})
     >>> [(e.what, e.old, e.new, e.severity) for e in changes(gone, {"hg 10 h:1": "ONLINE"}, 10.0)]
-    [('hg 10 h:1', 'ONLINE', '(none)', 'danger')]
+    [('hg 10 h:1', 'ONLINE', '(none)', 'warning')]
     >>> secret = Facet("proxysql", "variable", {"admin-admin_credentials": "admin:n3w"})
     >>> [e.change for e in changes(secret, {"admin-admin_credentials": "admin:admin"}, 10.0)]
     ['(hidden) → (hidden)']

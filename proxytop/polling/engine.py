@@ -177,8 +177,11 @@ class Engine:
         """``observer("snapshot", snapshot)`` for every new reading of the collectors ``wanted``
         names, on the worker threads as they read (the same interface plays a recording's
         readings in a replay: proxytop.engine_view)."""
-        self.add_observer(lambda kind, value: observer(kind, value)
-                          if kind == "snapshot" and wanted(value.collector) else None)
+        def told(kind: str, value: object) -> None:
+            if kind == "snapshot" and wanted(value.collector):
+                observer(kind, value)
+
+        self.add_observer(told)
 
     def deliver(self) -> None:
         """Nothing to do: the workers tell the observers as they read (a replay's delivers the
