@@ -39,6 +39,17 @@ def event_row(event: Event) -> Row:
             "severity": event.severity, "_event": event}
 
 
+def proxysql_name(source) -> str:
+    """The events' name of the ProxySQL read: "proxysql", or with several nodes (-H a,b,
+    --cluster) "proxysql <the watched node>" (asked on the source's worker thread, which moves
+    the source to another node before reading it)."""
+    node_set = getattr(source, "nodes", None)
+    endpoint = getattr(source, "endpoint", None)
+    if node_set is not None and node_set.several and endpoint is not None:
+        return f"proxysql {endpoint.label}"
+    return "proxysql"
+
+
 class EventsScreen(Screen):
     key = "events"
     title = "Events"
@@ -70,6 +81,7 @@ class EventsScreen(Screen):
     def attach(self, engine) -> None:
         engine.follow(self.log.observe, watches)
         self.log.pull = engine.deliver  # a replay tells the recorded readings up to its position
+        self.log.proxysql_name = lambda: proxysql_name(engine.source("proxysql"))
 
     def active_collectors(self) -> List[str]:
         names = [c.name for c in self._collector_cache()]

@@ -166,3 +166,20 @@ def test_the_log_keeps_the_last_events_and_counts_what_is_new():
     assert [e.new for e in log.since(mark)[0]] == ["6"]
     assert log.between(4.0, 5.5) == [(4.0, "V", "v 4"), (5.0, "V", "v 5")]
     assert [e.new for e in log.events(until=4.5)] == ["4"]
+
+
+def test_with_several_nodes_each_node_is_compared_with_its_own_readings():
+    """-H a,b: watching another node (n) is no change; each node's events name it."""
+    pools = tables(Recording.load(), "stats_mysql_connection_pool")
+    online, shunned = pools[0], pools[70]  # 3313 SHUNNED in the second
+    watched = ["proxysql 10.0.0.1:6032"]
+    log = EventLog()
+    log.proxysql_name = lambda: watched[0]
+    log.feed("proxysql.connection_pool", online, 1.0)
+    watched[0] = "proxysql 10.0.0.2:6032"  # n: the other node, whose 3313 is SHUNNED
+    log.feed("proxysql.connection_pool", shunned, 2.0)
+    watched[0] = "proxysql 10.0.0.1:6032"  # and back
+    log.feed("proxysql.connection_pool", online, 3.0)
+    assert log.events() == []
+    log.feed("proxysql.connection_pool", shunned, 4.0)
+    assert changes(log.events()) == [("proxysql 10.0.0.1:6032", "status", "hg 20 127.0.0.1:3313", "ONLINE", "SHUNNED")]

@@ -190,21 +190,22 @@ def watches(name: str) -> bool:
     return name in PROXYSQL_READINGS or name.startswith(MYSQL_READINGS)
 
 
-def facets(name: str, data: Any) -> Reading:
+def facets(name: str, data: Any, proxysql: str = "proxysql") -> Reading:
     """The facets and uptimes of one snapshot of collector ``name`` (an empty Reading for a
-    collector that tells nothing of what events watch)."""
+    collector that tells nothing of what events watch); ``proxysql`` names the ProxySQL read
+    (with several nodes, the watched one: each node's readings are then compared with its own)."""
     if data is None:
         return Reading()
     if name in ("proxysql.connection_pool", "proxysql.pgsql.connection_pool"):
-        return Reading((Facet("proxysql", "status", pool_statuses(data)),)) if hasattr(data, "dicts") else Reading()
+        return Reading((Facet(proxysql, "status", pool_statuses(data)),)) if hasattr(data, "dicts") else Reading()
     if name in ("proxysql.header_status", "proxysql.global") and isinstance(data, Mapping):
         uptime = to_number(data.get("ProxySQL_Uptime"))
-        return Reading(uptimes=(("proxysql", uptime),) if uptime is not None else ())
+        return Reading(uptimes=((proxysql, uptime),) if uptime is not None else ())
     if name == "proxysql.variables" and isinstance(data, VariablesReading):
-        uptimes = (("proxysql", data.uptime),) if data.uptime is not None else ()
-        return Reading((Facet("proxysql", "variable", data.values),), uptimes)
+        uptimes = ((proxysql, data.uptime),) if data.uptime is not None else ()
+        return Reading((Facet(proxysql, "variable", data.values),), uptimes)
     if name == "proxysql.checksums":
-        return Reading((Facet("proxysql", "reload", module_versions(data)),))
+        return Reading((Facet(proxysql, "reload", module_versions(data)),))
     if name == "proxysql.cluster_checksums":
         drift = {}
         for module in cluster.modules(None, data):
@@ -297,8 +298,8 @@ class FoldState:
 EMPTY = FoldState({}, {}, {})
 
 
-def fold(state: FoldState, name: str, data: Any, wall_time: float,
-         taken_at: Optional[float] = None) -> Tuple[FoldState, List[Event]]:
+def fold(state: FoldState, name: str, data: Any, wall_time: float, taken_at: Optional[float] = None,
+         proxysql: str = "proxysql") -> Tuple[FoldState, List[Event]]:
     """(the new state, the events) after a snapshot of collector ``name`` taken at
     ``wall_time`` (and ``taken_at`` on the engine's clock). Pure.
 
@@ -317,7 +318,7 @@ def fold(state: FoldState, name: str, data: Any, wall_time: float,
     >>> after  # read before the restart: a new baseline, no event
     []
     """
-    reading = facets(name, data)
+    reading = facets(name, data, proxysql)
     if not reading.facets and not reading.uptimes:
         return state, []
     events: List[Event] = []
@@ -327,7 +328,7 @@ def fold(state: FoldState, name: str, data: Any, wall_time: float,
         if last is not None and uptime < last[1] and wall_time >= last[0]:
             restarts[source] = wall_time
             kind = "node" if source.startswith("node ") else "restart"
-            what = source[len("node "):] if kind == "node" else ("ProxySQL_Uptime" if source == "proxysql" else "Uptime")
+            what = source[len("node "):] if kind == "node" else ("ProxySQL_Uptime" if source == proxysql else "Uptime")
             events.append(Event(wall_time, "cluster" if kind == "node" else source, kind, what,
                                 units.duration(last[1]), units.duration(uptime), "warning", taken_at))
         uptimes[source] = (wall_time, uptime)
@@ -361,10 +362,12 @@ class EventLog:
         # Called before every read: a replay delivers the recording's readings up to its
         # position here (a live engine's workers feed the log as they read).
         self.pull: Callable[[], None] = lambda: None
+        # The name of the ProxySQL read, asked with each reading (several nodes: the watched one)
+        self.proxysql_name: Callable[[], str] = lambda: "proxysql"
 
     def feed(self, name: str, data: Any, wall_time: float, taken_at: Optional[float] = None) -> List[Event]:
         with self._lock:
-            self._state, found = fold(self._state, name, data, wall_time, taken_at)
+            self._state, found = fold(self._state, name, data, wall_time, taken_at, self.proxysql_name())
             self._events.extend(found)
             self.added += len(found)
         return found
