@@ -183,3 +183,17 @@ def test_with_several_nodes_each_node_is_compared_with_its_own_readings():
     assert log.events() == []
     log.feed("proxysql.connection_pool", shunned, 4.0)
     assert changes(log.events()) == [("proxysql 10.0.0.1:6032", "status", "hg 20 127.0.0.1:3313", "ONLINE", "SHUNNED")]
+
+
+def test_a_proxysql_3_compares_each_side_s_pool_with_its_own():
+    cols = ("hostgroup", "srv_host", "srv_port", "status")
+    mysql = Table(cols, (("10", "127.0.0.1", "3306", "ONLINE"),))
+    pgsql = lambda status: Table(cols, (("100", "127.0.0.1", "5432", status),))  # noqa: E731
+    log = EventLog()
+    for i in range(3):  # the two pools read in turn: no change
+        log.feed("proxysql.connection_pool", mysql, 10.0 * i)
+        log.feed("proxysql.pgsql.connection_pool", pgsql("ONLINE"), 10.0 * i + 1)
+    assert log.events() == []
+    log.feed("proxysql.pgsql.connection_pool", pgsql("SHUNNED"), 40.0)
+    log.feed("proxysql.connection_pool", mysql, 41.0)
+    assert changes(log.events()) == [("proxysql", "status", "pgsql hg 100 127.0.0.1:5432", "ONLINE", "SHUNNED")]

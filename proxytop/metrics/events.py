@@ -109,6 +109,7 @@ class Facet:
     source: str
     kind: str
     values: Mapping[str, str]
+    part: str = ""  # one of several facets of the same kind of a source (a ProxySQL 3.x's PostgreSQL pool)
 
 
 @dataclass(frozen=True)
@@ -197,7 +198,11 @@ def facets(name: str, data: Any, proxysql: str = "proxysql") -> Reading:
     if data is None:
         return Reading()
     if name in ("proxysql.connection_pool", "proxysql.pgsql.connection_pool"):
-        return Reading((Facet(proxysql, "status", pool_statuses(data)),)) if hasattr(data, "dicts") else Reading()
+        if not hasattr(data, "dicts"):
+            return Reading()
+        if name == "proxysql.pgsql.connection_pool":  # the PostgreSQL side's backends, compared apart
+            return Reading((Facet(proxysql, "status", {f"pgsql {k}": v for k, v in pool_statuses(data).items()}, "pgsql"),))
+        return Reading((Facet(proxysql, "status", pool_statuses(data)),))
     if name in ("proxysql.header_status", "proxysql.global") and isinstance(data, Mapping):
         uptime = to_number(data.get("ProxySQL_Uptime"))
         return Reading(uptimes=((proxysql, uptime),) if uptime is not None else ())
@@ -290,7 +295,7 @@ class FoldState:
     """What the fold remembers: each facet's last values and when they were read, and each
     source's last uptime and when it last restarted (wall times)."""
 
-    seen: Mapping[Tuple[str, str], Tuple[float, Mapping[str, str]]]
+    seen: Mapping[Tuple[str, str, str], Tuple[float, Mapping[str, str]]]  # (source, kind, part) ->
     uptimes: Mapping[str, Tuple[float, float]]  # source -> (wall time, uptime)
     restarts: Mapping[str, float]  # source -> wall time of the reading that saw its restart
 
@@ -334,7 +339,7 @@ def fold(state: FoldState, name: str, data: Any, wall_time: float, taken_at: Opt
         uptimes[source] = (wall_time, uptime)
     seen = dict(state.seen)
     for facet in reading.facets:
-        key = (facet.source, facet.kind)
+        key = (facet.source, facet.kind, facet.part)
         before = seen.get(key)
         restarted = restarts.get(facet.source)
         if before is not None and not (restarted is not None and before[0] < restarted):
