@@ -197,3 +197,18 @@ def test_a_proxysql_3_compares_each_side_s_pool_with_its_own():
     log.feed("proxysql.pgsql.connection_pool", pgsql("SHUNNED"), 40.0)
     log.feed("proxysql.connection_pool", mysql, 41.0)
     assert changes(log.events()) == [("proxysql", "status", "pgsql hg 100 127.0.0.1:5432", "ONLINE", "SHUNNED")]
+
+
+def test_a_cluster_node_restart_is_one_event_naming_the_node():
+    metrics = tables(Recording.load("cluster"), "stats_proxysql_servers_metrics")[:30]
+    assert fold_all(metrics, "proxysql.cluster_metrics") == []  # every node's uptime only grows
+    last = metrics[-1]
+    at = {c: i for i, c in enumerate(last.columns)}
+
+    def restarted(uptime: str) -> Table:
+        return Table(last.columns, tuple(tuple(uptime if (c == "Uptime_s" and r[at["port"]] == "6052") else v
+                                               for c, v in zip(last.columns, r)) for r in last.rows))
+
+    events = fold_all(metrics + [restarted("3"), restarted("4")], "proxysql.cluster_metrics")
+    assert [(e.source, e.kind, e.what, e.new, e.label, e.marker) for e in events] == [
+        ("cluster", "node", "127.0.0.1:6052", "3s", "127.0.0.1:6052 restarted", "N")]
