@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Sequ
 import psutil
 
 from proxytop.core import Collector, CollectorError
-from proxytop.polling.devices import DeviceMapper, map_roles
+from proxytop.polling.devices import DeviceMapper, QueueSettings, map_roles
 from proxytop.collectors.baseline_file import load_state, save_state
 from proxytop.metrics.iostat import CPU_FIELDS, DIRECTIONS, Baseline, BaselineLearner, DiskCounters, device_stats
 
@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 NAME = "host.diskstats"
 SAVE_EVERY = 60.0  # seconds between writes of the state file (sooner only when a baseline becomes known)
 ROLES_EVERY = 60.0  # seconds: role paths are mapped again this often (volumes come and go)
+QUEUES_EVERY = 60.0  # seconds: the queue settings (scheduler, read-ahead) are read again this often
 
 # Value fields of a /proc/diskstats line, in order, after major, minor and name.
 _FIELDS = ("rd_ios", "rd_merges", "rd_sectors", "rd_ticks", "wr_ios", "wr_merges", "wr_sectors",
@@ -114,6 +115,7 @@ class DiskSnapshot:
     dm_names: Mapping[str, str] = field(default_factory=dict)  # dm-N -> VG-LV
     notes: Tuple[str, ...] = ()  # one-line problems (state file, unmapped role paths)
     state_file: Optional[str] = None
+    queues: Mapping[str, QueueSettings] = field(default_factory=dict)  # name -> sysfs queue settings
 
 
 RolePathsProvider = Callable[[], Tuple[Mapping[str, Sequence[str]], Tuple[str, ...]]]
@@ -162,6 +164,8 @@ class DiskStats(Collector):
         self._role_notes: List[str] = []
         self._role_key: Any = None
         self._roles_at: Optional[float] = None
+        self._queues: Dict[str, QueueSettings] = {}
+        self._queues_at: Optional[float] = None
 
     # --- reading ------------------------------------------------------------------------------
     def read_devices(self) -> Dict[str, DiskCounters]:
@@ -261,6 +265,21 @@ class DiskStats(Collector):
             self._role_notes = notes
         return tuple(servers)
 
+    # --- queue settings -----------------------------------------------------------------------
+    def _update_queues(self, now: float, devices: Mapping[str, DiskCounters]) -> None:
+        """sysfs queue settings of every device: read for a new device, and all again every
+        QUEUES_EVERY s (a DBA may change a scheduler while proxytop runs). Reads only."""
+        stale = self._queues_at is None or now - self._queues_at >= QUEUES_EVERY
+        if stale:
+            self._queues_at = now
+        for name in devices:
+            if stale or name not in self._queues:
+                settings = self.mapper.queue_settings(name)
+                if settings is not None:
+                    self._queues[name] = settings
+        for gone in set(self._queues) - set(devices):
+            del self._queues[gone]
+
     # --- the reading --------------------------------------------------------------------------
     def collect(self, handle: Any = None) -> DiskSnapshot:
         now = self.clock()
@@ -279,6 +298,7 @@ class DiskStats(Collector):
         baselines = self.learner.baselines(devices)
         self._maybe_save(now, baselines)
         servers = self._update_roles(now)
+        self._update_queues(now, devices)
         return DiskSnapshot(
             devices=devices,
             kinds=dict(self._kinds),
@@ -290,4 +310,5 @@ class DiskStats(Collector):
             dm_names=dict(self._dm_names),
             notes=tuple(self._state_notes + self._role_notes),
             state_file=self.state_path,
+            queues=dict(self._queues),
         )

@@ -18,6 +18,7 @@ from proxytop.collectors.changes import MySQLVariables, variables_name
 from proxytop.collectors.galera import GaleraStatus
 from proxytop.collectors.mysql_server import ServerStatus, StatusVariables
 from proxytop.collectors.mysql_sessions import Sessions
+from proxytop.collectors.mysql_space import ServerSpace, space_name
 from proxytop.collectors.mysql_statements import MySQLStatements, statements_name
 from proxytop.collectors.replication import ReplicationStatus
 from proxytop.config.endpoints import DEFAULT_TIMEOUT
@@ -30,10 +31,11 @@ def fleet_collectors(endpoint: Endpoint):
     """Every collector of one server: its InnoDB readings, its own state (Servers), its
     sessions (Sessions), its locks (Locks, the header's lock-wait alarm), its statement digest
     (Statements), its whole global status (Status, Commands), its replication (Replication) and
-    its wsrep state (Galera) and its global variables (Events, every 30 s)."""
+    its wsrep state (Galera), what it says of its space (IOstat's space view) and its global
+    variables (Events, every 30 s)."""
     return (server_collectors(endpoint) + [ServerStatus(endpoint), Sessions(endpoint)] + lock_collectors(endpoint)
             + [MySQLStatements(endpoint), StatusVariables(endpoint), ReplicationStatus(endpoint),
-               GaleraStatus(endpoint), MySQLVariables(endpoint)])
+               GaleraStatus(endpoint), ServerSpace(endpoint), MySQLVariables(endpoint)])
 
 
 @dataclass
@@ -64,6 +66,7 @@ class Server:
         self.lockalarm_name = f"mysql.lockalarm.{self.key}"  # the header's lock-wait alarm
         self.galera_name = f"mysql.galera.{self.key}"  # the Galera screen's
         self.replication_name = f"mysql.replication.{self.key}"  # the Replication screen's
+        self.space_name = space_name(self.key)  # IOstat's space view: binary logs, the largest table
         self.variables_name = variables_name(self.key)  # the Events screen's watch
 
     @property

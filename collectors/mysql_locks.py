@@ -51,7 +51,7 @@ EDGE_COLUMNS = tuple(f"w_{name}" for name, _ in _TRX) + _LOCK + tuple(f"b_{name}
 SESSION_COLUMNS = ("id", "user", "host", "db", "command", "time", "state", "info")
 
 
-def timed(sql: str, mariadb: bool) -> str:
+def timed(sql: str, mariadb: bool, seconds: int = STATEMENT_SECONDS) -> str:
     """A statement with the server's own time limit (the connection's read timeout stays the
     last resort): MariaDB's max_statement_time (any statement), MySQL's MAX_EXECUTION_TIME hint
     (a SELECT only: a SHOW has the read timeout alone there).
@@ -60,8 +60,8 @@ def timed(sql: str, mariadb: bool) -> str:
     ('SET STATEMENT max_statement_time=2 FOR SELECT 1', 'SELECT /*+ MAX_EXECUTION_TIME(2000) */ 1', 'SHOW ENGINE INNODB STATUS')
     """
     if mariadb:
-        return f"SET STATEMENT max_statement_time={STATEMENT_SECONDS} FOR {sql}"
-    return sql.replace("SELECT ", f"SELECT /*+ MAX_EXECUTION_TIME({STATEMENT_SECONDS * 1000}) */ ", 1)
+        return f"SET STATEMENT max_statement_time={seconds} FOR {sql}"
+    return sql.replace("SELECT ", f"SELECT /*+ MAX_EXECUTION_TIME({seconds * 1000}) */ ", 1)
 
 
 # The server lists every waiter queued for a row as blocked by the holder and by every waiter

@@ -15,8 +15,11 @@ from proxytop.core import HostSource
 from proxytop.polling import nodes
 from proxytop.polling.connection import ProxySQLSource
 from proxytop.polling.engine import Engine
+from proxytop import __version__
+from proxytop.recordings import daemon
 from proxytop.recordings.recording import Recorder, RecordingError, RecordingWriter, recorded_options
 from proxytop.recordings.replay import DEMO_FILE, RecordingIndex, ReplayControls, ReplayEngine, replay_config
+from proxytop.recordings.replay_figures import RecordingScanner
 from proxytop.screens import all_screens
 from proxytop.ui.controller import Controller
 from proxytop.ui.wakeup import Terminated, stop_exception
@@ -28,15 +31,17 @@ def _on_signal(signum, _frame):
     raise stop_exception(signum)
 
 
-def setup_logging(path: Optional[str]) -> None:
+def setup_logging(path: Optional[str], level: int = logging.DEBUG) -> None:
     # Never log to stderr: the screen is curses' (and npyscreen sizes itself from stderr).
     root = logging.getLogger()
+    for old in root.handlers:
+        old.close()  # SIGHUP in --daemon: the file is opened again, where logrotate left it
     root.handlers[:] = []
     if path:
         handler = logging.FileHandler(path)
         handler.setFormatter(logging.Formatter("%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s"))
         root.addHandler(handler)
-        root.setLevel(logging.DEBUG)
+        root.setLevel(level)
     else:
         root.addHandler(logging.NullHandler())
 
@@ -69,6 +74,13 @@ def build(config, engine=None):
     if engine.replaying:
         controller.overlay = ReplayControls(engine)  # its keys, and the header's line of where it is
     return engine, controller
+
+
+def scan_for_graphs(controller, engine, config) -> None:
+    """A replay's graphs and Trends cover the whole recording: scanned on a thread, by screens
+    of its own on a replay engine of its own (built as this one was)."""
+    controller.scanner = RecordingScanner(engine.index, lambda other: build(config, other)[1].screens, config)
+    controller.scanner.request(["trends"])
 
 
 def open_replay(config):
@@ -106,8 +118,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except BrokenPipeError:  # `proxytop --print-defaults | head`
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    setup_logging(config.log_file)
     args = config.args
+    if getattr(args, "daemon", False):
+        return run_daemon(config)
+    setup_logging(config.log_file)
     batch = bool(getattr(args, "batch", False))
     replaying = bool(getattr(args, "replay", None) or getattr(args, "demo", False))
     if not batch and not (sys.stdout.isatty() and sys.stdin.isatty()):
@@ -123,6 +137,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"proxytop: error: {exc}", file=sys.stderr)
             return 2
     engine, controller = build(config, replay_engine)
+    if replaying and not batch:
+        scan_for_graphs(controller, engine, config)
     try:
         recorder = start_recording(config, engine)
     except RecordingError as exc:
@@ -139,6 +155,62 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         engine.stop()
         if recorder is not None:
             recorder.close()
+
+
+def run_daemon(config) -> int:
+    """--daemon: record into --record-dir until SIGTERM; nothing on stdout, a few lines on
+    stderr (where it records, how much per hour), the rest in the log."""
+    args = config.args
+    directory = args.record_dir
+    log_path = config.log_file or os.path.join(directory, "proxytop.log")
+    try:
+        os.makedirs(directory, exist_ok=True)
+        setup_logging(log_path, logging.INFO)
+    except OSError as exc:
+        print(f"proxytop: error: cannot write the log {log_path}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    triggers = tuple(args.on or ())
+    engine, controller = build(config)
+    screens = daemon.screens_to_record(controller.screens, args.screens, triggers)
+    if not screens:
+        print("proxytop: error: none of the screens to record has data sources here", file=sys.stderr)
+        return 2
+    recorded = {s.key for s in screens}
+    for unread in [t for t in triggers if daemon.trigger_screen(t) and daemon.trigger_screen(t) not in recorded]:
+        line = f"trigger {unread.text}: its figure is read by the {daemon.trigger_screen(unread)} screen, " \
+               "which has nothing to read here: it can't fire"
+        log.warning("%s", line)
+        print(f"proxytop: {line}", file=sys.stderr)
+    keeper = daemon.DetailKeeper()
+    try:
+        writer = daemon.RotatingWriter(directory, options=recorded_options(args), target=config.endpoint.label,
+                                       retention=args.retention, retention_size=args.retention_size, keeper=keeper)
+    except RecordingError as exc:
+        print(f"proxytop: error: {exc}", file=sys.stderr)
+        return 2
+    recorder = Recorder(engine, writer).attach()
+    loop = daemon.Daemon(engine, controller, screens, writer, triggers, interval=config.delay, keeper=keeper)
+    loop.reopen = lambda: setup_logging(log_path, logging.INFO)
+    signal.signal(signal.SIGTERM, lambda *_: loop.stop.set())
+    signal.signal(signal.SIGINT, lambda *_: loop.stop.set())
+    signal.signal(signal.SIGHUP, lambda *_: loop.reopen_log.set())
+    names = ",".join(s.key for s in screens)
+    said = (f"recording {names} every {config.delay:g} s into {directory}"
+            + (f", triggers {' '.join(t.text for t in triggers)}" if triggers else "") + f"; log in {log_path}")
+    log.info("%s (proxytop %s, pid %d)", said, __version__, os.getpid())
+    print(f"proxytop: {said}; the MB per hour follow after the first minute", file=sys.stderr, flush=True)
+
+    def measured(mb_per_hour: float) -> None:
+        line = f"recording about {mb_per_hour:.1f} MB per hour (measured over the first minute)"
+        log.info("%s", line)
+        print(f"proxytop: {line}", file=sys.stderr, flush=True)
+
+    try:
+        return loop.run(measured)
+    finally:
+        engine.stop()
+        recorder.close()
+        log.info("stopped: %d marks, %d records lost to failed writes", loop.marks, writer.lost)
 
 
 def run_batch(config, engine, controller) -> int:

@@ -25,6 +25,9 @@ from proxytop.config.option_types import seconds
 from proxytop.config import tls
 from proxytop.config.endpoints import DEFAULT_TIMEOUT, Endpoint
 from proxytop.config.mysql_options import PROMPT, resolve_credentials  # PROMPT: -p given without a value
+from proxytop.recordings import rotation
+from proxytop.recordings.daemon import DEFAULT_SCREENS
+from proxytop.recordings.triggers import FIGURES, Trigger, parse_trigger
 from proxytop.screens import HALVES, MYSQL_HALF, SCREENS, add_all_arguments
 
 PASSWORD_OPTIONS = ("-p", "--password", "--mysql-password")  # a value of their own is optional
@@ -91,6 +94,38 @@ def playback_speed(text: str) -> float:
     if not (0.25 <= value <= 64):
         raise argparse.ArgumentTypeError("the speed is between 0.25 and 64")
     return value
+
+
+def retention_age(text: str) -> float:
+    try:
+        return rotation.parse_age(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def retention_size(text: str) -> int:
+    try:
+        return rotation.parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def trigger(text: str) -> Trigger:
+    try:
+        return parse_trigger(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def screen_list(text: str) -> Tuple[str, ...]:
+    """--screens connpool,queries: each named as --screen names it (a prefix will do)."""
+    names = []
+    for word in text.split(","):
+        name = screen_name(word.strip())
+        if name == "all":
+            raise argparse.ArgumentTypeError("--screens names screens; leave it out for the default set")
+        names.append(name)
+    return tuple(names)
 
 
 class OptionParser(argparse.ArgumentParser):
@@ -207,6 +242,21 @@ def build_parser() -> OptionParser:
                             help="replay the short recording that comes with proxytop (no ProxySQL needed)")
     recordings.add_argument("--speed", type=playback_speed, metavar="X",
                             help="replay speed, 0.25 to 64 (default 1)")
+    recorder = parser.add_argument_group("always-on recorder (no terminal)")
+    recorder.add_argument("--daemon", action="store_true",
+                          help="record continuously without a terminal into --record-dir, a file per hour "
+                               "(SIGTERM ends it, SIGHUP reopens the log; replay the directory with --replay DIR)")
+    recorder.add_argument("--record-dir", metavar="DIR", help="with --daemon: the directory of the recordings")
+    recorder.add_argument("--retention", type=retention_age, metavar="AGE",
+                          help="with --daemon: remove the files older than AGE (48h, 2d, 90m), oldest first")
+    recorder.add_argument("--retention-size", type=retention_size, metavar="SIZE",
+                          help="with --daemon: remove the oldest files while they take more than SIZE (2G, 500M)")
+    recorder.add_argument("--on", type=trigger, action="append", metavar="TRIGGER",
+                          help="with --daemon: mark the moment and keep full detail around it when FIGURE>N: "
+                               f"{', '.join(FIGURES)} (repeatable)")
+    recorder.add_argument("--screens", type=screen_list, metavar="LIST",
+                          help="with --daemon: the screens whose readings are recorded, comma-separated "
+                               f"(default {','.join(DEFAULT_SCREENS)})")
     parser.add_argument("--version", action="version", version=f"proxytop {__version__}")
     add_all_arguments(parser)  # screens with options of their own (e.g. --mysql, --disk-baseline)
     return real
@@ -338,6 +388,16 @@ def check_modes(args: argparse.Namespace) -> None:
         raise OptionError("--record records a server; it can't be combined with --replay or --demo")
     if getattr(args, "speed", None) is not None and not replaying:
         raise OptionError("--speed needs --replay or --demo")
+    daemon = getattr(args, "daemon", False)
+    for name in ("record_dir", "retention", "retention_size", "on", "screens"):
+        if getattr(args, name, None) and not daemon:
+            raise OptionError(f"--{name.replace('_', '-')} needs --daemon")
+    if daemon:
+        if not getattr(args, "record_dir", None):
+            raise OptionError("--daemon needs --record-dir DIR (where the recordings go)")
+        for name in ("batch", "record", "replay", "demo"):
+            if getattr(args, name, None):
+                raise OptionError(f"--daemon records on its own: it can't be combined with --{name}")
 
 
 def endpoint_not_password(argv: Sequence[str]) -> List[str]:

@@ -1,7 +1,7 @@
 """The screens, and the two halves of proxytop that show them: the ProxySQL screens and the
 MySQL servers' screens (InnoDB and IOstat are in both). Each half numbers its tabs from 1
 (keys 1-9, then 0 for the tenth); the tabs after those are reached by a letter
-(``keys.TAB_LETTERS``: E for Events), the same in both halves.
+(``keys.TAB_LETTERS``: T for Trends, E for Events), the same in both halves.
 
 Each screen lives in screens/<key>.py and defines ``SCREEN`` (its class) and, optionally,
 ``add_arguments(parser)`` for options of its own. The screens of the MySQL servers share one
@@ -36,6 +36,7 @@ SCREENS = (
     ("commands", "Commands"),
     ("galera", "Galera"),
     ("replication", "Replication"),
+    ("trends", "Trends"),
     ("events", "Events"),
 )
 PROXYSQL_HALF, MYSQL_HALF = "proxysql", "mysql"
@@ -49,9 +50,14 @@ HALVES: Dict[str, Tuple[str, ...]] = {  # each half's screens, in tab order
 HALF_TITLES = {PROXYSQL_HALF: "ProxySQL", MYSQL_HALF: "MySQL servers"}
 
 
-def screen_key(index: int) -> str:
-    """The number key of the screen at ``index`` (0-based): 1-9, then 0 for the tenth."""
-    return str((index + 1) % 10)
+# The tabs after the tenth of a half, reached by a letter (in both halves): keys.TAB_LETTERS.
+LETTER_TABS = {key: letter for key, (letter, _help, _hint) in TAB_LETTERS.items()}
+
+
+def screen_key(index: int, key: str = "") -> str:
+    """The key of the tab at ``index`` (0-based) showing screen ``key``: 1-9, then 0 for the
+    tenth, then the screen's letter."""
+    return LETTER_TABS.get(key, "") or str((index + 1) % 10)
 
 
 def tab_keys(keys: Sequence[str]) -> List[str]:
@@ -63,7 +69,7 @@ def tab_keys(keys: Sequence[str]) -> List[str]:
     """
     found: List[str] = []
     for key in keys:
-        found.append(TAB_LETTERS[key][0] if key in TAB_LETTERS else screen_key(sum(k.isdigit() for k in found)))
+        found.append(LETTER_TABS.get(key) or screen_key(sum(k.isdigit() for k in found)))
     return found
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.core import Collector, Snapshot, Source
+from proxytop.metrics.history import FigureHistory
 from proxytop.screens.keys import Binding
 from proxytop.screens.table import Column, Row, TableState, arrange
 
@@ -18,9 +19,11 @@ from proxytop.screens.table import Column, Row, TableState, arrange
 class DataView:
     """Read-only access to the engine's snapshots for a screen's pure functions."""
 
-    def __init__(self, engine, config=None):
+    def __init__(self, engine, config=None, figures: Optional[FigureHistory] = None):
         self._engine = engine
         self.config = config
+        # the figures kept over time for graphs (the controller keeps them; Trends reads them)
+        self.figures = figures if figures is not None else FigureHistory()
 
     def latest(self, name: str) -> Optional[Snapshot]:
         return self._engine.latest(name)
@@ -42,6 +45,14 @@ class DataView:
 
     def now(self) -> float:
         return self._engine.now()
+
+    def wall_now(self) -> float:
+        """The wall-clock time now (a replay's: where it plays)."""
+        return self._engine.wall_now()
+
+    def wall_span(self) -> Optional[Tuple[float, float]]:
+        """A replay's first and last wall-clock times (None live)."""
+        return self._engine.wall_span()
 
     def interval_in_force(self, name: str) -> Optional[float]:
         """Seconds between a collector's readings now: its interval, or its minimum when
@@ -173,6 +184,10 @@ class Screen:
         """The hostgroups a row's queries went to (a digest's), when it names no one server:
         M on it opens the Servers screen on their first server and names them all."""
         return ()
+
+    def batch_extra(self, view: DataView) -> Dict[str, Any]:
+        """Values --batch's JSON adds to this screen's record besides its rows and notes."""
+        return {}
 
     def alarm_readings(self, view: DataView) -> Tuple[Tuple[str, float], ...]:
         """The readings this screen's header alarm (``alarm(view)``, when it has one) takes on

@@ -385,7 +385,7 @@ class ConnPoolScreen(SidedScreen, Screen):
     default_sort = ("hostgroup", False)
     tiebreak = ("server",)
     columns = (
-        Column("hostgroup", "HG", 4, fmt=units.plain, priority=0),
+        Column("hostgroup", "HG", 4, fmt=units.plain, priority=0, graphed=False),
         Column("server", "Server", 18, "<", numeric=False, priority=0),
         Column("status", "Status", 12, "<", style=status_style, numeric=False, priority=0),
         Column("conn_used", "Used", 5, fmt=units.number, summable=True, priority=1, help="ConnUsed: connections in use"),

@@ -177,9 +177,9 @@ class ErrorsScreen(SidedScreen, Screen):
         Column("errors_s", "Errors/s", 9, fmt=units.number, style=rate_style, summable=True, priority=0,
                help="errors per second (from count_star)"),
         Column("count", "Count", 7, fmt=units.number, summable=True, priority=4, help="count_star: errors since the row appeared"),
-        Column("errno", "Errno", 8, fmt=errno_text, priority=0),  # 8: the title SQLSTATE on the PostgreSQL side
+        Column("errno", "Errno", 8, fmt=errno_text, priority=0, graphed=False),  # 8: the title SQLSTATE on the PostgreSQL side
         Column("errno_name", "Name", 22, "<", numeric=False, priority=2, help="the error number's symbolic name"),
-        Column("hostgroup", "HG", 4, fmt=units.plain, priority=1),
+        Column("hostgroup", "HG", 4, fmt=units.plain, priority=1, graphed=False),
         Column("server", "Server", 18, "<", numeric=False, priority=1),
         Column("user", "User", 10, "<", numeric=False, priority=2),
         Column("schema", "Schema", 10, "<", numeric=False, priority=5),

@@ -15,8 +15,10 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from proxytop.collectors.proxysql_history import ProxySQLHistory
 from proxytop.collectors.proxysql_stats import GlobalStatus, MemoryMetrics, MySQLVariables
 from proxytop.metrics import units
+from proxytop.metrics.proxysql_history import history_status, summary
 from proxytop.metrics.rates import RATE_WINDOW, RATES_PENDING, UpdateTracker, delta, rate, to_number
 from proxytop.metrics.sides import digest_memory
 from proxytop.screens.asks import asks_line
@@ -339,7 +341,37 @@ class GloStatScreen(SidedScreen, Screen):
     asks = (GlobalStatus,)  # what this screen asks of ProxySQL each refresh (screens.asks)
 
     def collectors(self):
-        return [GlobalStatus(), MemoryMetrics(), MySQLVariables()]
+        # ProxySQL's own history (stats_history) is registered here and read on every screen
+        # (alarm_readings) until the graphs use it; this screen's notes say what it holds.
+        return [GlobalStatus(), MemoryMetrics(), MySQLVariables(), ProxySQLHistory()]
+
+    def alarm_readings(self, view: DataView) -> Tuple[Tuple[str, float], ...]:
+        """ProxySQL's own history, from the start and on every screen, at ProxySQL's pace
+        (none when no ProxySQL is watched: only MySQL servers)."""
+        if view.source(ProxySQLHistory.source) is None:
+            return ()
+        reader = next(c for c in self._collector_cache() if c.name == ProxySQLHistory.name)
+        return ((reader.name, reader.default_interval),)
+
+    def history_readings(self, view: DataView):
+        return [s.data for s in view.history(ProxySQLHistory.name) if s.data is not None]
+
+    def history_line(self, view: DataView) -> Optional[str]:
+        """history_status of the readings, worked out once per new reading (a year of history
+        takes about 150 ms: not on every frame)."""
+        snapshots = view.history(ProxySQLHistory.name)
+        if not snapshots:
+            return None
+        key = (len(snapshots), snapshots[-1].taken_at)
+        if getattr(self, "_history_line", (None, None))[0] != key:
+            readings = [s.data for s in snapshots if s.data is not None]
+            self._history_line = (key, history_status(readings) if readings else None)
+        return self._history_line[1]
+
+    def batch_extra(self, view: DataView):
+        """What --batch's JSON adds: a summary of ProxySQL's own history."""
+        readings = self.history_readings(view)
+        return {"proxysql_history": summary(readings)} if readings else {}
 
     def rows(self, view: DataView) -> List[Row]:
         name = self.on_side(GlobalStatus.name)
@@ -418,6 +450,9 @@ class GloStatScreen(SidedScreen, Screen):
             age = max(0.0, view.now() - memory.taken_at)
             lines.append(((f"Memory: stats_memory_metrics every {units.interval(MemoryMetrics.min_interval)} at most "
                            f"(it takes the digest lock), {units.duration(age)} old", "dim"),))
+        status = self.history_line(view)
+        if status:
+            lines.append((("History       ", "label"), (status, None), (" (stats_history)", "dim")))
         lines.append(asks_line(self, view, self.asks))
         return lines
 

@@ -34,15 +34,19 @@ from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple
 import psutil
 
 from proxytop.collectors.diskstats import NAME as DISKSTATS, DiskSnapshot, DiskStats
+from proxytop.collectors.filesystems import NAME as SPACE, Filesystems
 from proxytop.metrics import units
-from proxytop.polling.devices import role_label, server_role_paths
+from proxytop.metrics.space import DEFAULT_FULL_ALARM, DEFAULT_USED_ALARM, queue_notes
+from proxytop.polling.devices import role_label, server_role_paths, space_role_paths
 from proxytop.collectors.baseline_file import state_path
 from proxytop.metrics.iostat import (READ, RULES, WRITE, Baseline, UNKNOWN, cpu_stats, device_stats, saturation,
                              saturation_level)
 from proxytop.metrics.rates import to_number
 from proxytop.screens.base import DataView, Detail, Screen, seconds_between
 from proxytop.screens.keys import Binding
-from proxytop.screens.table import Column, Row
+from proxytop.screens.space import (SPACE_PREFIX, filesystem_detail, queue_lines, readings_by_server, server_lines,
+                                    space_alarm, space_columns, space_rows, space_snapshot)
+from proxytop.screens.table import Column, Row, TableState
 
 ROLE_COLLECTOR_PREFIX = "innodb.vars."
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "")
@@ -217,6 +221,24 @@ def server_is_local(engine, collector_name: str, variables: Mapping,
     return host in LOCAL_HOSTS or host.startswith("127.") or host in (addresses or frozenset())
 
 
+def local_space_paths(engine) -> Dict[str, Dict[str, List[str]]]:
+    """Server -> role -> directories, for every local MySQL server whose variables are known
+    (the space view's and the space alarm's). Runs on the host thread; reads only memory."""
+    found: Dict[str, Dict[str, List[str]]] = {}
+    names = engine.collector_names(ROLE_COLLECTOR_PREFIX)
+    addresses = own_addresses() if names else frozenset()
+    for name in sorted(names):
+        data = getattr(engine.latest(name), "data", None)
+        if not isinstance(data, Mapping):
+            continue
+        variables = {str(k).lower(): v for k, v in data.items()}
+        if server_is_local(engine, name, variables, addresses):
+            paths = space_role_paths(variables)
+            if paths:
+                found[name[len(ROLE_COLLECTOR_PREFIX):]] = paths
+    return found
+
+
 def local_role_paths(engine) -> Tuple[Dict[str, List[str]], Tuple[str, ...]]:
     """Role paths of every local MySQL server the InnoDB side reads variables from (see the
     module docstring for the contract). Runs on the host thread; reads only memory."""
@@ -274,11 +296,41 @@ def disk_baseline(text: str) -> Tuple[str, float, float]:
     return name, numbers[0], numbers[-1]
 
 
+def space_alarm_limits(text: str) -> Tuple[float, Optional[float]]:
+    """--space-alarm PCT[,MINUTES]: the used share (0 to 100) and the "full in" minutes (0 to a
+    week; None: the default) past which the header warns; 0 turns one off.
+
+    >>> space_alarm_limits("90"), space_alarm_limits("95,30"), space_alarm_limits("0,0")
+    ((90.0, None), (95.0, 30.0), (0.0, 0.0))
+    """
+    used_text, sep, minutes_text = text.partition(",")
+    try:
+        used = float(used_text)
+        minutes = float(minutes_text) if sep else None
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not PCT or PCT,MINUTES (e.g. 90 or 90,60)") from None
+    if not 0 <= used <= 100:
+        raise argparse.ArgumentTypeError(f"'{text}': the used share is a percentage from 0 (off) to 100")
+    if minutes is not None and not 0 <= minutes <= 10080:
+        raise argparse.ArgumentTypeError(f"'{text}': the full-in minutes are from 0 (off) to 10080 (a week)")
+    return used, minutes
+
+
+VIEWS = ("devices", "space")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("IOstat screen")
     group.add_argument("--disk-baseline", action="append", type=disk_baseline, metavar="DEV=MS",
                        help="single-request await of a device in ms, instead of learning it "
                             "(DEV=READ,WRITE for two values); repeatable")
+    group.add_argument("--iostat-view", choices=VIEWS, default="devices",
+                       help="what IOstat shows first: the block devices, or the space of the filesystems local "
+                            "MySQL servers write to (the key f switches)")
+    group.add_argument("--space-alarm", type=space_alarm_limits, metavar="PCT[,MINUTES]",
+                       help=f"the header warns when a filesystem a local MySQL server writes to is PCT full "
+                            f"or will be full in less than MINUTES at its growth (default "
+                            f"{DEFAULT_USED_ALARM:g},{DEFAULT_FULL_ALARM:g}; 0 turns one off)")
 
 
 def manual_baselines(config) -> Dict[str, Tuple[float, float]]:
@@ -298,6 +350,8 @@ class IOstatScreen(Screen):
     bindings = (
         Binding(("a",), "toggle_all", "all block devices (partitions, loop, dm, md, zram) or whole disks only",
                 "a all devices"),
+        Binding(("f",), "toggle_space", "space: the filesystems local MySQL servers write to, their growth, "
+                "'full in' and room for a rebuild (f again: the devices)", "f space"),
     )
     columns = (
         Column("device", "Device", 12, "<", numeric=False, priority=0),
@@ -334,12 +388,19 @@ class IOstatScreen(Screen):
 
     def __init__(self, config=None):
         super().__init__(config)
+        args = getattr(config, "args", None) if config is not None else None
         self.options["all"] = False
+        self.options["space"] = getattr(args, "iostat_view", None) == "space"
+        used, full = getattr(args, "space_alarm", None) or (None, None)
+        self.used_limit = DEFAULT_USED_ALARM if used is None else used
+        self.full_limit = DEFAULT_FULL_ALARM if full is None else full
+        self.space_columns = space_columns(self.used_limit, self.full_limit)
         self._engine = None
         self._addresses: FrozenSet[str] = frozenset()
 
     def collectors(self):
-        return [DiskStats(state_path=state_path(os.environ), manual_baselines=manual_baselines(self.config))]
+        return [DiskStats(state_path=state_path(os.environ), manual_baselines=manual_baselines(self.config)),
+                Filesystems()]
 
     def attach(self, engine) -> None:
         self._engine = engine
@@ -347,11 +408,19 @@ class IOstatScreen(Screen):
         collector = engine.collector(DISKSTATS)
         if isinstance(collector, DiskStats):
             collector.role_paths = lambda: local_role_paths(engine)
+        space = engine.collector(SPACE)
+        if isinstance(space, Filesystems):
+            space.paths = lambda: local_space_paths(engine)
 
-    def active_collectors(self) -> List[str]:
-        """The disk collector, and the variables of local MySQL servers (slow, own pace) so
-        the roles stay known while this screen is the one polling. No I/O here."""
-        names = [DISKSTATS]
+    def initial_state(self) -> TableState:
+        if self.options.get("space"):
+            return TableState(sort_key="used_pct", descending=True)
+        return super().initial_state()
+
+    def _local_variables(self) -> List[str]:
+        """The variables collectors of local MySQL servers (no I/O: their latest readings and
+        endpoints)."""
+        names: List[str] = []
         engine = self._engine
         if engine is not None:
             for name in engine.collector_names(ROLE_COLLECTOR_PREFIX):
@@ -361,7 +430,57 @@ class IOstatScreen(Screen):
                     names.append(name)
         return names
 
+    def active_collectors(self) -> List[str]:
+        """The disk collector and the filesystems', the variables of local MySQL servers (slow,
+        own pace) so the roles stay known while this screen is the one polling, and the
+        servers' own space figures. No I/O here."""
+        local = self._local_variables()
+        engine = self._engine
+        if self.options.get("space"):  # every server's own figures: a remote one's are all there is
+            servers = sorted(engine.collector_names(SPACE_PREFIX)) if engine is not None else []
+        else:  # the local servers' (slow, own pace): switching views shows figures at once, and
+            # a recording of the devices view can be replayed in the space view too
+            servers = [SPACE_PREFIX + name[len(ROLE_COLLECTOR_PREFIX):] for name in local]
+            servers = [name for name in servers if engine is not None and engine.collector(name) is not None]
+        return [DISKSTATS] + self._space_when_known(local) + local + servers
+
+    def _space_when_known(self, local: List[str]) -> List[str]:
+        """The filesystems' reading once a local server's variables are known (before, it has
+        no path to read: --batch --count 1 would report an empty table)."""
+        engine = self._engine
+        known = engine is not None and any(engine.latest(name) is not None for name in local)
+        return [SPACE] if known else []
+
+    def alarm_readings(self, view: DataView) -> Tuple[Tuple[str, float], ...]:
+        """The header's space alarm, on every screen: the filesystems every 10 s, and the local
+        servers' variables (which paths they write to) every minute; nothing without a local
+        server or with both thresholds at 0."""
+        if not (self.used_limit or self.full_limit):
+            return ()
+        local = self._local_variables()
+        return tuple((name, 10.0) for name in self._space_when_known(local)) + tuple((name, 60.0) for name in local)
+
+    def alarm(self, view: DataView) -> Optional[str]:
+        return space_alarm(space_snapshot(view.latest), self.used_limit, self.full_limit)
+
+    def action_toggle_space(self, controller) -> None:
+        self.options["space"] = not self.options.get("space")
+        self.columns = self.space_columns if self.options["space"] else ALL_COLUMNS
+        sort = ("used_pct", True) if self.options["space"] else self.default_sort
+        controller.ui.tables[self.key] = controller.state.with_sort(*sort)
+        controller.activate()
+        controller.say("space: the filesystems local MySQL servers write to" if self.options["space"]
+                       else "devices")
+
+    def _space_view_rows(self, view: DataView) -> List[Row]:
+        self.columns = self.space_columns
+        engine = self._engine
+        names = engine.collector_names(SPACE_PREFIX) if engine is not None else ()
+        return space_rows(space_snapshot(view.latest), readings_by_server(view.latest, names))
+
     def rows(self, view: DataView) -> List[Row]:
+        if self.options.get("space"):
+            return self._space_view_rows(view)
         previous, current = view.pair(DISKSTATS)
         rows = device_rows(_data(previous), _data(current), seconds_between(previous, current),
                            bool(self.options.get("all")))
@@ -370,7 +489,27 @@ class IOstatScreen(Screen):
         self.columns = ALL_COLUMNS if now is not None and now.roles else WITHOUT_ROLE
         return rows
 
+    def _space_notes(self, view: DataView):
+        snapshot = space_snapshot(view.latest)
+        engine = self._engine
+        names = sorted(engine.collector_names(SPACE_PREFIX)) if engine is not None else []
+        readings = readings_by_server(view.latest, names)
+        local = set(snapshot.servers) if snapshot is not None else set()
+        lines: List = []
+        if snapshot is None or not snapshot.filesystems:
+            lines.append((("no local MySQL server's paths known yet (a server on this host, watched with --mysql "
+                           "or found through ProxySQL)", "dim"),))
+        for name in names:
+            server = name[len(SPACE_PREFIX):]
+            lines += server_lines(server, readings.get(server), snapshot, server in local)
+        for note in (snapshot.notes if snapshot is not None else ())[:2]:
+            lines.append(((note, "warning"),))
+        lines.append((("f: the devices", "dim"),))
+        return lines
+
     def notes(self, view: DataView):
+        if self.options.get("space"):
+            return self._space_notes(view)
         previous, current = view.pair(DISKSTATS)
         before, now = _data(previous), _data(current)
         lines = [cpu_line(before, now)]
@@ -398,6 +537,9 @@ class IOstatScreen(Screen):
         controller.say("showing all block devices" if self.options["all"] else "showing whole disks only")
 
     def detail(self, row: Row, view: DataView) -> Optional[Detail]:
+        if self.options.get("space"):
+            lines = filesystem_detail(row, space_snapshot(view.latest))
+            return Detail(f"Filesystem {row.get('mount')}", tuple(lines)) if lines else None
         previous, current = view.pair(DISKSTATS)
         now = _data(current)
         if now is None:
@@ -440,6 +582,12 @@ class IOstatScreen(Screen):
             add("baselines kept in", f"{now.state_file} when live (a replay writes no file)", "dim")
         elif now.state_file:
             add("baselines kept in", now.state_file, "dim")
+        # how the disk is set up: the device's queue, then those of the disks beneath it
+        queues = [now.queues[d] for d in [name] + list(now.beneath.get(name, ())) if d in now.queues]
+        if queues:
+            lines.append(())
+            notes = [n for q in queues for n in queue_notes(q, now.roles.get(q.device, now.roles.get(name, ())))]
+            lines += queue_lines(queues, list(dict.fromkeys(notes)))
         return Detail(f"Device {name}", tuple(lines))
 
 

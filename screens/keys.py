@@ -76,8 +76,9 @@ DETAIL_ACTIONS = frozenset(("pause", "faster", "slower", "step_back", "step_forw
 # The tab bar shows the letter, Tab / S-Tab step through these tabs too, and each letter is a
 # global key below (so the footer and the help name it). Kept here, with the key table, so the
 # table is made from it; proxytop.screens puts these screens at the end of each half.
-TAB_LETTERS: Dict[str, Tuple[str, str]] = {
-    "events": ("E", "the Events screen: what changed (statuses, variables, reloads, restarts)"),
+TAB_LETTERS: Dict[str, Tuple[str, str, str]] = {  # screen key -> (letter, help, footer hint)
+    "trends": ("T", "Trends: the whole system in charts over time", "T trends"),
+    "events": ("E", "the Events screen: what changed (statuses, variables, reloads, restarts)", ""),
 }
 
 
@@ -87,7 +88,7 @@ def letter_tab(name: str) -> Optional[str]:
     >>> letter_tab("E"), letter_tab("x")
     ('events', None)
     """
-    return next((screen for screen, (letter, _help) in TAB_LETTERS.items() if letter == name), None)
+    return next((screen for screen, (letter, _help, _hint) in TAB_LETTERS.items() if letter == name), None)
 
 
 GLOBAL_BINDINGS: Sequence[Binding] = (
@@ -96,6 +97,7 @@ GLOBAL_BINDINGS: Sequence[Binding] = (
     Binding(("TAB",), "next_screen", "next screen"),
     Binding(("KEY_BTAB",), "previous_screen", "previous screen"),
     Binding(tuple("1234567890"), "goto_screen", "go to screen N (0 is the tenth)", "0-9 screens"),
+) + tuple(Binding((letter,), "goto_tab", help, hint) for letter, help, hint in TAB_LETTERS.values()) + (
     Binding(("s",), "sort_next", "sort by the next column", "s sort"),
     Binding(("r",), "sort_reverse", "reverse the sort order", "r rev"),
     Binding((">",), "sort_next", "move the sort column right"),
@@ -112,12 +114,26 @@ GLOBAL_BINDINGS: Sequence[Binding] = (
     Binding(("KEY_DOWN",), "down", "move the cursor down"),
     Binding(("KEY_PPAGE",), "page_up", "page up"),
     Binding(("KEY_NPAGE",), "page_down", "page down"),
-    Binding(("KEY_HOME", "g"), "top", "first row"),
+    Binding(("KEY_HOME",), "top", "first row"),
     Binding(("KEY_END", "G"), "bottom", "last row"),
     Binding(("ENTER",), "open", "details of the selected row (where the screen has them)"),
+    Binding(("g",), "graph", "graph the selected row's figures over time", "g graph"),
     Binding(("ESC",), "back", "close a detail view, help or the filter input"),
     Binding(("^L",), "redraw", "redraw the screen"),
     Binding(("n",), "next_node", "watch the next ProxySQL node (-H a,b or --cluster)", "n/N node"),
     Binding(("N",), "previous_node", "watch the previous ProxySQL node"),
     Binding(("a",), "all_nodes", "all nodes: add up every node's rates (ConnPool, ComCount; polls every node)"),
-) + tuple(Binding((letter,), "goto_tab", help) for letter, help in TAB_LETTERS.values())
+)
+
+
+# The keys of a graph (g): it takes every key while it is shown, like a detail view; pausing,
+# the interval and a replay's speed and steps work there too (DETAIL_ACTIONS).
+GRAPH_BINDINGS: Sequence[Binding] = (
+    Binding(("ESC", "BACKSPACE", "g"), "graph_close", "back to the table", "Esc back"),
+    Binding(("w",), "graph_window", "the time shown: 5 minutes, 1 hour, 24 hours, all that is kept", "w window"),
+    Binding(("KEY_DOWN", "KEY_NPAGE"), "graph_down", "the next figures of the row", "\u2191\u2193 figures"),
+    Binding(("KEY_UP", "KEY_PPAGE"), "graph_up", "the figures before"),
+    Binding(("KEY_LEFT",), "graph_earlier", "move the time cursor earlier (a replay: Enter jumps there)", "\u2190\u2192 cursor"),
+    Binding(("KEY_RIGHT",), "graph_later", "move the time cursor later"),
+    Binding(("ENTER",), "graph_jump", "a replay: play from the time under the cursor"),
+)

@@ -321,11 +321,11 @@ class ProcListScreen(SidedScreen, Screen):
     tiebreak = ("id",)
     default_interval = ProcessList.default_interval
     columns = (
-        Column("id", "Session", 8, priority=0, help="SessionID (what KILL CONNECTION takes)"),
+        Column("id", "Session", 8, priority=0, graphed=False, help="SessionID (what KILL CONNECTION takes)"),
         Column("user", "User", 12, "<", numeric=False, priority=1),
         Column("db", "Schema", 12, "<", numeric=False, priority=4),
         Column("client", "Client", 21, "<", numeric=False, priority=5, help="client host:port"),
-        Column("hostgroup", "HG", 4, priority=2, help="hostgroup of the session"),
+        Column("hostgroup", "HG", 4, priority=2, graphed=False, help="hostgroup of the session"),
         Column("backend", "Backend", 18, "<", numeric=False, priority=3, help="backend server host:port"),
         Column("command", "Command", 7, "<", numeric=False, priority=1),
         Column("time_ms", "Time", 7, fmt=time_text, style=time_style, priority=0,

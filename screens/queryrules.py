@@ -355,7 +355,7 @@ def rule_detail(row: Row, history: Sequence, runtime: Optional[Dict[Any, Mapping
 
 
 ADMIN_COLUMNS = (
-    Column("rule_id", "Rule", 5, priority=0),
+    Column("rule_id", "Rule", 5, priority=0, graphed=False),
     Column("hits_s", "Hits/s", 8, fmt=units.number, priority=0, help="hits per second over the interval"),
     Column("hits", "Hits", 8, fmt=units.number, priority=1, help="hits since the rules were last loaded to runtime"),
     Column("share", "Share", 6, fmt=units.percent, priority=2, help="share of all rule hits in the interval"),

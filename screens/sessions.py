@@ -253,7 +253,7 @@ class SessionsScreen(OneServer, Screen):
     tiebreak = ("id",)
     default_interval = 2.0
     all_columns = (
-        Column("id", "Id", 8, priority=0, help="the connection id (what KILL takes)"),
+        Column("id", "Id", 8, priority=0, graphed=False, help="the connection id (what KILL takes)"),
         Column("user", "User", 12, "<", numeric=False, priority=1),
         Column("host", "Host", 18, "<", numeric=False, priority=5, help="the client's host:port"),
         Column("db", "DB", 10, "<", numeric=False, priority=4, help="the session's default schema"),

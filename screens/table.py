@@ -32,6 +32,7 @@ class Column:
     numeric: bool = True
     summable: bool = False  # added up in subtotal rows
     flexible: bool = False  # takes the width left over (e.g. a query text)
+    graphed: bool = True  # a figure over time (g); False for a number that names the row (a hostgroup, an id)
     help: str = ""
 
     def text(self, row: Mapping) -> str:

@@ -13,7 +13,8 @@ against the ports of a real setup:
   provoked before the run (the Locks screen's); the two readers replicate its writes.
 
 So every screen has something to show: the pool, rules, counters and sessions from ProxySQL,
-the InnoDB flushing of the writer, and the disk those servers write to (IOstat roles); and
+the InnoDB flushing of the writer, and the disk those servers write to (IOstat roles; its
+space view, f: the filesystem, its growth, each server's binary log and largest table); and
 the Events screen a ProxySQL variable changed, the query rules loaded again and a reader's
 long_query_time set, some seconds into the run.
 
@@ -64,7 +65,7 @@ from proxytop.metrics.iostat import DIRECTIONS, RULES, percentile
 from proxytop.polling.devices import DeviceMapper
 from proxytop.recordings.recording import iter_lines
 from tests.mariadb import MariaDBServer
-from tests.proxysql_double import RECORDINGS, ProxySQLDouble, Recording, is_monitor_log
+from tests.proxysql_double import RECORDINGS, ProxySQLDouble, Recording, StatsHistory, is_monitor_log
 from tests.terminal import proxytop_command
 from tests.test_innodb_live import LOAD_OPTIONS, WriteLoad
 from tests.test_replication import REPL_PASSWORD, REPL_USER, change_master, running, unlogged, wait
@@ -238,6 +239,25 @@ def renamed(value: Any, renames: Mapping[str, str]) -> Any:
     return value
 
 
+def device_fields(value: Any) -> List[str]:
+    """Every string under a key "device" in a recorded value (its JSON form).
+
+    >>> device_fields({"f": {"filesystems": {"__t": [{"f": {"device": "vda1", "mount": "/"}}]}}})
+    ['vda1']
+    """
+    found: List[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "device" and isinstance(item, str):
+                found.append(item)
+            else:
+                found += device_fields(item)
+    elif isinstance(value, list):
+        for item in value:
+            found += device_fields(item)
+    return found
+
+
 def placed(value: Any, folders: Mapping[str, str], hosts: Mapping[str, str]) -> Any:
     """A recorded value with the test servers' temporary folders at a real server's places and,
     in a server's variables, its host name by its port.
@@ -291,6 +311,13 @@ def neutralise(path: str, disk: str, folders: Mapping[str, str] = {}, hosts: Map
             data = renamed(data, disk_renames(fields.get("devices", {}), disk))
             if data.get("f", {}).get("state_file"):
                 data["f"]["state_file"] = SHOWN_STATE_FILE
+            data_text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+        if envelope.get("k") == "s" and envelope.get("c") == "host.space" and tab:
+            # IOstat's space view: each filesystem's block device, under its neutral name too
+            data = json.loads(data_text)
+            names = disk_renames(device_fields(data), disk)
+            names.update({f"/dev/{old}": f"/dev/{new}" for old, new in names.items()})  # the mount source
+            data = renamed(data, names)
             data_text = json.dumps(data, separators=(",", ":"), allow_nan=False)
         lines.append(envelope_text + tab + data_text + "\n")
     temporary = path + ".tmp"
@@ -592,7 +619,10 @@ def main(argv=None) -> int:
         load.prepare()
         recording = Recording.load()
         graft_cluster_tables(recording)
-        double = ProxySQLDouble(port=ADMIN_PORT, recording=recording)
+        # ProxySQL's own history (stats_history) up to the demo's start: a day of minutes and a
+        # week of hours before them, of the recorded shapes (docs/proxysql-history.md)
+        history = StatsHistory.recorded().generated(end=int(time.time()) // 60 * 60, days=1, hour_days=8)
+        double = ProxySQLDouble(port=ADMIN_PORT, recording=recording, history=history)
         double.start()
         probes = SingleRequests(writer.basedir).start()
         output = os.path.abspath(args.output)

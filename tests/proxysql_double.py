@@ -224,6 +224,166 @@ def _sqlite_value(value):
     return value
 
 
+# ----- ProxySQL's own history (stats_history) --------------------------------------------------
+HISTORY_RECORDING = os.path.join(DATA, "proxysql-2.7.2-stats-history.jsonl.gz")
+HOUR = 3600
+# ProxySQL 3.x's TSDB tables, from its source (include/ProxySQL_Statistics.hpp, PROXYSQLTSDB
+# builds): no recording of one exists. Its sampler writes one row per Prometheus metric and
+# label set every tsdb-sample_interval seconds, the metric family's name and the labels as JSON.
+TSDB_CREATE = {
+    "tsdb_metrics": "CREATE TABLE tsdb_metrics (timestamp INT NOT NULL, metric_name TEXT NOT NULL, "
+                    "labels TEXT NOT NULL DEFAULT '{}', value REAL, PRIMARY KEY (timestamp, metric_name, labels)) "
+                    "WITHOUT ROWID",
+    "tsdb_metrics_hour": "CREATE TABLE tsdb_metrics_hour (bucket INT NOT NULL, metric_name TEXT NOT NULL, "
+                         "labels TEXT NOT NULL DEFAULT '{}', avg_value REAL, max_value REAL, min_value REAL, "
+                         "count INT, PRIMARY KEY (bucket, metric_name, labels)) WITHOUT ROWID",
+}
+# The Prometheus families the TSDB samples for mysql_connections' figures (MySQL_Thread.cpp,
+# MySQL_HostGroups_Manager.cpp), by the column of mysql_connections they follow.
+TSDB_FAMILIES = {
+    "Questions": "proxysql_questions_total",
+    "Slow_queries": "proxysql_slow_queries_total",
+    "Client_Connections_connected": "proxysql_client_connections_connected",
+    "Client_Connections_created": "proxysql_client_connections_created_total",
+    "Server_Connections_connected": "proxysql_server_connections_connected",
+}
+# How ProxySQL rolls raw rows up into *_hour rows (ProxySQL_Statistics.cpp): counters MAX,
+# gauges AVG, system_cpu SUM (of cumulative tick counts).
+HOUR_AVERAGED = {"Client_Connections_connected", "Server_Connections_connected", "Entries_In_Cache",
+                 "Memory_Bytes", "allocated", "resident", "active", "mapped", "metadata", "retained"}
+HOUR_SUMMED_TABLES = {"system_cpu"}
+
+
+@dataclass
+class StatsHistory:
+    """ProxySQL's stats_history schema as a double serves it: each table's CREATE TABLE and
+    rows, and whether the stats user is refused it (``denied``). ``write()`` adds rows as
+    ProxySQL's timers do; sessions see them at their next query of stats_history."""
+
+    create: Dict[str, str] = field(default_factory=dict)  # table -> CREATE TABLE
+    rows: Dict[str, Rows] = field(default_factory=dict)
+    denied: bool = False
+    generation: int = 0
+
+    @classmethod
+    def recorded(cls, path: str = HISTORY_RECORDING) -> "StatsHistory":
+        """The schema and rows a real ProxySQL 2.7.2 answered (../shared/proxysql/README-history.md)."""
+        history = cls()
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            for line in handle:
+                entry = json.loads(line)
+                sql = entry["sql"]
+                if sql.startswith("SHOW CREATE TABLE stats_history.") and entry.get("rows"):
+                    table, ddl = entry["rows"][0]
+                    history.create[table] = ddl
+                elif sql.startswith("SELECT * FROM stats_history.") and "rows" in entry:
+                    table = sql.rsplit(".", 1)[1]
+                    # the recording lists the one finished hour twice: its primary key keeps one
+                    history.rows[table] = [list(r) for r in dict.fromkeys(tuple(r) for r in entry["rows"])]
+        return history
+
+    def columns(self, table: str) -> List[str]:
+        ddl = self.create[table]
+        body = ddl[ddl.index("(") + 1:]
+        names = []
+        for part in body.split(","):
+            word = part.strip().split()[0] if part.strip() else ""
+            if word and word.upper() not in ("PRIMARY", "UNIQUE") and not word.startswith("("):
+                names.append(word.strip('"`'))
+        return names
+
+    def write(self, table: str, rows: Rows) -> None:
+        """Rows ProxySQL writes (its timers): seen by every session from its next query."""
+        self.rows.setdefault(table, []).extend(list(r) for r in rows)
+        self.generation += 1
+
+    def generated(self, end: int, days: float = 7, hour_days: float = 365, interval: int = 60,
+                  restart_at: Optional[int] = None, tsdb: bool = False) -> "StatsHistory":
+        """A longer history of the same shapes: the recorded minutes' steps (each counter's
+        increase, each gauge's value) repeated from ``hour_days`` before ``end`` to ``end``;
+        the raw rows of the last ``days`` kept, and every finished hour rolled up as ProxySQL
+        does. ``restart_at``: ProxySQL restarted then (its counters start again from 0).
+        ``tsdb``: a 3.x's tsdb_metrics too."""
+        out = StatsHistory(create=dict(self.create), denied=self.denied)
+        first_raw = int(end - days * 86400) // interval * interval
+        start = min(first_raw, int(end - hour_days * 86400) // HOUR * HOUR)
+        last_hour = end // HOUR * HOUR  # the hour under way is not rolled up yet
+        for table in ("mysql_connections", "myhgm_connections", "system_cpu", "system_memory", "mysql_query_cache"):
+            recorded = self.rows.get(table) or []
+            if len(recorded) < 2:
+                continue
+            columns = self.columns(table)
+            raw, hours, hour, group = [], [], None, []
+            for row in _extended(columns, recorded, range(start, end + 1, interval), restart_at):
+                if row[0] >= first_raw:
+                    raw.append(row)
+                if row[0] >= last_hour:
+                    continue
+                if hour is not None and row[0] // HOUR * HOUR != hour:
+                    hours.append(_rolled_up(columns, group, table in HOUR_SUMMED_TABLES))
+                    group = []
+                hour = row[0] // HOUR * HOUR
+                group.append(row)
+            if group:
+                hours.append(_rolled_up(columns, group, table in HOUR_SUMMED_TABLES))
+            out.rows[table] = raw
+            out.rows[table + "_hour"] = [h for h in hours if h[0] >= end - hour_days * 86400 or h[0] >= first_raw]
+        if tsdb:
+            out = out.with_tsdb()
+        return out
+
+    def with_tsdb(self) -> "StatsHistory":
+        """The same history with a 3.x TSDB holding mysql_connections' figures, its classic
+        tables left empty (as with admin-stats_mysql_connections = 0)."""
+        out = StatsHistory(create=dict(self.create, **TSDB_CREATE), rows=dict(self.rows), denied=self.denied)
+        columns = self.columns("mysql_connections")
+        tsdb = []
+        for row in self.rows.get("mysql_connections", []):
+            for column, family in TSDB_FAMILIES.items():
+                tsdb.append([row[0], family, "{}", float(row[columns.index(column)])])
+        out.rows["tsdb_metrics"] = tsdb
+        out.rows["mysql_connections"] = []
+        return out
+
+
+def _extended(columns: List[str], recorded: Rows, stamps, restart_at: Optional[int]):
+    """Rows at ``stamps`` following the recorded rows' minute-to-minute steps, over and over."""
+    steps = [[_number(b) - _number(a) for a, b in zip(before, after)] for before, after in zip(recorded, recorded[1:])]
+    gauges = [i for i, c in enumerate(columns) if c in HOUR_AVERAGED]
+    current = [0] * len(columns)
+    previous = None
+    for n, stamp in enumerate(stamps):
+        if restart_at is not None and previous is not None and previous < restart_at <= stamp:
+            current = [0] * len(columns)
+        previous = stamp
+        step = steps[n % len(steps)]
+        current = [c + max(s, 0) for c, s in zip(current, step)]
+        row = list(current)
+        for i in gauges:
+            row[i] = _number(recorded[(n + 1) % len(recorded)][i])
+        row[0] = stamp
+        yield row
+
+
+def _number(text):
+    value = float(text)
+    return int(value) if value.is_integer() else value
+
+
+def _rolled_up(columns: List[str], group: Rows, summed: bool) -> list:
+    """ProxySQL's roll-up of one hour's raw rows (ProxySQL_Statistics.cpp)."""
+    row = [group[0][0] // HOUR * HOUR]
+    for i, column in enumerate(columns[1:], start=1):
+        values = [r[i] for r in group]
+        if summed:
+            row.append(sum(values))
+        elif column in HOUR_AVERAGED:
+            row.append(sum(values) / len(values))
+        else:
+            row.append(max(values))
+    return row
+
+
 # ----- the double -----------------------------------------------------------------------------
 class AdminError(QueryError):
     """ProxySQL's errors, SQLSTATE 28000 unless told."""
@@ -239,8 +399,11 @@ class ProxySQLDouble(ProtocolServer):
 
     def __init__(self, port: int = 0, host: str = "127.0.0.1", start_frame: int = 20,
                  version: str = "2.7", recording: Optional[Recording] = None, loop: bool = True,
-                 tls=None, traffic: bool = False, sha2_rsa_key=None):
+                 tls=None, traffic: bool = False, sha2_rsa_key=None, history: Optional[StatsHistory] = None):
         super().__init__(port=port, host=host, tls=tls, sha2_rsa_key=sha2_rsa_key)
+        # stats_history (ProxySQL's own history): the recorded one unless told
+        self.history = history if history is not None else StatsHistory.recorded()
+        self.history_cpu: List[Tuple[str, float]] = []  # (stats_history query, CPU seconds answering it)
         self.traffic = traffic  # play ProxySQL's traffic port (6033) instead of its admin port
         self.recording = recording or Recording.load()
         self.version = version
@@ -402,6 +565,7 @@ class Session:
             if "runtime_checksums_values" not in recorded:  # recorded as a schema only
                 self._create("runtime_checksums_values", ["name", "version", "epoch", "checksum"], [], ddl=None)
         self.replaced_seen = 0
+        self.history_seen = None  # the generation of stats_history this session holds
         for table in self.series_tables:
             if is_monitor_log(table):
                 schema = "monitor."
@@ -438,6 +602,26 @@ class Session:
             self._fill(schema + table, columns, rows)
             if f"{table}_reset" in sql:
                 self._fill(f"{schema}{table}_reset", columns, rows)
+
+    def _take_history(self) -> None:
+        """stats_history, attached as ProxySQL attaches its proxysql_stats.db (to the admin
+        and the stats user's databases alike), built at the first query naming it and again
+        after ProxySQL wrote rows (StatsHistory.write)."""
+        history = self.double.history
+        if self.history_seen == history.generation:
+            return
+        if self.history_seen is None:
+            self.db.execute("ATTACH ':memory:' AS stats_history")
+        for table in history.create:
+            self.db.execute(f"DROP TABLE IF EXISTS stats_history.{table}")
+            self.db.execute(history.create[table].replace("CREATE TABLE ", "CREATE TABLE stats_history.", 1)
+                            .replace("CREATE TABLE  ", "CREATE TABLE stats_history.", 1))
+            rows = history.rows.get(table) or []
+            if rows:
+                marks = ", ".join("?" for _ in rows[0])
+                self.db.executemany(f"INSERT OR REPLACE INTO stats_history.{table} VALUES ({marks})",
+                                    [[_sqlite_value(v) for v in row] for row in rows])
+        self.history_seen = history.generation
 
     def _take_replaced(self) -> None:
         """The tables replaced for every session since this one last looked (replace_table)."""
@@ -526,6 +710,12 @@ class Session:
             if self.kind == "stats":
                 entry = rec.fixed[("stats", "SHOW TABLES")]
             return (entry["columns"], [list(r) for r in entry["rows"]])
+        if "stats_history" in lowered:
+            if self.kind == "stats" and self.double.history.denied:
+                raise AdminError(1045, "ProxySQL Admin Error: no such table: stats_history.mysql_connections")
+            if " ".join(sql_words.lower().split()) == "show tables from stats_history":
+                return (["tables"], [[name] for name in sorted(self.double.history.create)])
+            self._take_history()
         if self.kind == "admin":
             self._take_replaced()
             if lowered in CONFIG_RULES_CHECKSUM:  # ProxySQL's: a hash of every row, as one row
@@ -534,6 +724,7 @@ class Session:
             if "runtime_checksums_values" in sql:
                 self._fill_checksums()
         self._refresh(sql)
+        started = time.thread_time()
         try:
             cursor = self.db.execute(sql)
             columns = [d[0] for d in cursor.description] if cursor.description else []
@@ -542,6 +733,9 @@ class Session:
             raise AdminError(1045, f"ProxySQL Admin Error: {exc}") from None
         finally:
             self._vacuum()
+            if "stats_history" in lowered:
+                # what answering cost (SQLite's work, as inside ProxySQL): tests/bench_proxysql_history.py
+                self.double.history_cpu.append((sql, time.thread_time() - started))
         if not cursor.description:
             return None
         return (columns, rows)

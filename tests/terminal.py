@@ -28,6 +28,7 @@ TAB = "\t"
 SHIFT_TAB = "\x1b[Z"
 # curses turns on keypad (application cursor) mode, so arrows arrive as ESC O A / ESC O B
 UP, DOWN = "\x1bOA", "\x1bOB"
+HOME = "\x1bOH"  # the first row (xterm in application mode, like the arrows)
 
 
 class _Screen(pyte.Screen):

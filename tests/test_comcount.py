@@ -11,7 +11,7 @@ from proxytop.metrics.histogram import BUCKET_COLUMNS
 from proxytop.screens import comcount
 from proxytop.screens.comcount import ComCountScreen, command_detail, command_rows
 from tests.proxysql_double import ProxySQLDouble
-from tests.terminal import ESC
+from tests.terminal import ESC, HOME
 
 COLUMNS = ("Command", "Total_Time_us", "Total_cnt") + BUCKET_COLUMNS
 
@@ -134,7 +134,7 @@ def test_e2e_commands_sorted_by_rate_with_percentiles(proxytop_term, proxysql_do
 
 def test_e2e_drill_down_shows_the_bucket_bars(proxytop_term, proxysql_double):
     term = start(proxytop_term, proxysql_double)
-    term.send("g")  # the first row: SELECT, the busiest
+    term.send(HOME)  # the first row: SELECT, the busiest
     term.send("\r")
     screen = term.wait_until(lambda s: "SELECT: latency" in s and "Since start" in s and "Last " in s,
                              what="the SELECT latency histograms")

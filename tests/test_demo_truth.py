@@ -14,11 +14,11 @@ from proxytop.core import Snapshot, Table
 from proxytop.metrics import cluster, health
 from proxytop.recordings.recording import loads, scan
 from proxytop.recordings.replay import DEMO_FILE
-from proxytop.screens import HALVES, PROXYSQL_HALF, tab_keys
+from proxytop.screens import HALVES, PROXYSQL_HALF, screen_key
 from proxytop.screens.connpool import ConnPoolScreen
 from tests.proxysql_double import UNREAD_MONITOR_LOGS, Recording
 
-KEYS = dict(zip(HALVES[PROXYSQL_HALF], tab_keys(HALVES[PROXYSQL_HALF])))  # the ProxySQL screens' tabs
+KEYS = {key: screen_key(i, key) for i, key in enumerate(HALVES[PROXYSQL_HALF])}  # the ProxySQL screens' tabs
 DOWN = "\x1b[B"
 ENTER = "\r"
 ESC = "\x1b"

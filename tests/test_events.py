@@ -17,7 +17,7 @@ from proxytop import options
 from proxytop.cli import build
 from proxytop.polling.engine import Engine
 from proxytop.recordings.replay import ReplayEngine, replay_config
-from proxytop.screens import HALVES, MYSQL_HALF, PROXYSQL_HALF, all_screens, keys, tab_keys
+from proxytop.screens import HALVES, LETTER_TABS, MYSQL_HALF, PROXYSQL_HALF, all_screens, keys, tab_keys
 from proxytop.screens.base import Screen
 from proxytop.screens.events import EventsScreen
 from proxytop.ui import view
@@ -234,16 +234,16 @@ def both_halves(*more: Screen):
     return Controller(Engine(), all_screens(config) + list(more), config)
 
 
-def test_events_ends_both_halves_with_the_letter_e_and_the_tab_line_fits_80_columns():
+def test_trends_and_events_end_both_halves_with_their_letters_and_the_tab_line_fits_80_columns():
     ctl = both_halves()
     for half in (PROXYSQL_HALF, MYSQL_HALF):
-        assert HALVES[half][-1] == "events"
+        assert HALVES[half][-2:] == ("trends", "events")
         ctl.ui.half = half
         for index in ctl.tabs:
             ctl.switch(index)
             line = view.screen_text([view.tab_line(ctl, 80)])
             assert len(line) <= 80
-            assert re.findall(r"(?<!\S)(\w)(?::\S+)?(?=\s|$)", line)[:11] == list("1234567890E"), line
+            assert re.findall(r"(?<!\S)(\w)(?::\S+)?(?=\s|$)", line)[:12] == list("1234567890TE"), line
         ctl.do_goto_tab("E")
         assert ctl.screen.key == "events"
         ctl.do_next_screen()  # Tab from the last tab: the first again
@@ -255,27 +255,29 @@ def test_events_ends_both_halves_with_the_letter_e_and_the_tab_line_fits_80_colu
 
 
 def test_more_lettered_tabs_take_their_letters_and_keep_the_numbers(monkeypatch):
-    monkeypatch.setitem(keys.TAB_LETTERS, "trends", ("T", "the Trends screen"))
-    assert tab_keys(["connpool", "trends", "queryrules", "events"]) == ["1", "T", "2", "E"]
+    monkeypatch.setitem(keys.TAB_LETTERS, "later", ("Z", "a screen added later", ""))
+    monkeypatch.setitem(LETTER_TABS, "later", "Z")
+    assert tab_keys(["connpool", "later", "queryrules", "events"]) == ["1", "Z", "2", "E"]
 
-    class Trends(Screen):
-        key, title = "trends", "Trends"
+    class Later(Screen):
+        key, title = "later", "Later"
 
-    ctl = both_halves(Trends())
-    trends, events = len(ctl.screens) - 1, next(i for i, s in enumerate(ctl.screens) if s.key == "events")
-    # both halves end with Trends then Events, as HALVES will say
-    ctl.halves = {half: [i for i in tabs if i not in (trends, events)] + [trends, events]
+    ctl = both_halves(Later())
+    later = len(ctl.screens) - 1
+    lettered = [i for i, s in enumerate(ctl.screens) if s.key in ("trends", "events")]
+    # both halves end with their lettered tabs, the new one among them
+    ctl.halves = {half: [i for i in tabs if i != later and i not in lettered] + [lettered[0], later, lettered[1]]
                   for half, tabs in ctl.halves.items()}
     for half in (PROXYSQL_HALF, MYSQL_HALF):
         ctl.ui.half = half
-        ctl.do_goto_tab("T")
-        assert ctl.screen.key == "trends"
+        ctl.do_goto_tab("Z")
+        assert ctl.screen.key == "later"
         line = view.screen_text([view.tab_line(ctl, 80)])
-        assert len(line) <= 80 and "T:Trends" in line and re.search(r"\bE\b|E:", line), line
+        assert len(line) <= 80 and re.search(r" T(:\w+)? Z:Later E(:\w+)?( |$)", line), line
         ctl.do_goto_tab("E")
         assert ctl.screen.key == "events"
         ctl.do_previous_screen()
-        assert ctl.screen.key == "trends"
+        assert ctl.screen.key == "later"
 
 
 def test_the_help_and_the_key_table_name_the_letter():

@@ -14,7 +14,7 @@ from proxytop.screens.proclist import (ProcListScreen, kill_question, session_de
                                        summary_text)
 from proxytop.screens.table import sort_rows
 from tests.proxysql_double import COLUMNS_1_4_DROPPED, ProxySQLDouble
-from tests.terminal import ESC
+from tests.terminal import ESC, HOME
 
 COLUMNS = ("ThreadID", "SessionID", "user", "db", "cli_host", "cli_port", "hostgroup", "l_srv_host",
            "l_srv_port", "srv_host", "srv_port", "command", "time_ms", "info", "status_flags", "extended_info")
@@ -195,7 +195,7 @@ def test_e2e_filter_on_columns(proxytop_term, proxysql_double):
 
 def test_e2e_detail_shows_the_query_and_escape_returns(proxytop_term, proxysql_double):
     term = start(proxytop_term, proxysql_double)
-    term.send("g")
+    term.send(HOME)
     term.send("\r")
     screen = term.wait_for(r"Session \d+\s+Esc back")
     assert "SELECT SLEEP(" in screen and "client" in screen and "backend" in screen
@@ -205,7 +205,7 @@ def test_e2e_detail_shows_the_query_and_escape_returns(proxytop_term, proxysql_d
 
 
 def _confirm(term):
-    term.send("g")
+    term.send(HOME)
     term.send("k")
     screen = term.wait_for("y = yes, any other key = no")
     sid = int(re.search(r"Kill ProxySQL session (\d+)\?", screen).group(1))
@@ -246,7 +246,7 @@ def test_e2e_1_4_column_set(proxytop_term, recording):
     double = ProxySQLDouble(recording=recording, version="1.4").start()
     try:
         term = start(proxytop_term, double)
-        term.send("g")
+        term.send(HOME)
         term.send("\r")
         screen = term.wait_for(r"Session \d+\s+Esc back")
         assert "status_flags" not in screen and "extended_info" not in screen

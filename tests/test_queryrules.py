@@ -11,7 +11,7 @@ from proxytop.screens import queryrules
 from proxytop.screens.queryrules import (ADMIN_COLUMNS, STATS_COLUMNS, QueryRulesScreen, hits_series, rule_detail,
                                          rule_rows)
 from tests.proxysql_double import ProxySQLDouble
-from tests.terminal import ESC
+from tests.terminal import ESC, HOME
 
 DOWN = "\x1bOB"  # the down arrow as a terminal in keypad (application) mode sends it
 
@@ -167,7 +167,7 @@ def test_e2e_drill_into_a_rule_and_back_to_the_same_row(proxytop_term, proxysql_
     assert "Rules  7 at runtime, 1 inactive (dimmed)" in screen
     assert re.search(r"^\s+20\s+\u2014\s+\u2014\s+\u2014\s+no\s+\^UPDATE", screen, re.M), screen
     print("\n" + screen)
-    term.send("g")
+    term.send(HOME)
     term.send(DOWN, pause=0.3)  # rule 2
     assert re.match(r"^\s+2\s", cursor_line(term) or ""), term.text()
     term.send("\r")
@@ -229,7 +229,7 @@ def test_e2e_1_4_column_set(proxytop_term, recording):
     double = ProxySQLDouble(recording=recording, version="1.4").start()
     try:
         term = start(proxytop_term, double)
-        term.send("g")
+        term.send(HOME)
         term.send("\r")
         screen = term.wait_for("Query rule 1")
         assert "^SELECT .* FOR UPDATE" in screen and "gtid_from_hostgroup" not in screen

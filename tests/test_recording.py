@@ -23,6 +23,8 @@ import pytest
 from proxytop.cli import build
 from proxytop.core import Snapshot, Table
 from proxytop.collectors.diskstats import DiskSnapshot
+from proxytop.collectors.filesystems import FilesystemUsage, Holding, SpaceSnapshot
+from proxytop.collectors.mysql_space import LargestTable, ServerSpaceReading
 from proxytop.collectors.innodb import DiscoveredServer, Discovery
 from proxytop.collectors.mysql_locks import AlarmReading
 from proxytop.collectors.mysql_sessions import COLUMNS, SessionsReading
@@ -33,6 +35,7 @@ from proxytop.collectors.mysql_statements import StatementsReading
 from proxytop.metrics.statements import COLUMNS as STATEMENT_COLUMNS
 from proxytop.metrics.lock_chains import LongestWait
 from proxytop.polling.connection import Endpoint
+from proxytop.polling.devices import QueueSettings
 from proxytop.polling.engine import SourceState
 from proxytop.recordings import recording
 from proxytop.recordings.recording import Recorder, RecordingError, RecordingWriter, decode, encode, scan
@@ -70,7 +73,15 @@ SAMPLES = [
     EngineReading(text=StatusText(lsn=123, checkpoint_lsn=100), metrics={"m": Metric(5, True)}, text_denied=False),
     DiskSnapshot(devices={"sda": DiskCounters("sda", 8, 0, 17, rd_ios=5)}, kinds={"sda": "disk"},
                  cpu={"user": 1.5}, baselines={"sda": (Baseline(0.1, 30, 30, "learned"), Baseline(None))},
-                 roles={"sda": frozenset({"data"})}, role_servers=("db1:3306",)),
+                 roles={"sda": frozenset({"data"})}, role_servers=("db1:3306",),
+                 queues={"sda": QueueSettings("sda", "mq-deadline", ("none", "mq-deadline"), 64, 128, True, 512,
+                                              "write back")}),
+    SpaceSnapshot(filesystems=(FilesystemUsage("/var/lib/mysql", "ext4", "/dev/sda1", "sda1", 10 ** 11, 9 * 10 ** 10,
+                                               10 ** 10, 6553600, 6000000, (Holding("db1:3306", "data", "/var/lib/mysql"),),
+                                               5000.0, 1400.0, 8 * 10 ** 10),),
+                  servers=("db1:3306",), notes=("undo /x: Permission denied",)),
+    ServerSpaceReading(binlog_files=3, binlog_bytes=3 * 10 ** 9, written_first=(1400.0, 0), written_now=(5000.0, 10 ** 8),
+                       largest=LargestTable("shop", "orders", "InnoDB", 12 * 10 ** 9), largest_at=1400.0),
     SourceState("proxysql", connected=False, connecting=False, error="connection refused", retry_at=5.0, failures=2),
     detect_flavour("10.11.6-MariaDB-0+deb12u1-log", "Debian 12"),
     AlarmReading(LongestWait(42, 16, 15, 300, True)),  # the header's lock-wait alarm, on every screen

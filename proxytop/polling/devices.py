@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
 
 # Roles and the server variables they come from, in display order.
@@ -60,6 +61,45 @@ def parse_mountinfo(text: str) -> List[Tuple[str, str, str, str]]:
         mount_point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
         entries.append((fields[2], mount_point, fields[dash + 1], fields[dash + 2]))
     return entries
+
+
+@dataclass(frozen=True)
+class QueueSettings:
+    """How the kernel queues a block device's requests (``/sys/block/<dev>/queue``), read only.
+
+    None where the file is missing (a partition has no queue/ of its own: its disk's is read).
+    """
+
+    device: str
+    scheduler: Optional[str] = None  # the one in use ([mq-deadline] in the file)
+    schedulers: Tuple[str, ...] = ()  # every one the kernel offers for it
+    nr_requests: Optional[int] = None
+    read_ahead_kb: Optional[int] = None
+    rotational: Optional[bool] = None
+    max_sectors_kb: Optional[int] = None
+    write_cache: Optional[str] = None  # 'write back' or 'write through'
+
+
+def parse_scheduler(text: Optional[str]) -> Tuple[Optional[str], Tuple[str, ...]]:
+    """(in use, available) from queue/scheduler.
+
+    >>> parse_scheduler("[none] mq-deadline kyber bfq")
+    ('none', ('none', 'mq-deadline', 'kyber', 'bfq'))
+    >>> parse_scheduler("none"), parse_scheduler(None)
+    (('none', ('none',)), (None, ()))
+    """
+    if not text:
+        return None, ()
+    names = text.split()
+    chosen = next((n[1:-1] for n in names if n.startswith("[") and n.endswith("]")), None)
+    available = tuple(n.strip("[]") for n in names)
+    if chosen is None and len(available) == 1:
+        chosen = available[0]  # dm and some virtual devices print the one name alone
+    return chosen, available
+
+
+def _number(text: Optional[str]) -> Optional[int]:
+    return int(text) if text is not None and text.strip().isdigit() else None
 
 
 class BlockDevices:
@@ -140,6 +180,24 @@ class BlockDevices:
         if model and size:
             return f"model:{model}:{size}"
         return ""
+
+    def queue_settings(self, name: str) -> Optional[QueueSettings]:
+        """The queue settings of a device; None when sysfs has no queue directory for it (a
+        partition: its disk's are the ones that apply). Reads only."""
+        directory = self._class_dir(name)
+        queue = os.path.join(directory, "queue") if directory is not None else ""
+        if not queue or not os.path.isdir(queue):
+            return None
+
+        def read(setting: str) -> Optional[str]:
+            return _read(os.path.join(queue, setting))
+
+        chosen, available = parse_scheduler(read("scheduler"))
+        rotational = _number(read("rotational"))
+        return QueueSettings(device=name, scheduler=chosen, schedulers=available,
+                             nr_requests=_number(read("nr_requests")), read_ahead_kb=_number(read("read_ahead_kb")),
+                             rotational=None if rotational is None else bool(rotational),
+                             max_sectors_kb=_number(read("max_sectors_kb")), write_cache=read("write_cache"))
 
     def beneath(self, name: str) -> List[str]:
         """The device, then everything it is built on, down to whole disks: a partition's
@@ -272,6 +330,43 @@ def server_role_paths(variables: Mapping[str, object]) -> Dict[str, List[str]]:
     tmp = [p for p in text("tmpdir").split(":") if p]
     if tmp:
         roles["tmp"] = [absolute(p) for p in tmp]
+    return roles
+
+
+# What the Space view adds to the roles above: the relay log, innodb_tmpdir (a rebuild's sort
+# files), the undo tablespaces' directory.
+SPACE_ROLES = ("data", "redo", "binlog", "relay", "tmp", "undo")
+
+
+def space_role_paths(variables: Mapping[str, object]) -> Dict[str, List[str]]:
+    """Role -> directories a server writes to: :func:`server_role_paths`, plus the relay-log
+    directory, innodb_tmpdir (as tmp) and innodb_undo_directory (as undo) where they are set.
+
+    >>> space_role_paths({"datadir": "/var/lib/mysql/", "relay_log_basename": "/relay/r-relay-bin",
+    ...                   "innodb_tmpdir": "/scratch", "tmpdir": "/tmp", "innodb_undo_directory": "./"})
+    {'data': ['/var/lib/mysql'], 'redo': ['/var/lib/mysql'], 'tmp': ['/tmp', '/scratch'], 'relay': ['/relay'], 'undo': ['/var/lib/mysql']}
+    """
+    roles = server_role_paths(variables)
+    datadir = str(variables.get("datadir") or "").strip() or "/"
+
+    def absolute(value: object) -> str:
+        path = value.decode("utf-8", "replace") if isinstance(value, (bytes, bytearray)) else str(value)
+        path = path.strip()
+        return os.path.normpath(path if os.path.isabs(path) else os.path.join(datadir, path))
+
+    def given(name: str) -> str:
+        value = variables.get(name)
+        return str(value).strip() if value is not None else ""
+
+    if given("innodb_tmpdir"):
+        tmp = roles.setdefault("tmp", [])
+        path = absolute(given("innodb_tmpdir"))
+        if path not in tmp:
+            tmp.append(path)
+    if given("relay_log_basename"):
+        roles["relay"] = [os.path.dirname(absolute(given("relay_log_basename")))]
+    if given("innodb_undo_directory"):
+        roles["undo"] = [absolute(given("innodb_undo_directory"))]
     return roles
 
 

@@ -343,6 +343,10 @@ class Engine:
     def wall_now(self) -> float:
         return time.time()
 
+    def wall_span(self) -> Optional[Tuple[float, float]]:
+        """A replay's first and last times; live, there is none."""
+        return None
+
     def poll_now(self, handles: Dict[str, object]) -> Dict[str, Optional[str]]:
         """Run the due active collectors of each source in ``handles`` ({source name: the
         handle its ``connect()`` returned}) on the calling thread, exactly as a worker does,

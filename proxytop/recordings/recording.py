@@ -9,6 +9,11 @@ a small JSON envelope, and for snapshots a tab and the snapshot's data as JSON::
     {"k":"st","name":...,"t":...}<TAB>{...}                         a source's state changed
     {"k":"s","c":"proxysql.global","t":...,"w":...,"d":...}<TAB>{...}  a snapshot
     {"k":"err","c":...,"t":...,"m":"..."}                           a collector's error
+    {"k":"mark","t":...,"m":"..."}                                  a marked moment (a trigger fired)
+
+A header may name its ``run``: the files a recorder writes one after the other (one per hour,
+proxytop.recordings.daemon) share the run of the process that wrote them, so a replay of the
+directory reads them as one run on one clock.
 
 Times ``t`` are the recording process's monotonic clock; the header gives the wall-clock time
 that matched, so a reader can place every record in real time. Because each record is flushed
@@ -43,6 +48,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 from proxytop import __version__
 from proxytop.core import Snapshot, Table
 from proxytop.collectors.diskstats import DiskSnapshot
+from proxytop.collectors.filesystems import FilesystemUsage, Holding, SpaceSnapshot
+from proxytop.collectors.mysql_space import LargestTable, ServerSpaceReading
 from proxytop.collectors.galera import GaleraReading
 from proxytop.collectors.mysql_server import Channel, ServerReading
 from proxytop.collectors.mysql_locks import AlarmReading, DeadlockReading, LocksReading, MetadataLocksReading
@@ -55,8 +62,10 @@ from proxytop.metrics.digests import Reading as DigestReading
 from proxytop.metrics.events import VariablesReading
 from proxytop.metrics.innodb import EngineReading, Flavour, Metric, StatusText
 from proxytop.metrics.iostat import Baseline, DiskCounters
+from proxytop.metrics.proxysql_history import HistoryReading
 from proxytop.metrics.lock_chains import LongestWait
 from proxytop.polling.connection import AdminSession, Endpoint
+from proxytop.polling.devices import QueueSettings
 from proxytop.polling.engine import SourceState
 from proxytop.config.tls import TLSSettings
 
@@ -169,6 +178,13 @@ TYPES: Dict[str, type] = {
     "GaleraReading": GaleraReading,
     "MySQLReplicationReading": ReplicationReading,
     "MySQLChannelStatus": ChannelStatus,
+    "DiskQueueSettings": QueueSettings,
+    "SpaceSnapshot": SpaceSnapshot,
+    "SpaceFilesystem": FilesystemUsage,
+    "SpaceHolding": Holding,
+    "MySQLSpaceReading": ServerSpaceReading,
+    "MySQLLargestTable": LargestTable,
+    "ProxySQLHistoryReading": HistoryReading,
 }
 _NAMES = {cls: name for name, cls in TYPES.items()}
 
@@ -280,6 +296,7 @@ def loads(text: str) -> Any:
 # Options that say how to show or where to write, not what was watched: not replayed.
 NOT_RECORDED_OPTIONS = frozenset({
     "record", "replay", "demo", "batch", "count", "format", "sort", "filter", "speed", "loop",
+    "daemon", "record_dir", "retention", "retention_size", "on", "screens",
     "log_file", "screen", "no_color", "delay", "defaults_file", "mysql_defaults_file",
     # how to connect: files of this machine that a replay neither needs nor may find
     "config", "print_defaults", "target", "login_path", "mysql_login_path", "ssl_mode", "ssl_ca", "ssl_cert",
@@ -340,7 +357,8 @@ class RecordingWriter:
     """Appends records to a recording; thread-safe (engine workers call it concurrently)."""
 
     def __init__(self, path: str, options: Optional[Dict[str, Any]] = None, target: str = "",
-                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
+                 run: Optional[str] = None):
         self.path = path
         self._clock = clock
         self._lock = threading.Lock()
@@ -355,7 +373,7 @@ class RecordingWriter:
         self._closed = False
         self._write(_line({"k": "h", "format": FORMAT, "version": VERSION, "proxytop": __version__,
                            "wall": wall(), "mono": clock(), "target": target,
-                           "options": options or {}}))
+                           "options": options or {}, **({"run": run} if run else {})}))
 
     def _write(self, line: bytes) -> None:
         with self._lock:
@@ -393,6 +411,20 @@ class RecordingWriter:
 
     def error(self, collector: str, message: str, at: float) -> None:
         self._write(_line({"k": "err", "c": collector, "t": at, "m": message}))
+
+    def mark(self, text: str, at: float) -> None:
+        """A moment worth finding again (a trigger that fired), with what happened."""
+        self._write(_line({"k": "mark", "t": at, "m": text}))
+
+    def abandon(self) -> None:
+        """Close the file without finishing the run, after a write failed (a full disk): it
+        reads up to its last complete record, and nothing more is tried on it."""
+        with self._lock:
+            self._closed = True
+            try:
+                self._file.close()
+            except OSError:
+                pass  # the failed write was logged; its bytes can't be saved
 
     def close(self) -> None:
         with self._lock:

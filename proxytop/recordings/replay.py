@@ -75,9 +75,9 @@ class RecordingIndex:
 
     def __init__(self, path: str):
         self.path = path
-        found = scan(path)
-        self.complete = found.complete
+        records, self.complete = scan_path(path)
         self.segments: List[Segment] = []
+        self.marks: List[Tuple[float, str]] = []  # (timeline seconds, what fired)
         self.base = 0.0  # timeline + base = wall-clock time
         self.snapshots: Dict[str, Series] = {}
         self.states: Dict[str, Series] = {}
@@ -86,8 +86,11 @@ class RecordingIndex:
         self.collectors: Dict[str, Dict[str, Any]] = {}
         groups = {"s": (self.snapshots, "c"), "st": (self.states, "name"), "src": (self.sources, "name"),
                   "err": (self.errors, "c")}
-        for envelope, data in found.records:
+        for envelope, data in records:
             kind = envelope.get("k")
+            if kind == "h" and self.segments and envelope.get("run") \
+                    and envelope.get("run") == self.segments[-1].header.get("run"):
+                continue  # the next hour's file of the same recorder: the same run, the same clock
             if kind == "h":
                 wall, mono = float(envelope.get("wall", 0.0)), float(envelope.get("mono", 0.0))
                 if not self.segments:
@@ -108,6 +111,8 @@ class RecordingIndex:
                 group.setdefault(envelope[key], Series()).entries.append((at, segment, envelope, data))
             elif kind == "col" and "name" in envelope:
                 self.collectors[envelope["name"]] = envelope
+            elif kind == "mark":
+                self.marks.append((at, str(envelope.get("m", ""))))
         for group, _key in groups.values():
             for series in group.values():
                 series.finish()
@@ -120,6 +125,8 @@ class RecordingIndex:
         self.end = max(ends)
         self.segment_starts = [s.start for s in self.segments]
 
+        self.marks.sort()
+
     @property
     def options(self) -> Dict[str, Any]:
         """The recorded command-line options of the first run."""
@@ -127,6 +134,29 @@ class RecordingIndex:
 
     def segment_at(self, at: float) -> int:
         return max(0, bisect.bisect_right(self.segment_starts, at + 1e-9) - 1)
+
+
+def scan_path(path: str) -> Tuple[List[Any], bool]:
+    """(records, whether every file ended cleanly) of a recording file, or of a directory of
+    them (``--daemon --record-dir``) read as one timeline: its files in the order they were
+    started (their first header's wall-clock time), each up to its last complete record."""
+    if not os.path.isdir(path):
+        found = scan(path)
+        return found.records, found.complete
+    scans = []
+    for name in sorted(os.listdir(path)):
+        if not name.endswith(".rec.gz"):
+            continue
+        try:
+            found = scan(os.path.join(path, name))
+        except RecordingError as exc:  # an empty file (a recorder killed as it began one), ...
+            log.warning("%s", exc)
+            continue
+        scans.append((float(found.records[0][0].get("wall", 0.0)), name, found))
+    if not scans:
+        raise RecordingError(f"{path} holds no proxytop recordings (*.rec.gz)")
+    scans.sort(key=lambda item: (item[0], item[1]))
+    return [record for _, _, found in scans for record in found.records], all(f.complete for _, _, f in scans)
 
 
 class ReplaySource(Source):
@@ -279,6 +309,10 @@ class ReplayEngine(PlaybackClock):
     def wall_now(self) -> float:
         """The recorded wall-clock time of the position."""
         return self.now() + self.index.base
+
+    def wall_span(self) -> Optional[Tuple[float, float]]:
+        """The recording's first and last wall-clock times (a graph's "whole recording")."""
+        return self.index.start + self.index.base, self.index.end + self.index.base
 
     # ----- what the UI reads (as it stood at the position) ----------------------------------
     def _entry_at(self, series: Optional[Series], at: float) -> int:
@@ -553,6 +587,11 @@ class ReplayControls:
     action_forward = functools.partialmethod(_move, JUMP_SECONDS)
     action_slower = functools.partialmethod(_change_speed, -1)
     action_faster = functools.partialmethod(_change_speed, +1)
+
+    def jump_to(self, controller, wall: float) -> None:
+        """Play from a wall-clock time (a time picked on a graph)."""
+        self.engine.seek(wall - self.engine.index.base)
+        self._say_position(controller, "playing from ")
 
     def action_jump(self, controller) -> None:
         engine = self.engine

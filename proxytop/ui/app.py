@@ -39,6 +39,9 @@ STYLES = {
     "good": ("GOOD", 0), "danger": ("DANGER", B), "error": ("DANGER", B), "warning": ("WARNING", 0),
     "warning_bold": ("WARNING", B), "dim": (None, DIM), "tab_dim": (None, DIM), "footer": (None, DIM),
     "tab_active": (None, REVERSE | B), "cursor": (None, REVERSE),
+    # a graph's series, each its own colour (screens.chart.SERIES_STYLES)
+    "series0": ("STANDOUT", 0), "series1": ("CONTROL", 0), "series2": ("GOOD", 0), "series3": ("SERIES_MAGENTA", 0),
+    "series4": ("DANGER", 0), "series5": (None, B),
 }
 
 
@@ -337,7 +340,8 @@ class MonitorForm(npyscreen.FormBaseNew):
 
 
 class ProxytopTheme(npyscreen.ThemeManager):
-    default_colors = dict(npyscreen.ThemeManager.default_colors, STANDOUT="CYAN_BLACK", CONTROL="YELLOW_BLACK")
+    default_colors = dict(npyscreen.ThemeManager.default_colors, STANDOUT="CYAN_BLACK", CONTROL="YELLOW_BLACK",
+                          SERIES_MAGENTA="MAGENTA_BLACK")
 
 
 class MonitorApp(npyscreen.NPSAppManaged):

@@ -23,7 +23,7 @@ import math
 import os
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, IO, List, Optional, Sequence, Tuple
 
 from rich import box
@@ -164,6 +164,7 @@ class Block:
     status: Optional[str]
     node: Optional[str] = None  # the watched ProxySQL node, when several are given
     data_wall: Optional[float] = None  # wall time of the newest reading the rows come from
+    extra: Dict[str, Any] = field(default_factory=dict)  # the screen's batch_extra (JSON only)
 
     @property
     def data_rows(self) -> List[Row]:
@@ -199,7 +200,7 @@ def build_block(screen: Screen, state: TableState, data_view) -> Block:
     return Block(screen=screen, state=state, rows=screen.arrange(raw, state), total=len(raw),
                  note_lines=[tuple(line) for line in screen.notes(data_view)], status=screen.status(data_view),
                  node=nodes.watched.label if nodes is not None and nodes.several else None,
-                 data_wall=max(walls) if walls else None)
+                 data_wall=max(walls) if walls else None, extra=screen.batch_extra(data_view))
 
 
 def title(column: Column, state: TableState) -> str:
@@ -273,6 +274,7 @@ def make_output(fmt: str, out: IO[str], color: bool = True) -> Report:
                     "data_timestamp": round(block.data_wall, 3) if block.data_wall is not None else None,
                     "notes": block.notes, "columns": block.columns,
                     "rows": [{k: raw_value(row.get(k)) for k in block.columns} for row in block.data_rows],
+                    **block.extra,
                 }
                 out.write(json.dumps(record, separators=(",", ":")) + "\n")
             out.flush()

@@ -13,11 +13,14 @@ from functools import partialmethod
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from proxytop.collectors.innodb import DISCOVERY
+from proxytop.metrics.history import FigureHistory
 from proxytop.polling import nodes
 from proxytop.screens.base import Confirm, DataView, Detail, Screen
 from proxytop.screens.connpool import alarm_collectors
 from proxytop.screens.sided import header_collector, switch_side
-from proxytop.screens import HALVES, MYSQL_HALF, PROXYSQL_HALF, allnodes, filters, keys, table
+from proxytop.screens import HALVES, MYSQL_HALF, PROXYSQL_HALF, allnodes, figures, filters, keys, table
+from proxytop.screens import trends as trends_module
+from proxytop.ui import graph_view
 
 INTERVAL_LADDER = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)  # the intervals + and - step through
 
@@ -61,7 +64,7 @@ class UIState:
     sought: Dict[str, object] = field(default_factory=dict)
     sought_hostgroups: Tuple[int, ...] = ()  # M on a digest: the Servers screen seeks their servers
     intervals: Dict[str, float] = field(default_factory=dict)  # per screen: seconds between readings
-    mode: str = "table"  # table | filter | prompt | help | detail | confirm
+    mode: str = "table"  # table | filter | prompt | help | detail | confirm | graph
     input: str = ""  # the filter or prompt text typed
     prompt_label: str = ""
     prompt_hint: str = ""
@@ -72,6 +75,7 @@ class UIState:
     detail_scroll: int = 0
     help_scroll: int = 0
     confirm: Optional[Confirm] = None  # the write waiting for 'y'
+    graph: Optional[graph_view.Graph] = None  # the row graphed (g)
     quit_requested: bool = False
     repaint: bool = False  # ^L asked the shell to send every cell again
 
@@ -101,7 +105,14 @@ def count_data_rows(rows: Sequence[dict]) -> int:
 class Controller:
     def __init__(self, engine, screens: Sequence[Screen], config, clock=time.monotonic):
         self.engine, self.screens, self.config, self.clock = engine, list(screens), config, clock
-        self.view = DataView(engine, config)
+        # every figure a graph can show: the numbers of the rows of each screen shown, kept from
+        # its readings (the top rows of its order: GRAPHED_ROWS)
+        self.figures = FigureHistory()
+        self.view = DataView(engine, config, figures=self.figures)
+        self.graph_figures = 0  # set by the renderer: how many figures the graphed row has
+        # A replay's figures over its whole recording, made on a thread of its own: an object with
+        # request(screen keys) and take() (proxytop.recordings.replay_figures), set by the cli.
+        self.scanner = None
         start = next((i for i, s in enumerate(self.screens) if s.key == (config.screen if config else "connpool")), 0)
         self.halves = halves_of(self.screens, with_proxysql=getattr(config, "proxysql", True))
         self.ui = UIState(index=start, half=next((h for h, shown in self.halves.items() if start in shown), PROXYSQL_HALF),
@@ -112,6 +123,7 @@ class Controller:
         self.total_rows = 0  # the screen's rows before the filter
         self.shown_rows = 0  # the arranged rows, subtotals not counted
         self._rows: List[dict] = []
+        self._raw_rows: Tuple[str, List[dict]] = ("", [])  # a screen's rows before sorting and filtering (for Trends)
         self._rows_token = None  # what self._rows were made of
         # A screen left keeps its rows for its return: 5,000 rules, 500 servers took 40-60 ms (README).
         self._parked: Dict[str, tuple] = {}
@@ -124,6 +136,10 @@ class Controller:
         self.overlay = None
         for screen in self.screens:
             self.ui.intervals[screen.key] = max(config.delay if config else 1.0, self.minimum_interval(screen))
+        self._trend_made: Dict[str, tuple] = {}  # per screen trends come from: the readings its rows were made of
+        for screen in self.screens:
+            if hasattr(screen, "watch"):  # Trends: the screens its figures come from
+                screen.watch(self.screens)
         if self.screens:
             self.screen.on_show(self.ui.cursor_id)
 
@@ -401,6 +417,15 @@ class Controller:
                  f"showing its MySQL screens")
 
     def rows(self) -> List[dict]:
+        """The visible screen's rows, sorted and filtered (and the Trends figures kept)."""
+        rows = self._screen_rows()
+        self.keep_trends()
+        scanned = self.scanner.take() if self.scanner is not None else None
+        if scanned is not None:
+            self.figures.take_from(scanned)
+        return rows
+
+    def _screen_rows(self) -> List[dict]:
         self.watch_mysql_found()
         self.land_on_hostgroups()
         screen = self.screen
@@ -425,18 +450,54 @@ class Controller:
             token = token if made_of == token else None
         else:
             raw = screen.rows(self.view)
+            self._raw_rows = (screen.key, raw)
             self.total_rows = len(raw)
             self._rows = screen.arrange(raw, self.state)
             self.shown_rows = count_data_rows(self._rows)
+            self.keep_figures(screen, self._rows)
         self._rows_token = token
         self._follow_cursor()
         return self._rows
 
+    def keep_trends(self) -> None:
+        """The Trends figures: each from the rows of its screen, made again when that screen's
+        readings (taken on every screen at Trends' pace) are new; those rows' own figures are
+        kept too, so a graph of a ConnPool backend has a past before ConnPool was shown."""
+        trends = next((s for s in self.screens if s.key == "trends"), None)
+        if trends is None or not trends.built:
+            return
+        rows_of: Dict[str, List[dict]] = {}
+        newest = 0.0
+        screens = {screen.key: screen for screen in trends.from_screens}
+        for key, names in trends.inputs():
+            readings = [self.engine.latest(n) for n in names]
+            made_of = tuple(r.taken_at if r is not None else None for r in readings)
+            if not any(made_of) or self._trend_made.get(key) == made_of:
+                continue
+            self._trend_made[key] = made_of
+            screen = screens.get(key)
+            if screen is not None and screen is self.screen and self._raw_rows[0] == key:
+                rows = self._raw_rows[1]  # the visible screen's, made already
+            else:
+                rows = trends.rows_of(key, self.view)
+                if screen is not None:  # a hidden screen's figures: its graphs have a past
+                    self.keep_figures(screen, screen.arrange(rows, self.ui.tables[key]))
+            rows_of[key] = rows
+            newest = max([newest] + [r.wall_time for r in readings if r is not None])
+        for key, value in trends_module.trend_values(rows_of).items():
+            self.figures.add(("trends", key), newest, value)
+
+    def keep_figures(self, screen: Screen, rows: Sequence[dict]) -> None:
+        """The numbers of the screen's top rows, at the time of its newest reading (rows made
+        again for a new sort or filter add nothing new: the same time replaces the same value)."""
+        newest = figures.newest_reading(self.engine.latest, screen.active_collectors())
+        if newest is not None:
+            figures.keep_rows(self.figures, screen, rows, newest.wall_time)
+
     def newest_of_screen(self):
         """The newest reading of the visible screen's collectors (the header's "data N s old"),
         or None before the first."""
-        readings = [s for s in map(self.engine.latest, self.screen.active_collectors()) if s is not None]
-        return max(readings, key=lambda s: s.taken_at, default=None)
+        return figures.newest_reading(self.engine.latest, self.screen.active_collectors())
 
     def forget_rows(self) -> None:
         """Another node is watched: no screen may show rows computed from the previous one."""
@@ -648,6 +709,69 @@ class Controller:
         taken = {k for b in first for k in b.keys}
         bindings = first + [b for b in keys.GLOBAL_BINDINGS if not set(b.keys) <= taken]
         return [b for b in bindings if b.action in keys.DETAIL_ACTIONS]
+
+    # ----- the graph of a row (g): its figures over time --------------------------------------
+    def do_graph(self):
+        row = self.selected_row()
+        if row is None or row.get("_id") is None:
+            self.say("no row to graph here")
+            return
+        screen = self.screen
+        if self.scanner is not None and self.scanner.request([screen.key]):
+            self.say("graph: reading the whole recording for it\u2026")
+        self.ui.graph = graph_view.Graph(screen.key, row["_id"], f"{screen.title}: {graph_view.row_label(screen.columns, row)}",
+                                         window=graph_view.WHOLE if self.engine.replaying else 0)
+        self.ui.mode = "graph"
+
+    def graph_key(self, name: str, ch=None) -> None:
+        graph = self.ui.graph
+        binding = keys.lookup(keys.GRAPH_BINDINGS, name)
+        if binding is not None and graph is not None:
+            getattr(self, "do_" + binding.action)()
+        elif name in ("q", "^C"):
+            self.ui.quit_requested = True
+        else:  # pausing, the interval, a replay's speed and steps (keys.DETAIL_ACTIONS)
+            self.detail_key(name, ch) if name not in ("ESC", "BACKSPACE", "KEY_LEFT", "KEY_HOME") else None
+
+    def do_graph_close(self):
+        self.ui.mode, self.ui.graph = "table", None
+
+    def do_graph_window(self):
+        graph = self.ui.graph
+        self.ui.graph = replace(graph, window=(graph.window + 1) % len(graph_view.WINDOWS), cursor=None)
+        self.say(f"graph: {graph_view.window_name(self.ui.graph, self.engine.wall_span())}")
+
+    def _graph_scroll(self, step: int) -> None:
+        graph = self.ui.graph
+        self.ui.graph = replace(graph, first=max(0, min(self.graph_figures - 1, graph.first + step)))
+
+    do_graph_down, do_graph_up = partialmethod(_graph_scroll, +1), partialmethod(_graph_scroll, -1)
+
+    def graph_span(self) -> Tuple[float, float]:
+        graph = self.ui.graph
+        columns = self.screens[[s.key for s in self.screens].index(graph.screen)].columns
+        keys_of_row = [figures.figure_key(graph.screen, graph.row, c.key) for c in columns]
+        return graph_view.span(graph, self.figures, keys_of_row, self.engine.wall_now(), self.engine.wall_span())
+
+    def _graph_cursor(self, step: int) -> None:
+        graph = self.ui.graph
+        start, end = self.graph_span()
+        at = graph.cursor if graph.cursor is not None else end
+        at = max(start, min(end, at + step * (end - start) / graph_view.CURSOR_STEPS))
+        self.ui.graph = replace(graph, cursor=at)
+
+    do_graph_earlier, do_graph_later = partialmethod(_graph_cursor, -1), partialmethod(_graph_cursor, +1)
+
+    def do_graph_jump(self):
+        graph = self.ui.graph
+        if not self.engine.replaying or self.overlay is None:
+            self.say("Enter jumps to the cursor's time in a replay (--replay); live, the graph follows now")
+            return
+        if graph.cursor is None:
+            self.say("move the time cursor with \u2190 / \u2192 first")
+            return
+        self.overlay.jump_to(self, graph.cursor)
+        self.ui.graph = replace(graph, cursor=None)
 
     # ----- the confirmation of the one write proxytop makes (a kill): nothing is sent until 'y' --
     def ask(self, confirm: Confirm) -> None:

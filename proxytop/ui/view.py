@@ -16,6 +16,7 @@ from proxytop.screens.base import Cells
 from proxytop.screens.connpool import header_queries
 from proxytop.screens.sided import header_label, header_readings
 from proxytop.screens import HALF_TITLES, MYSQL_HALF, PROXYSQL_HALF, keys, tab_keys, table
+from proxytop.ui import graph_view
 
 Segment = Tuple[str, Optional[str]]
 Line = List[Segment]
@@ -291,6 +292,9 @@ def footer_line(ctl, width: int) -> Line:
         return fit([("\u2191\u2193 PgUp PgDn scroll  q quit  any other key closes", "footer")], width)
     if mode == "detail":
         hints = ["Esc back", "\u2191\u2193 scroll"] + [_hint(ctl, b) for b in ctl.detail_bindings() if b.hint] + ["q quit"]
+    elif mode == "graph":
+        hints = [b.hint for b in keys.GRAPH_BINDINGS if b.hint and (b.action != "graph_jump" or ctl.engine.replaying)]
+        hints += [_hint(ctl, b) for b in ctl.detail_bindings() if b.hint] + ["q quit"]
     else:
         hints = [_hint(ctl, b) for b in ctl.bindings() if b.hint and ctl.offers(b)]
     # whole hints only: the later ones give way first, never quitting, the help and going back
@@ -355,7 +359,8 @@ def help_lines(ctl, width: int) -> List[Line]:
     overlay = ctl.overlay
     groups = [(f"{ctl.screen.title} screen", ctl.screen.bindings),
               (overlay.title if overlay else "", overlay.bindings if overlay else ()),
-              ("everywhere", [b for b in ctl.bindings() if b in keys.GLOBAL_BINDINGS])]  # those not overridden
+              ("everywhere", [b for b in ctl.bindings() if b in keys.GLOBAL_BINDINGS]),  # those not overridden
+              ("a graph (g)", keys.GRAPH_BINDINGS)]
     groups = [(title, [(keys.describe(b), b.help) for b in bindings]) for title, bindings in groups if bindings]
     groups.append(("columns of this screen", [(c.title.strip(), c.help) for c in ctl.screen.columns]))
     left = 2 + max(len(name) for _, entries in groups for name, _ in entries)  # no name runs into its text
@@ -391,6 +396,17 @@ def _hanging(line, width: int) -> int:
     return 4
 
 
+def graph_lines(ctl, width: int, room: int) -> List[Line]:
+    """The graph of a row (g): as many of its figures' charts as fit, the rows of the table
+    still made from each new reading (that is what feeds the history)."""
+    ctl.rows()
+    graph = ctl.ui.graph
+    screen = next(s for s in ctl.screens if s.key == graph.screen)
+    lines, ctl.graph_figures = graph_view.graph_lines(graph, screen.columns, ctl.figures, ctl.engine.wall_now(),
+                                                      width, room, recording=ctl.engine.wall_span())
+    return lines[:max(0, room)]
+
+
 def confirm_lines(ctl, width: int) -> List[Line]:
     confirm = ctl.ui.confirm
     lines: List[Line] = [[("Confirm", "warning_bold")], []]
@@ -422,6 +438,11 @@ def render(ctl, width: int, height: int) -> List[Line]:
         else:
             content = confirm_lines(ctl, width)
         lines += content[:max(0, room)]
+    elif ctl.ui.mode == "graph":
+        lines += graph_lines(ctl, width, room)
+    elif hasattr(ctl.screen, "canvas"):  # a screen of charts (Trends): drawn to the room it has
+        ctl.rows()
+        lines += ctl.screen.canvas(ctl.view, width, room)
     else:
         rows = ctl.rows()
         notes = [part for note in ctl.screen.notes(ctl.view)

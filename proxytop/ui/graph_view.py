@@ -1,0 +1,101 @@
+"""The graph of a row (g): each of the row's figures over time, one chart under the other.
+
+Which figures a row has: the screen's numeric columns that proxytop has kept a history of for
+that row (proxytop.metrics.history, fed by the controller each time the screen's rows are made
+from a new reading). Pure: controller state and the history in, lines out.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Hashable, List, Optional, Sequence, Tuple
+
+from proxytop.metrics.history import FigureHistory
+from proxytop.screens import chart
+from proxytop.screens.figures import figure_key
+from proxytop.screens.table import Column
+
+Segment = Tuple[str, Optional[str]]
+Line = List[Segment]
+
+WINDOWS = (("5 minutes", 300.0), ("1 hour", 3600.0), ("24 hours", 86400.0), ("all kept", None))
+WHOLE = 3  # "all kept": in a replay, the whole recording (where a replay's graph starts)
+CHART_LINES = 8  # a chart's least height: its title, five rows of dots, the time axis, markers
+CURSOR_STEPS = 40  # ← / → move the time cursor by this share of the window
+
+
+@dataclass(frozen=True)
+class Graph:
+    """What the graph view shows: a row of a screen, the window, the first figure shown, and
+    the time cursor (None: none yet)."""
+
+    screen: str
+    row: Hashable  # the row's _id
+    label: str
+    window: int = 0
+    first: int = 0
+    cursor: Optional[float] = None
+
+
+def row_label(columns: Sequence[Column], row: dict) -> str:
+    """A row's name for the graph's title: its text columns, as the table shows them."""
+    parts = [c.text(row).strip() for c in columns if not (c.numeric and c.graphed)]
+    return "  ".join(p for p in parts if p)[:80] or str(row.get("_id"))
+
+
+def window_name(graph: Graph, recording: Optional[Tuple[float, float]]) -> str:
+    return "the whole recording" if recording is not None and graph.window == WHOLE else WINDOWS[graph.window][0]
+
+
+def span(graph: Graph, history: FigureHistory, keys: Sequence[tuple], now: float,
+         recording: Optional[Tuple[float, float]] = None) -> Tuple[float, float]:
+    """The window's start and end (wall seconds): the last minutes up to now; "all kept" from
+    the oldest point, and in a replay the whole recording (its playing position marked)."""
+    seconds = WINDOWS[graph.window][1]
+    if seconds is None and recording is not None:
+        return recording
+    if seconds is not None:
+        return now - seconds, now
+    firsts = [s.first_time() for s in (history.series.get(k) for k in keys) if s is not None]
+    first = min((t for t in firsts if t is not None), default=now - WINDOWS[0][1])
+    return min(first, now - 60), now
+
+
+def graph_lines(graph: Graph, columns: Sequence[Column], history: FigureHistory, now: float,
+                width: int, room: int, markers: Sequence[chart.Marker] = (),
+                recording: Optional[Tuple[float, float]] = None) -> Tuple[List[Line], int]:
+    """The title line and as many charts as fit in ``room`` lines; also how many figures the
+    row has (the controller stops scrolling at the last)."""
+    shown = [c for c in columns if figure_key(graph.screen, graph.row, c.key) in history]
+    keys = [figure_key(graph.screen, graph.row, c.key) for c in shown]
+    start, end = span(graph, history, keys, now, recording)
+    window = window_name(graph, recording)
+    if recording is not None:  # where the replay plays, under each chart
+        markers = list(markers) + [chart.Marker(now, "\u25b2", "header")]
+    title: Line = [(f"{graph.label}", "header_title"), (f"   {window}", "header")]
+    if graph.cursor is not None:
+        title.append((f"   cursor {chart.clock_label(graph.cursor, end - start)}", "warning_bold"))
+    lines: List[Line] = [title]
+    if not shown:
+        lines.append([("No history of this row yet: its figures are kept from the first reading after its "
+                       "screen was shown.", "dim")])
+        return lines, 0
+    room = max(1, room - 1)
+    fit = max(1, room // CHART_LINES)
+    chosen = shown[graph.first:graph.first + fit]
+    height = max(4, room // len(chosen))
+    for column in chosen:
+        points = history.points(figure_key(graph.screen, graph.row, column.key), start, end)
+        values = [v for t, v in points if not math.isnan(v) and t <= now]  # (a replay's: at where it plays)
+        latest = column.fmt(values[-1]).strip() if values else "no value"
+        help_text = f"  {column.help}" if column.help else ""
+        lines.append(chart.clip([(column.title.strip(), "label"), (f"  now {latest}", "header"),
+                                     (help_text, "dim")], width))
+        plot = chart.Plot(column.title.strip(), points, "series0")
+        drawn = chart.draw([plot], width, height - 1, start, end, fmt=lambda v, c=column: c.fmt(v).strip(),
+                           markers=markers, cursor=graph.cursor, label_width=8)
+        lines += drawn
+    if len(shown) > len(chosen):
+        lines.append([(f"figures {graph.first + 1}-{graph.first + len(chosen)} of {len(shown)}: "
+                       "\u2191\u2193 for the others", "dim")])
+    return lines, len(shown)

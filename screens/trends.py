@@ -1,0 +1,334 @@
+"""Trends: the whole system on one page of stacked charts, over the last 5 minutes, hour, day.
+
+Each trend is a figure of the whole system worked out from the rows of the screen that shows
+it (Q/s from GloStat's Questions, the latency percentiles from ComCount's buckets, the worst
+replica lag from Replication's rows, ...), so it is the number that screen shows. The
+controller makes those screens' rows from their readings, which Trends asks for on every
+screen at a slow pace (``alarm_readings``), and keeps each trend in the figure history
+(proxytop.metrics.history) under ``("trends", key)``; this screen only draws them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from proxytop.collectors.proxysql import ConnectionPool
+from proxytop.collectors.proxysql_history import ProxySQLHistory
+from proxytop.collectors.sides import twin_name
+from proxytop.metrics import histogram, units
+from proxytop.metrics.proxysql_history import PROXYTOP, HistorySeries, history_series, resolution_text, seamed
+from proxytop.metrics.rates import to_number
+from proxytop.metrics.sides import MYSQL, PGSQL
+from proxytop.screens import chart
+from proxytop.screens.base import DataView, Screen
+from proxytop.screens.connpool import header_queries
+from proxytop.screens.sided import HEADER, HEADER_NARROW, header_readings
+from proxytop.screens.keys import Binding
+from proxytop.screens.table import Column, Row
+
+TREND_PACE = 5.0  # seconds between the readings Trends asks for while another screen is shown
+SLOW_TREND_PACE = 10.0  # the InnoDB engine status of each server: a heavier read
+WINDOWS = (("5 minutes", 300.0), ("1 hour", 3600.0), ("24 hours", 86400.0), ("7 days", 7 * 86400.0))
+CHART_LINES = 6  # a chart's least height: its title, four rows of dots, the time axis
+
+
+def _sum(rows: Sequence[Row], key: str) -> Optional[float]:
+    values = [row[key] for row in rows if isinstance(row.get(key), (int, float)) and row.get("_kind") != "subtotal"]
+    return float(sum(values)) if values else None
+
+
+def _max(rows: Sequence[Row], key: str) -> Optional[float]:
+    values = [row[key] for row in rows if isinstance(row.get(key), (int, float)) and row.get("_kind") != "subtotal"
+              and not math.isinf(row[key])]
+    return float(max(values)) if values else None
+
+
+def _first(rows: Sequence[Row], key: str) -> Optional[float]:
+    value = rows[0].get(key) if rows else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+HEADER_ROWS = "header"  # the header's readings (read on every screen anyway), as one row
+
+
+def header_rows(view: DataView) -> List[Row]:
+    """The header's Q/s and client connections, worked out as the header does (the MySQL side)."""
+    previous, current = header_readings(view.pair, None)
+    if current is None or not current.data:
+        return []
+    qps, _counted = header_queries(MYSQL, (previous, current), view.pair(twin_name(ConnectionPool.name, PGSQL)))
+    return [{"qps": qps, "clients": to_number(current.data.get("Client_Connections_connected"))}]
+
+
+def latency_percentile(rows: Sequence[Row], fraction: float) -> Optional[float]:
+    """A percentile (µs, a bucket's upper bound) of every command of the last interval: the
+    ComCount rows' bucket differences added up.
+
+    >>> rows = [{"_delta": (50, 40, 9, 1)}, {"_delta": (0, 0, 0, 0)}, {"_delta": None}]
+    >>> latency_percentile(rows, 0.5), latency_percentile([], 0.5)
+    (100, None)
+    """
+    deltas = [row["_delta"] for row in rows if row.get("_delta")]
+    if not deltas:
+        return None
+    total = [sum(column) for column in zip(*deltas)]
+    value = histogram.percentile(total, fraction)
+    return None if value is None or math.isinf(value) else value
+
+
+def shunned(rows: Sequence[Row]) -> Optional[float]:
+    """Backends ProxySQL has SHUNNED now (a subtotal row is not a backend)."""
+    backends = [row for row in rows if row.get("_kind") != "subtotal" and row.get("status")]
+    return float(sum(1 for row in backends if str(row["status"]).startswith("SHUNNED"))) if backends else None
+
+
+def busiest_disk(rows: Sequence[Row], key: str) -> Optional[float]:
+    """``key`` of the device with the highest %util."""
+    devices = [row for row in rows if isinstance(row.get("util"), (int, float))]
+    if not devices:
+        return None
+    busiest = max(devices, key=lambda row: row["util"])
+    value = busiest.get(key)
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+@dataclass(frozen=True)
+class Trend:
+    key: str
+    title: str
+    screen: str  # the screen whose rows it is worked out from
+    value: Callable[[Sequence[Row]], Optional[float]]
+    fmt: Callable[[float], str]
+    chart: str = ""  # trends with the same chart share one (latency p50 and p95)
+    help: str = ""
+    proxysql: str = ""  # the figure of ProxySQL's own history (stats_history) that comes before it
+
+
+def _ms(us: Optional[float]) -> Optional[float]:
+    return None if us is None else us / 1000
+
+
+TRENDS: Tuple[Trend, ...] = (
+    Trend("qps", "Queries/s", HEADER_ROWS, lambda rows: _first(rows, "qps"), units.number,
+          help="ProxySQL's Questions per second, as the header shows it", proxysql="questions_per_s"),
+    Trend("p50", "Latency p50 ms", "comcount", lambda rows: _ms(latency_percentile(rows, 0.50)), units.number,
+          chart="latency", help="latency of every command, from ComCount's buckets (a bucket's upper bound)"),
+    Trend("p95", "Latency p95 ms", "comcount", lambda rows: _ms(latency_percentile(rows, 0.95)), units.number,
+          chart="latency"),
+    Trend("clients", "Client connections", HEADER_ROWS, lambda rows: _first(rows, "clients"), units.number,
+          proxysql="client_connections"),
+    Trend("errors", "Backend errors/s", "connpool", lambda rows: _sum(rows, "conn_err_s"), units.number,
+          help="failed backend connections per second, every backend"),
+    Trend("shunned", "SHUNNED backends", "connpool", shunned, units.number),
+    Trend("lag", "Worst replica lag", "replication", lambda rows: _max(rows, "lag"), units.duration,
+          help="seconds, the most behind of every channel"),
+    Trend("checkpoint", "Worst checkpoint age %", "innodb", lambda rows: _max(rows, "age_pct"), units.number,
+          help="of the redo log's async limit"),
+    Trend("disk_util", "Busiest disk %util", "iostat", lambda rows: busiest_disk(rows, "util"), units.number),
+    Trend("disk_await", "Busiest disk w_await ms", "iostat", lambda rows: busiest_disk(rows, "w_await"),
+          units.number, help="write await of the busiest disk"),
+)
+
+
+# Figures only ProxySQL's own history has (every minute, from its stats_history schema).
+PROXYSQL_HISTORY = "proxysql history"
+HISTORY_TRENDS: Tuple[Trend, ...] = (
+    Trend("slow", "Slow queries/s", PROXYSQL_HISTORY, lambda rows: None, units.number, proxysql="slow_queries_per_s"),
+    Trend("proxysql_cpu", "ProxySQL CPU % of a core", PROXYSQL_HISTORY, lambda rows: None, units.number,
+          proxysql="proxysql_cpu_pct"),
+    Trend("proxysql_memory", "ProxySQL memory", PROXYSQL_HISTORY, lambda rows: None, units.size,
+          proxysql="proxysql_memory_bytes"),
+)
+HISTORY_STYLE = "dim"  # ProxySQL's own points, before proxytop's
+
+
+def trend_key(trend: Trend) -> tuple:
+    return ("trends", trend.key)
+
+
+def trend_values(rows_of: Mapping[str, Sequence[Row]]) -> Dict[str, Optional[float]]:
+    """Each trend whose screen's rows are given: its value now."""
+    return {trend.key: trend.value(rows_of[trend.screen]) for trend in TRENDS if trend.screen in rows_of}
+
+
+def charts_of(trends: Sequence[Trend]) -> List[List[Trend]]:
+    """The trends grouped into charts, in order (those sharing a chart name together)."""
+    groups: List[List[Trend]] = []
+    for trend in trends:
+        if trend.chart and groups and groups[-1][0].chart == trend.chart:
+            groups[-1].append(trend)
+        else:
+            groups.append([trend])
+    return groups
+
+
+class TrendsScreen(Screen):
+    key = "trends"
+    title = "Trends"
+    short_title = "Trend"
+    bindings = (
+        Binding(("w",), "window", "the time shown: 5 minutes, 1 hour, 24 hours, 7 days (ProxySQL's own history)",
+                "w window"),
+        Binding(("KEY_DOWN", "KEY_NPAGE"), "later_charts", "the charts below", "\u2191\u2193 charts"),
+        Binding(("KEY_UP", "KEY_PPAGE"), "earlier_charts", "the charts above"),
+    )
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        self.window = 0
+        self.first = 0
+        self.from_screens: List[Screen] = []  # the screens the trends come from (watch())
+        self.with_header = True  # a ProxySQL is watched: its header's readings too
+        self._history: Tuple[object, Dict[str, HistorySeries]] = (None, {})  # (made of, ProxySQL's own series)
+
+    def watch(self, screens: Sequence[Screen]) -> None:
+        """The screens of this run that trends are worked out from."""
+        wanted = {trend.screen for trend in TRENDS}
+        with_proxysql = getattr(self.config, "proxysql", True)
+        self.from_screens = [s for s in screens if s.key in wanted and s.built
+                             and (with_proxysql or s.key in ("replication", "innodb", "iostat"))]
+        self.with_header = with_proxysql
+
+    def inputs(self) -> List[Tuple[str, List[str]]]:
+        """What each group of trends is made of: (the screen, or the header, its readings)."""
+        made_of = [(HEADER_ROWS, [twin_name(HEADER_NARROW, MYSQL), twin_name(HEADER, MYSQL)])] if self.with_header else []
+        return made_of + [(screen.key, list(screen.active_collectors())) for screen in self.from_screens]
+
+    def rows_of(self, key: str, view: DataView) -> List[Row]:
+        """The rows a group of trends is worked out from."""
+        if key == HEADER_ROWS:
+            return header_rows(view)
+        return next(s for s in self.from_screens if s.key == key).rows(view)
+
+    def active_collectors(self) -> List[str]:
+        return [n for screen in self.from_screens for n in screen.active_collectors()]
+
+    def proxysql_history(self, view: DataView) -> Dict[str, HistorySeries]:
+        """ProxySQL's own history by figure, worked out again only when a reading of it is new
+        (a year of it takes about 150 ms: not on every frame)."""
+        snapshots = view.history(ProxySQLHistory.name) if self.with_header else ()
+        key = (len(snapshots), snapshots[-1].taken_at if snapshots else None)
+        if self._history[0] != key:
+            readings = [s.data for s in snapshots if s.data is not None]
+            self._history = (key, {series.name: series for series in history_series(readings)} if readings else {})
+        return self._history[1]
+
+    def shown_trends(self, view: DataView) -> List[Trend]:
+        """The trends this run can show: those whose screen is watched, and those of ProxySQL's
+        own history that it holds."""
+        shown = {key for key, _names in self.inputs()}
+        history = self.proxysql_history(view)
+        return [t for t in TRENDS if t.screen in shown] + [t for t in HISTORY_TRENDS if t.proxysql in history]
+
+    def alarm_readings(self, view: DataView) -> Tuple[Tuple[str, float], ...]:
+        """What the trends are made of, read on every screen at a slow pace."""
+        return tuple((name, SLOW_TREND_PACE if screen.key == "innodb" else TREND_PACE)
+                     for screen in self.from_screens for name in screen.active_collectors())
+
+    columns = (
+        Column("figure", "Figure", 26, align="<", numeric=False, help="a figure of the whole system"),
+        Column("now", "Now", 10, fmt=units.number, help="its latest value, in the unit the figure's name gives"),
+        Column("low", "Min", 10, fmt=units.number, help="the lowest over the window shown (w)"),
+        Column("mean", "Avg", 10, fmt=units.number, help="the mean over the window shown"),
+        Column("high", "Max", 10, fmt=units.number, help="the highest over the window shown"),
+    )
+
+    def rows(self, view: DataView) -> List[Row]:
+        """A row per trend: now, and the least, mean and most over the window, from the kept
+        figures; where none are kept (--batch) the value now, from its screen's rows."""
+        _name, start, end = self.window_span(view)
+        made: Dict[str, Optional[float]] = {}
+        shown = {key for key, _names in self.inputs()}
+        if not any(trend_key(t) in view.figures for t in TRENDS):
+            made = trend_values({key: self.rows_of(key, view) for key in shown})
+        history = self.proxysql_history(view)
+        rows: List[Row] = []
+        for trend in self.shown_trends(view):
+            if trend.screen == PROXYSQL_HISTORY:
+                values = [v for t, v in history[trend.proxysql].all_points() if start <= t <= end and v is not None]
+            else:
+                values = [v for _t, v in view.figures.points(trend_key(trend), start, end) if not math.isnan(v)]
+            now = values[-1] if values else made.get(trend.key)
+            rows.append({"_id": trend.key, "figure": trend.title, "now": now,
+                         "low": min(values, default=None), "mean": sum(values) / len(values) if values else None,
+                         "high": max(values, default=None)})
+        return rows
+
+    def windows(self, view: DataView) -> Tuple[Tuple[str, Optional[float]], ...]:
+        """The windows ``w`` steps through; a replay's starts with the whole recording."""
+        return ((("the whole recording", None),) if view.wall_span() is not None else ()) + WINDOWS
+
+    def window_span(self, view: DataView) -> Tuple[str, float, float]:
+        """The window shown: its name, start and end (wall seconds)."""
+        windows = self.windows(view)
+        name, seconds = windows[self.window % len(windows)]
+        if seconds is None:
+            start, end = view.wall_span()
+            return name, start, end
+        end = view.wall_now()
+        return f"the last {name}", end - seconds, end
+
+    def action_window(self, controller) -> None:
+        self.window = (self.window + 1) % len(self.windows(controller.view))
+        controller.say(f"Trends: {self.window_span(controller.view)[0]}")
+
+    def action_later_charts(self, controller) -> None:
+        self.first = min(len(charts_of(TRENDS)) - 1, self.first + 1)
+
+    def action_earlier_charts(self, controller) -> None:
+        self.first = max(0, self.first - 1)
+
+    def canvas(self, view: DataView, width: int, height: int,
+               markers: Sequence[chart.Marker] = ()) -> List[List[Tuple[str, Optional[str]]]]:
+        """The charts that fit, each at least CHART_LINES tall."""
+        name, start, end = self.window_span(view)
+        if view.wall_span() is not None:  # a replay: where it plays, under each chart
+            markers = list(markers) + [chart.Marker(view.wall_now(), "\u25b2", "header")]
+        groups = charts_of(self.shown_trends(view))
+        history = self.proxysql_history(view)
+        lines: List[List[Tuple[str, Optional[str]]]] = [[("The whole system over ", "dim"),
+                                                           (name, "header"), ("   w window", "dim")]]
+        if not groups:
+            return lines
+        room = max(1, height - 1)
+        fit = max(1, min(len(groups), room // CHART_LINES))
+        self.first = min(self.first, len(groups) - fit)
+        chosen = groups[self.first:self.first + fit]
+        each = max(4, room // len(chosen))
+        for group in chosen:
+            plots = [chart.Plot(trend.title, view.figures.points(trend_key(trend), start, end),
+                                chart.SERIES_STYLES[i % len(chart.SERIES_STYLES)]) for i, trend in enumerate(group)]
+            title: List[Tuple[str, Optional[str]]] = []
+            for trend, plot in zip(group, plots):
+                values = [v for t, v in plot.points if not math.isnan(v) and t <= view.wall_now()]
+                if not values and trend.screen == PROXYSQL_HISTORY:  # ProxySQL's own latest figure
+                    values = [v for _t, v in history[trend.proxysql].points if v is not None]
+                now_text = trend.fmt(values[-1]) if values else "no reading yet"
+                title += [(chart.LEGEND_MARK + " ", plot.style) if len(group) > 1 else ("", None),
+                          (trend.title, "label"), (f" {now_text}   ", "header")]
+            before = [history_plot(history[t.proxysql], plot.points, start, end)
+                      for t, plot in zip(group, plots) if t.proxysql in history]
+            before = [plot for plot in before if plot.points]
+            if before:
+                title.append((chart.LEGEND_MARK + " ", HISTORY_STYLE))
+                title.append((f"ProxySQL's own {resolution_text(history[group[0].proxysql].resolution_s)} figures",
+                              "dim"))
+            lines.append(chart.clip(title, width))
+            lines += chart.draw(before + plots, width, each - 1, start, end, fmt=group[0].fmt, markers=markers,
+                                label_width=8)
+        if len(groups) > len(chosen):
+            lines.append([(f"charts {self.first + 1}-{self.first + len(chosen)} of {len(groups)}: "
+                           "\u2191\u2193 for the others", "dim")])
+        return lines[:height]
+
+
+def history_plot(series: HistorySeries, live: Sequence[Tuple[float, float]], start: float, end: float) -> chart.Plot:
+    """ProxySQL's own points of a figure before proxytop's first (the seam), in the window."""
+    joined = seamed(series, [p for p in live if not math.isnan(p[1])])
+    points = [(t, math.nan if v is None else float(v)) for segment in joined.segments
+              if segment.origin != PROXYTOP for t, v in segment.points if start <= t <= end]
+    return chart.Plot(series.label, points, HISTORY_STYLE)
+
+
+SCREEN = TrendsScreen
