@@ -14,6 +14,7 @@ from typing import Dict, List, Optional
 from proxytop.collectors.innodb import (DISCOVERY, DiscoveredServer, Discovery, MySQLDiscovery, MySQLSource,
                                         server_collectors, server_label, source_name)
 from proxytop.collectors.mysql_locks import alarm_pace, lock_collectors
+from proxytop.collectors.changes import MySQLVariables, variables_name
 from proxytop.collectors.galera import GaleraStatus
 from proxytop.collectors.mysql_server import ServerStatus, StatusVariables
 from proxytop.collectors.mysql_sessions import Sessions
@@ -30,10 +31,11 @@ def fleet_collectors(endpoint: Endpoint):
     """Every collector of one server: its InnoDB readings, its own state (Servers), its
     sessions (Sessions), its locks (Locks, the header's lock-wait alarm), its statement digest
     (Statements), its whole global status (Status, Commands), its replication (Replication) and
-    its wsrep state (Galera) and what it says of its space (IOstat's space view)."""
+    its wsrep state (Galera), what it says of its space (IOstat's space view) and its global
+    variables (Events, every 30 s)."""
     return (server_collectors(endpoint) + [ServerStatus(endpoint), Sessions(endpoint)] + lock_collectors(endpoint)
             + [MySQLStatements(endpoint), StatusVariables(endpoint), ReplicationStatus(endpoint),
-               GaleraStatus(endpoint), ServerSpace(endpoint)])
+               GaleraStatus(endpoint), ServerSpace(endpoint), MySQLVariables(endpoint)])
 
 
 @dataclass
@@ -65,6 +67,7 @@ class Server:
         self.galera_name = f"mysql.galera.{self.key}"  # the Galera screen's
         self.replication_name = f"mysql.replication.{self.key}"  # the Replication screen's
         self.space_name = space_name(self.key)  # IOstat's space view: binary logs, the largest table
+        self.variables_name = variables_name(self.key)  # the Events screen's watch
 
     @property
     def proxysql_label(self) -> str:

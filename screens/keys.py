@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import curses
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterable, Optional, Sequence, Tuple, Union
 
 Key = Union[str, int]
 
@@ -72,13 +72,32 @@ def describe(binding: Binding) -> str:
 DETAIL_ACTIONS = frozenset(("pause", "faster", "slower", "step_back", "step_forward", "redraw", "switch_half"))
 
 
+# Tabs beyond the ten number keys, reached by a letter: screen key -> (letter, what it shows).
+# The tab bar shows the letter, Tab / S-Tab step through these tabs too, and each letter is a
+# global key below (so the footer and the help name it). Kept here, with the key table, so the
+# table is made from it; proxytop.screens puts these screens at the end of each half.
+TAB_LETTERS: Dict[str, Tuple[str, str, str]] = {  # screen key -> (letter, help, footer hint)
+    "trends": ("T", "Trends: the whole system in charts over time", "T trends"),
+    "events": ("E", "the Events screen: what changed (statuses, variables, reloads, restarts)", ""),
+}
+
+
+def letter_tab(name: str) -> Optional[str]:
+    """The screen key a tab letter shows, or None.
+
+    >>> letter_tab("E"), letter_tab("x")
+    ('events', None)
+    """
+    return next((screen for screen, (letter, _help, _hint) in TAB_LETTERS.items() if letter == name), None)
+
+
 GLOBAL_BINDINGS: Sequence[Binding] = (
     Binding(("q", "^C"), "quit", "quit proxytop", "q quit"),
     Binding(("?", "h"), "help", "this help (generated from the key table)", "? help"),
     Binding(("TAB",), "next_screen", "next screen"),
     Binding(("KEY_BTAB",), "previous_screen", "previous screen"),
     Binding(tuple("1234567890"), "goto_screen", "go to screen N (0 is the tenth)", "0-9 screens"),
-    Binding(("T",), "goto_trends", "Trends: the whole system in charts over time", "T trends"),
+) + tuple(Binding((letter,), "goto_tab", help, hint) for letter, help, hint in TAB_LETTERS.values()) + (
     Binding(("s",), "sort_next", "sort by the next column", "s sort"),
     Binding(("r",), "sort_reverse", "reverse the sort order", "r rev"),
     Binding((">",), "sort_next", "move the sort column right"),

@@ -14,7 +14,9 @@ against the ports of a real setup:
 
 So every screen has something to show: the pool, rules, counters and sessions from ProxySQL,
 the InnoDB flushing of the writer, and the disk those servers write to (IOstat roles; its
-space view, f: the filesystem, its growth, each server's binary log and largest table).
+space view, f: the filesystem, its growth, each server's binary log and largest table); and
+the Events screen a ProxySQL variable changed, the query rules loaded again and a reader's
+long_query_time set, some seconds into the run.
 
 Before the recorded minute, and before the write load starts, proxytop's IOstat watches the
 disk serve single direct reads and writes, one at a time, until it has learned its
@@ -516,6 +518,22 @@ def _shifted(rows: List[list], columns: Tuple[int, ...], shift: int) -> List[lis
     return out
 
 
+# seconds into the run: the module versions' second reading (every 10 s) sees the reload, the
+# variables' second (every 30 s) the variables
+SETTINGS_CHANGED_AFTER = 8.0  # (after proxytop has started and read them once, even on a busy machine)
+
+
+def change_settings(double: ProxySQLDouble, reader: MariaDBServer) -> None:
+    """For the Events screen: an admin raises ProxySQL's mysql-max_connections and loads the
+    query rules again (a new version, the same checksum), and a DBA sets a reader's
+    long_query_time."""
+    _columns, rows = double.first_frame("runtime_global_variables")
+    double.replace_table("runtime_global_variables",
+                         [[row[0], "4096" if row[0] == "mysql-max_connections" else row[1]] for row in rows])
+    double.replace_table("runtime_mysql_query_rules", double.first_frame("runtime_mysql_query_rules")[1])
+    reader.query("SET GLOBAL long_query_time = 2")
+
+
 def hold_a_transaction(server: MariaDBServer):
     """A session idle in an open transaction that has locked a row (of a table of its own: the
     write load never waits for it), as an application that forgot to commit leaves one."""
@@ -641,8 +659,13 @@ def main(argv=None) -> int:
                 print(f"measured single-request awaits of {disk}: {measured} ms", file=sys.stderr)
                 recording += ["--disk-baseline", f"{disk}={measured[0]},{measured[1]}"]
             print("running: " + " ".join(recording), file=sys.stderr)
-            result = subprocess.run(recording, env=env, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                                    timeout=args.seconds * 3 + 60)
+            changes = threading.Timer(SETTINGS_CHANGED_AFTER, change_settings, (double, servers[1]))
+            changes.start()
+            try:
+                result = subprocess.run(recording, env=env, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                                        timeout=args.seconds * 3 + 60)
+            finally:
+                changes.cancel()
         if result.returncode != 0:
             print(f"proxytop exited with {result.returncode}", file=sys.stderr)
             return 1

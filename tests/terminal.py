@@ -132,8 +132,9 @@ class Terminal:
         time.sleep(pause)
 
     def tab(self, title: str) -> str:
-        """The number key of the tab ``title`` in the tab line shown (tabs move as screens are added)."""
-        found = re.search(rf"(\d):{re.escape(title)}\b", self.text())
+        """The key (a number, or a letter) of the tab ``title`` in the tab line shown (tabs move
+        as screens are added)."""
+        found = re.search(rf"(?<!\w)(\w):{re.escape(title)}\b", self.text())
         assert found, f"no tab {title!r} on the screen:\n{self.text()}"
         return found.group(1)
 

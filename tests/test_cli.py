@@ -64,8 +64,8 @@ def test_resize_while_running(proxytop_term, proxysql_double):
     term = proxytop_term("-P", str(proxysql_double.port), cols=120, rows=30)
     term.wait_for("127.0.0.1:3313")
     term.resize(40, 10)
-    # the program's own 40-column rendering: every tab's number, the current one's title
-    screen = term.wait_until(lambda s: "1:ConnPool 2 3 4 5 6 7 8 9 0 T\n" in s
+    # the program's own 40-column rendering: every tab's key, the current one's title
+    screen = term.wait_until(lambda s: "1:ConnPool 2 3 4 5 6 7 8 9 0 T E\n" in s
                              and "q quit" in s.splitlines()[-1], what="small screen")  # the whole frame drawn
     assert len(screen.splitlines()) == 10 and "q quit" in screen.splitlines()[-1]
     term.resize(200, 50)

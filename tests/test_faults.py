@@ -379,7 +379,7 @@ def test_resized_to_40x10_and_300x100_while_running(proxytop_term, proxysql_doub
     term.wait_for("127.0.0.1:3313")
     term.resize(40, 10)
     # at 40 columns the tab bar keeps every number, the current screen's title beside its own
-    small = term.wait_until(lambda s: "1:ConnPool 2 3 4 5 6 7 8 9 0 T\n" in s + "\n", timeout=10,
+    small = term.wait_until(lambda s: "1:ConnPool 2 3 4 5 6 7 8 9 0 T E\n" in s + "\n", timeout=10,
                             what="the 40x10 layout")
     for key in "1234567?":
         term.send(key, pause=0.5)

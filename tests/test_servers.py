@@ -58,7 +58,7 @@ def test_batch_all_offers_the_mysql_screens_alone(mariadb):
     assert result.returncode == 0, result.stderr
     reports = [json.loads(line) for line in result.stdout.splitlines()]
     assert {r["screen"] for r in reports} == {"servers", "sessions", "locks", "statements", "status", "commands",
-                                              "replication", "galera", "innodb", "iostat", "trends"}
+                                              "replication", "galera", "innodb", "iostat", "trends", "events"}
     servers = [r for r in reports if r["screen"] == "servers"][-1]
     row = next(r for r in servers["rows"] if r["server"] == mariadb.address)
     assert row["version"].startswith("MariaDB 10.") and row["role"] == "primary"

@@ -173,6 +173,20 @@ class Engine:
         if observer in self._observers:
             self._observers.remove(observer)
 
+    def follow(self, observer: Callable[[str, object], None], wanted: Callable[[str], bool]) -> None:
+        """``observer("snapshot", snapshot)`` for every new reading of the collectors ``wanted``
+        names, on the worker threads as they read (the same interface plays a recording's
+        readings in a replay: proxytop.engine_view)."""
+        def told(kind: str, value: object) -> None:
+            if kind == "snapshot" and wanted(value.collector):
+                observer(kind, value)
+
+        self.add_observer(told)
+
+    def deliver(self) -> None:
+        """Nothing to do: the workers tell the observers as they read (a replay's delivers the
+        recorded readings up to its position here)."""
+
     def add_listener(self, listener: Callable[[], None]) -> None:
         """``listener()`` is called on a worker thread once after each batch of new snapshots
         of a source, and after a source's state, a collector's error or a task's result

@@ -59,6 +59,7 @@ from proxytop.collectors.replication import ChannelStatus, ReplicationReading
 from proxytop.collectors.innodb import DiscoveredServer, Discovery, MySQLSession
 from proxytop.collectors.monitor import MonitorReadings, ServerMonitor
 from proxytop.metrics.digests import Reading as DigestReading
+from proxytop.metrics.events import VariablesReading
 from proxytop.metrics.innodb import EngineReading, Flavour, Metric, StatusText
 from proxytop.metrics.iostat import Baseline, DiskCounters
 from proxytop.metrics.proxysql_history import HistoryReading
@@ -147,6 +148,7 @@ def _scrub_pair(items: List[Any]) -> List[Any]:
 # on it). Renaming an entry, or changing what a field means, is a new VERSION.
 TYPES: Dict[str, type] = {
     "Table": Table,
+    "VariablesReading": VariablesReading,
     "SourceState": SourceState,
     "Endpoint": Endpoint,
     "TLSSettings": TLSSettings,

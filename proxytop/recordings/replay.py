@@ -214,6 +214,7 @@ class ReplayEngine(PlaybackClock):
         # Each record decoded once: a 2,000-row digest takes some 25 ms to decode and is asked
         # for several times a frame; and the same object each time tells a screen nothing changed.
         self._decoded = functools.lru_cache(maxsize=CACHE_SIZE)(self._decode)
+        self._followers: List[List[Any]] = []  # [observer, its readings in time order, how many told]
 
     @classmethod
     def open(cls, path: str, **kwargs) -> "ReplayEngine":
@@ -263,6 +264,26 @@ class ReplayEngine(PlaybackClock):
 
     def submit(self, source_name: str, task: Callable, done: Callable[[Optional[str]], None]) -> None:
         done(NOT_IN_REPLAY)
+
+    def follow(self, observer: Callable[[str, Any], None], wanted: Callable[[str], bool]) -> None:
+        """``observer("snapshot", snapshot)`` for each recorded reading of the collectors
+        ``wanted`` names, in time order, when :meth:`deliver` is called: those up to the
+        position, each once. A jump back tells nothing again (the observer keeps what it was
+        told, with its times); forward, what lies between is told on the next delivery."""
+        entries = sorted((at, name, i) for name, series in self.index.snapshots.items() if wanted(name)
+                         for i, at in enumerate(series.times))
+        self._followers.append([observer, entries, 0])
+
+    def deliver(self) -> None:
+        position = self.now()
+        for follower in self._followers:
+            observer, entries, told = follower
+            while told < len(entries) and entries[told][0] <= position + 1e-9:
+                _at, name, i = entries[told]
+                # decoded afresh, not through the cache: a long way forward would empty it
+                observer("snapshot", self._decode("s", name, i))
+                told += 1
+            follower[2] = told
 
     # ----- moving through the recording -----------------------------------------------------
     def poll_ends(self, names: Iterable[str]) -> List[float]:

@@ -31,8 +31,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from proxytop.metrics.events import Event, seen_at, watches
 from proxytop.metrics.rates import NO_RATE_YET, RATES_PENDING
 from proxytop.screens.base import Screen
+from proxytop.screens.events import EventsScreen
 from proxytop.screens.sided import header_collector
 from proxytop.screens import filters, table
 from proxytop.ui import view
@@ -206,7 +208,7 @@ def title(column: Column, state: TableState) -> str:
     return column.title.strip() + arrow
 
 
-# ----- output formats: each a function report(when, header, blocks) ------------------------------
+# ----- output formats: each a function report(when, header, blocks, events) -----------------------------
 
 def plain_lines(block: Block) -> List[str]:
     """Aligned text, every column, nothing cut: for pipes, files and logs."""
@@ -239,9 +241,28 @@ def rich_table(block: Block, width: int):
     return grid
 
 
-def make_output(fmt: str, out: IO[str], color: bool = True) -> Callable[[float, str, Sequence[Block]], None]:
+def event_line(event: Event) -> str:
+    """One event as one line of text.
+
+    >>> event_line(Event(0.0, "proxysql", "status", "hg 20 127.0.0.1:3313", "ONLINE", "SHUNNED"))[8:]
+    '  event  proxysql  status  hg 20 127.0.0.1:3313  ONLINE \u2192 SHUNNED'
+    """
+    return (f"{time.strftime('%H:%M:%S', time.localtime(event.wall_time))}  event  {event.source}  {event.kind}  "
+            f"{event.what}  {event.change}")
+
+
+Report = Callable[[float, str, Sequence[Block], Sequence[Event]], None]
+
+
+def make_output(fmt: str, out: IO[str], color: bool = True) -> Report:
+    """Each report: the screens' blocks, and the events seen since the last report (text: one
+    line each after the report's first line; JSON: one more object, ``events`` a list; CSV:
+    none), unless the Events screen is among the screens (its rows are every event kept)."""
     if fmt == "json":
-        def report(when: float, header: str, blocks: Sequence[Block]) -> None:
+        def report(when: float, header: str, blocks: Sequence[Block], events: Sequence[Event] = ()) -> None:
+            if events:
+                record = {"time": iso_time(when), "timestamp": round(when, 3), "events": [e.as_dict() for e in events]}
+                out.write(json.dumps(record, separators=(",", ":")) + "\n")
             for block in blocks:  # one JSON object per screen per report, one per line
                 screen, state = block.screen, block.state
                 record = {
@@ -260,7 +281,7 @@ def make_output(fmt: str, out: IO[str], color: bool = True) -> Callable[[float, 
     elif fmt == "csv":
         writer, headed = csv.writer(out, lineterminator="\n"), set()
 
-        def report(when: float, header: str, blocks: Sequence[Block]) -> None:
+        def report(when: float, header: str, blocks: Sequence[Block], events: Sequence[Event] = ()) -> None:
             for block in blocks:  # time,screen,<column keys>: each screen's header before its first rows
                 node = [block.node] if block.node else []  # several nodes: each record names its node
                 if block.screen.key not in headed:
@@ -272,8 +293,10 @@ def make_output(fmt: str, out: IO[str], color: bool = True) -> Callable[[float, 
     elif getattr(out, "isatty", lambda: False)():
         console = Console(file=out, no_color=not color, highlight=False, soft_wrap=False)
 
-        def report(when: float, header: str, blocks: Sequence[Block]) -> None:
+        def report(when: float, header: str, blocks: Sequence[Block], events: Sequence[Event] = ()) -> None:
             console.print(Text(f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(when))}  {header}".rstrip(), style="bold"))
+            for event in events:
+                console.print(Text(event_line(event), style=RICH_STYLES.get(event.severity, "")))
             for block in blocks:
                 console.print()
                 console.print(Text(block.status_text(), style="bold cyan"))
@@ -287,8 +310,9 @@ def make_output(fmt: str, out: IO[str], color: bool = True) -> Callable[[float, 
             console.print()
             console.file.flush()
     else:
-        def report(when: float, header: str, blocks: Sequence[Block]) -> None:
+        def report(when: float, header: str, blocks: Sequence[Block], events: Sequence[Event] = ()) -> None:
             lines = [f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(when))}  {header}".rstrip()]
+            lines += [event_line(event) for event in events]
             for block in blocks:
                 lines += ["", block.status_text()] + block.notes + plain_lines(block)
             out.write("\n".join(lines) + "\n\n")
@@ -305,6 +329,10 @@ class BatchRun:
         self.engine, self.controller, self.screens, self.states = engine, controller, list(screens), states
         self.report, self.interval, self.count, self.connect_timeout, self.err = report, interval, count, connect_timeout, err
         self.active: Tuple[str, ...] = ()
+        # The event log (the Events screen's) and how many events it had at the last report.
+        self.events_screen = next((s for s in controller.screens if isinstance(s, EventsScreen)), None)
+        self.events_seen = 0
+        self.paced: List[Tuple[str, float]] = []  # what events watch besides the screens' readings
         # a replay's polls drift by a few milliseconds from the interval
         self.tolerance = min(0.3, 0.3 * interval) if engine.replaying else 0.0
 
@@ -328,14 +356,20 @@ class BatchRun:
         header = header_collector(self.controller.screen, names)
         if self.uses_proxysql() and self.engine.collector(header) is not None and header not in names:
             names.append(header)
-        if tuple(names) != self.active:
+        # what events watch, at the live view's slow paces: the pools, the servers' state, the variables
+        paced = [(name, pace) for name, pace in self.controller.alarm_plan()
+                 if watches(name) and name not in names and self.engine.collector(name) is not None]
+        if tuple(names) + tuple(paced) != self.active:
             for name in names:
                 collector = self.engine.collector(name)
                 if collector is not None:
                     own = collector.own_pace
                     self.engine.set_interval(name, max(collector.default_interval, self.interval) if own else self.interval)
-            self.engine.set_active(names)
-            self.active = tuple(names)
+            for name, pace in paced:
+                self.engine.set_interval(name, max(self.interval, pace, self.engine.collector(name).default_interval))
+            self.engine.set_active(names + [name for name, _pace in paced])
+            self.active = tuple(names) + tuple(paced)
+        self.paced = paced
         return names
 
     def ready(self, names: Sequence[str]) -> bool:
@@ -390,18 +424,38 @@ class BatchRun:
                 self.err.flush()
                 return 1
             self.activate()
-            blocks = [build_block(s, self.states[s.key], self.controller.view) for s in self.screens]
-            self.report(self.engine.wall_now(), self.header(), blocks)
+            self.report_now(self.new_events())
             reports += 1
             if self.count is not None and reports >= self.count:
                 return 0
             # On schedule (no drift); after a stall, never two reports back to back.
             due = max(due + self.interval, self.engine.now() + self.interval / 2)
             while self.engine.now() < due - self.tolerance and not self.fatal():
-                if not self.tick(self.activate()):
+                names = self.activate()
+                if not self.tick(names + [name for name, _pace in self.paced]):
+                    self.last_events()
                     return 0  # the recording ended
             if self.engine.replaying:
                 due = self.engine.now()
+
+    def new_events(self) -> List[Event]:
+        """The events seen since the last report (up to a replay's position)."""
+        if self.events_screen is None:
+            return []
+        found, self.events_seen = self.events_screen.log.since(self.events_seen)
+        return [e for e in found if seen_at(e) <= self.engine.now() + 1e-6]
+
+    def report_now(self, events: Sequence[Event]) -> None:
+        blocks = [build_block(s, self.states[s.key], self.controller.view) for s in self.screens]
+        # the Events screen's block lists every event kept, as the live view does: the new ones
+        # are not listed again
+        self.report(self.engine.wall_now(), self.header(), blocks, () if self.events_screen in self.screens else events)
+
+    def last_events(self) -> None:
+        """At the end of a recording, a last report when events were seen since the one before."""
+        events = self.new_events()
+        if events:
+            self.report_now(events)
 
     def header(self) -> str:
         if not self.uses_proxysql():

@@ -187,6 +187,8 @@ class Controller:
             return False
         if binding.action == "goto_screen":
             self.do_goto_screen((int(name) - 1) % 10)  # "0" is the tenth screen of the half
+        elif binding.action == "goto_tab":
+            self.do_goto_tab(name)
         else:
             getattr(self, "do_" + binding.action)()
         return True
@@ -221,15 +223,16 @@ class Controller:
     do_next_screen, do_previous_screen = partialmethod(_step_screen, +1), partialmethod(_step_screen, -1)
 
     def do_goto_screen(self, tab: int):
-        """The screen of the tab numbered tab + 1 in the half shown."""
-        if 0 <= tab < len(self.tabs):
-            self.switch(self.tabs[tab])
+        """The screen of the tab numbered tab + 1 in the half shown (the lettered tabs aside)."""
+        numbered = [i for i in self.tabs if self.screens[i].key not in keys.TAB_LETTERS]
+        if 0 <= tab < len(numbered):
+            self.switch(numbered[tab])
 
-    def do_goto_trends(self):
-        """The Trends tab, in the half shown."""
-        index = next((i for i in self.tabs if self.screens[i].key == "trends"), None)
-        if index is not None:
-            self.switch(index)
+    def do_goto_tab(self, letter: str):
+        """The screen of a lettered tab (keys.TAB_LETTERS) in the half shown."""
+        key = keys.letter_tab(letter)
+        if key is not None:
+            self.show_screen(key)
 
     def do_switch_half(self):
         """From the ProxySQL screens to the MySQL servers' and back, each half showing the

@@ -15,7 +15,7 @@ from proxytop.metrics.sides import MYSQL, PGSQL
 from proxytop.screens.base import Cells
 from proxytop.screens.connpool import header_queries
 from proxytop.screens.sided import header_label, header_readings
-from proxytop.screens import HALF_TITLES, MYSQL_HALF, PROXYSQL_HALF, keys, screen_key, table
+from proxytop.screens import HALF_TITLES, MYSQL_HALF, PROXYSQL_HALF, keys, tab_keys, table
 from proxytop.ui import graph_view
 
 Segment = Tuple[str, Optional[str]]
@@ -226,19 +226,19 @@ def _backend_alarm(ctl) -> Optional[str]:
 
 
 def tab_line(ctl, width: int) -> Line:
-    """The number key and title of every screen of the half shown; on a narrower terminal the
+    """The key (number or letter) and title of every screen of the half shown; on a narrower terminal the
     short titles, then the numbers alone beside the current screen's title: every number
     stays visible. With both halves, which half and the key to the other, where there is room."""
     for level in ("title", "short_title", None):
         line: Line = []
+        letters = tab_keys([ctl.screens[i].key for i in ctl.tabs])
         for tab, i in enumerate(ctl.tabs):
             screen = ctl.screens[i]
             current = i == ctl.ui.index
             style = "tab_active" if current else ("tab" if screen.built else "tab_dim")
             name = screen.title if current else ((getattr(screen, level) or screen.title) if level else "")
             line += [(" ", None)] if line else []
-            key = screen_key(tab, screen.key)
-            line.append((f"{key}:{name}" if name else key, style))
+            line.append((f"{letters[tab]}:{name}" if name else letters[tab], style))
         if sum(len(text) for text, _ in line) <= width:
             break
     if len(ctl.halves) > 1:
