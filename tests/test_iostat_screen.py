@@ -249,7 +249,7 @@ def test_disk_baselines_reach_the_collector():
 def test_whole_disks_by_default_a_toggles_all_devices_and_enter_shows_baselines(proxytop_term, tmp_path):
     directory, device = find_target(DeviceMapper())
     disk = DeviceMapper().beneath(device)[-1]
-    term = proxytop_term("--screen", "iostat", "-d", "1", "--disk-baseline", f"{disk}=0.01", cols=COLS, rows=44)
+    term = proxytop_term("--screen", "iostat", "-d", "1", "--disk-baseline", f"{disk}=0.01", cols=COLS, rows=54)
     screen = term.wait_for("whole disks")
     assert "%util\u2193" in screen and "sort %util \u2193" in screen  # default sort: %util descending
     assert "a all devices" in screen  # the key is in the footer

@@ -359,10 +359,10 @@ def help_lines(ctl, width: int) -> List[Line]:
     overlay = ctl.overlay
     groups = [(f"{ctl.screen.title} screen", ctl.screen.bindings),
               (overlay.title if overlay else "", overlay.bindings if overlay else ()),
-              ("everywhere", [b for b in ctl.bindings() if b in keys.GLOBAL_BINDINGS])]  # those not overridden
+              ("everywhere", [b for b in ctl.bindings() if b in keys.GLOBAL_BINDINGS]),  # those not overridden
+              ("in a graph (g)", keys.GRAPH_BINDINGS)]
     groups = [(title, [(keys.describe(b), b.help) for b in bindings]) for title, bindings in groups if bindings]
     groups.append(("columns of this screen", [(c.title.strip(), c.help) for c in ctl.screen.columns]))
-    groups.append(("in a graph (g)", [(keys.describe(b), b.help) for b in keys.GRAPH_BINDINGS]))
     left = 2 + max(len(name) for _, entries in groups for name, _ in entries)  # no name runs into its text
     lines: List[Line] = []
     for title, entries in groups:
