@@ -619,9 +619,9 @@ def main(argv=None) -> int:
         load.prepare()
         recording = Recording.load()
         graft_cluster_tables(recording)
-        # ProxySQL's own history (stats_history) up to the demo's start: a day of minutes and a
+        # ProxySQL's own history (stats_history) up to the demo's start: six hours of minutes and a
         # week of hours before them, of the recorded shapes (docs/proxysql-history.md)
-        history = StatsHistory.recorded().generated(end=int(time.time()) // 60 * 60, days=1, hour_days=8)
+        history = StatsHistory.recorded().generated(end=int(time.time()) // 60 * 60, days=0.25, hour_days=8)
         double = ProxySQLDouble(port=ADMIN_PORT, recording=recording, history=history)
         double.start()
         probes = SingleRequests(writer.basedir).start()

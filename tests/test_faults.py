@@ -388,7 +388,7 @@ def test_resized_to_40x10_and_300x100_while_running(proxytop_term, proxysql_doub
                                     what="help at 40x10")
         else:
             title = TABS.split()[int(key) - 1]
-            small = term.wait_until(lambda s: re.search(rf"^(\d )*{title}( \d)*$", s, re.M) is not None
+            small = term.wait_until(lambda s: re.search(rf"^(\d )*{title}( [\dTE])*$", s, re.M) is not None
                                     and len(s.splitlines()) == 10, timeout=5, what="tabs at 40x10")
         lines = small.splitlines()
         assert len(lines) == 10 and all(len(line) <= 40 for line in lines), small

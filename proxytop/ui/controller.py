@@ -332,8 +332,10 @@ class Controller:
             plan += screen.alarm_readings(self.view)
         return plan
 
-    def activate(self) -> None:
-        """Poll only what the visible screen needs, plus the header's and the alarm's readings."""
+    def activate(self, align: bool = True) -> None:
+        """Poll only what the visible screen needs, plus the header's and the alarm's readings.
+        ``align``: start the ProxySQL readings in one batch (a screen shown); not when only the
+        alarms' set changed (servers found), which would read the screen's own again early."""
         engine, screen = self.engine, self.screen
         own = list(screen.active_collectors())
         names = list(own)
@@ -367,8 +369,8 @@ class Controller:
         # The ProxySQL readings start in one batch (the slower ones then stay in step with it):
         # after a switch the header's (read anew) and the pool's (kept at the alarm's pace)
         # were a fraction of a second apart for good, two wake-ups and two frames an interval.
-        engine.set_active(names, together=[n for n in names
-                                           if getattr(engine.collector(n), "source", None) == "proxysql"])
+        engine.set_active(names, together=[n for n in names if align
+                                           and getattr(engine.collector(n), "source", None) == "proxysql"])
         self._rows_token = None
 
     def _step_interval(self, direction: int) -> None:
@@ -434,7 +436,7 @@ class Controller:
             # The screen's set changed (e.g. servers discovered at runtime), or the alarm's (a
             # PostgreSQL side learnt on connecting, a pool read empty), or a collector it asked
             # for has been registered since (a node found by --cluster): poll the new set.
-            self.activate()
+            self.activate(align=names != self._activated)
         if not self.engine.replaying:  # a live engine numbers every change
             data = self.engine.last_changed(self._followed)
         else:  # a replay: which readings are shown
