@@ -19,6 +19,7 @@ from proxytop.collectors.proxysql_stats import CommandCounters
 from proxytop.collectors.proxysql_history import ProxySQLHistory
 from proxytop.collectors.sides import twin_name
 from proxytop.metrics import histogram, units
+from proxytop.metrics.events import KINDS
 from proxytop.metrics.proxysql_history import PROXYTOP, HistorySeries, history_series, resolution_text, seamed
 from proxytop.metrics.rates import to_number
 from proxytop.metrics.sides import MYSQL, PGSQL
@@ -142,6 +143,7 @@ HISTORY_TRENDS: Tuple[Trend, ...] = (
           proxysql="proxysql_memory_bytes"),
 )
 HISTORY_STYLE = "dim"  # ProxySQL's own points, before proxytop's
+EVENT_MARKS = " ".join(f"{mark}={kind}" for kind, (mark, _meaning) in KINDS.items())  # the marks under a chart
 
 
 def trend_key(trend: Trend) -> tuple:
@@ -288,15 +290,20 @@ class TrendsScreen(Screen):
         self.first = max(0, self.first - 1)
 
     def canvas(self, view: DataView, width: int, height: int,
-               markers: Sequence[chart.Marker] = ()) -> List[List[Tuple[str, Optional[str]]]]:
-        """The charts that fit, each at least CHART_LINES tall."""
+               events: Callable[[float, float], Sequence[chart.Marker]] = lambda start, end: ()
+               ) -> List[List[Tuple[str, Optional[str]]]]:
+        """The charts that fit, each at least CHART_LINES tall, with the events of the window
+        (``events(start, end)``: the Events tab's) marked under each."""
         name, start, end = self.window_span(view)
+        markers = list(events(start, end))
         if view.wall_span() is not None:  # a replay: where it plays, under each chart
             markers = list(markers) + [chart.Marker(view.wall_now(), "\u25b2", "header")]
         groups = charts_of(self.shown_trends(view))
         history = self.proxysql_history(view)
         lines: List[List[Tuple[str, Optional[str]]]] = [[("The whole system over ", "dim"),
                                                            (name, "header"), ("   w window", "dim")]]
+        if any(marker.style == "warning" for marker in markers):  # events under the charts: what the letters mean
+            lines[0].append((f"   events (E): {EVENT_MARKS}", "dim"))
         if not groups:
             return lines
         room = max(1, height - 1)

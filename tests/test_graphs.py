@@ -205,3 +205,15 @@ def braille_columns(screen: str, title: str) -> int:
     for line in lines[start + 1:start + 8]:
         columns |= {x for x, c in enumerate(line) if 0x2800 < ord(c) <= 0x28FF}
     return len(columns)
+
+
+def test_events_are_marked_under_the_charts(proxytop_term):
+    # the demo changes a ProxySQL variable, reloads the rules and sets a reader's variable 8 s in
+    term = proxytop_term("--demo", cols=120, rows=40)
+    term.wait_for("ConnPool")
+    term.send("T")
+    screen = term.wait_until(lambda s: "events (E): R=restart" in s
+                             and re.search(r"^\s+\S*[VL]", s.split("Queries/s", 1)[-1], re.M) is not None,
+                             timeout=40, what="the demo's variable change and rules reload marked under a chart")
+    marks = [line for line in screen.splitlines() if re.fullmatch(r"\s+[A-Z\u25b2 ]+", line) and re.search("[VL]", line)]
+    assert marks, screen

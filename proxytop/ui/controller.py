@@ -19,6 +19,7 @@ from proxytop.screens.base import Confirm, DataView, Detail, Screen
 from proxytop.screens.connpool import alarm_collectors
 from proxytop.screens.sided import header_collector, switch_side
 from proxytop.screens import HALVES, MYSQL_HALF, PROXYSQL_HALF, allnodes, figures, filters, keys, table
+from proxytop.screens import chart
 from proxytop.screens import trends as trends_module
 from proxytop.ui import graph_view
 
@@ -748,6 +749,13 @@ class Controller:
         self.ui.graph = replace(graph, first=max(0, min(self.graph_figures - 1, graph.first + step)))
 
     do_graph_down, do_graph_up = partialmethod(_graph_scroll, +1), partialmethod(_graph_scroll, -1)
+
+    def event_markers(self, start: float, end: float) -> List[chart.Marker]:
+        """The events between two wall times as marks under a chart (the Events tab's log)."""
+        events = next((s for s in self.screens if s.key == "events" and s.built), None)
+        if events is None:
+            return []
+        return [chart.Marker(t, mark, "warning") for t, mark, _label in events.log.between(start, end)]
 
     def graph_span(self) -> Tuple[float, float]:
         graph = self.ui.graph

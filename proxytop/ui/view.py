@@ -402,8 +402,10 @@ def graph_lines(ctl, width: int, room: int) -> List[Line]:
     ctl.rows()
     graph = ctl.ui.graph
     screen = next(s for s in ctl.screens if s.key == graph.screen)
+    start, end = ctl.graph_span()
     lines, ctl.graph_figures = graph_view.graph_lines(graph, screen.columns, ctl.figures, ctl.engine.wall_now(),
-                                                      width, room, recording=ctl.engine.wall_span())
+                                                      width, room, markers=ctl.event_markers(start, end),
+                                                      recording=ctl.engine.wall_span())
     return lines[:max(0, room)]
 
 
@@ -442,7 +444,7 @@ def render(ctl, width: int, height: int) -> List[Line]:
         lines += graph_lines(ctl, width, room)
     elif hasattr(ctl.screen, "canvas"):  # a screen of charts (Trends): drawn to the room it has
         ctl.rows()
-        lines += ctl.screen.canvas(ctl.view, width, room)
+        lines += ctl.screen.canvas(ctl.view, width, room, events=ctl.event_markers)
     else:
         rows = ctl.rows()
         notes = [part for note in ctl.screen.notes(ctl.view)
