@@ -30,8 +30,11 @@ def newest_reading(latest: Callable[[str], Optional[Snapshot]], names: Iterable[
     return max(readings, key=lambda s: s.taken_at, default=None)
 
 
-def keep_rows(figures: FigureHistory, screen, rows: Sequence[dict], at: float) -> None:
-    """The numbers of the first GRAPHED_ROWS rows (of those with an ``_id``), at wall time ``at``."""
+def keep_rows(figures: FigureHistory, screen, rows: Sequence[dict], at: float, view) -> None:
+    """The numbers of the first GRAPHED_ROWS rows (of those with an ``_id``), at wall time ``at``.
+    Rows a screen fills in only when shown (Queries' digests) are filled in first."""
+    rows = [row for row in rows if row.get("_id") is not None][:GRAPHED_ROWS]
+    screen.complete_rows(rows, view)
     kept = 0
     for row in rows:
         row_id = row.get("_id")

@@ -217,3 +217,14 @@ def test_events_are_marked_under_the_charts(proxytop_term):
                              timeout=40, what="the demo's variable change and rules reload marked under a chart")
     marks = [line for line in screen.splitlines() if re.fullmatch(r"\s+[A-Z\u25b2 ]+", line) and re.search("[VL]", line)]
     assert marks, screen
+
+
+def test_a_digest_of_queries_is_graphed_too(proxytop_term):
+    # Queries fills in its rows only for those shown: the kept figures are filled in first
+    term = proxytop_term("--demo", cols=120, rows=40)
+    term.wait_for("ConnPool")
+    term.go("Queries")
+    term.wait_until(lambda s: re.search(r"^sort Time/s", s, re.M) is not None, what="the Queries screen")
+    term.send("g")
+    term.wait_until(lambda s: s.splitlines()[3].startswith("Queries: ") and braille_columns(s, "Count/s") > 40,
+                    timeout=30, what="a digest's Count/s across the recording")

@@ -59,7 +59,8 @@ def scan(index: RecordingIndex, make_screens: Callable[[ReplayEngine], Sequence[
         for screen in graphed:
             newest = newest_reading(engine.latest, screen.active_collectors())
             if newest is not None:
-                keep_rows(figures, screen, screen.arrange(screen.rows(view), screen.initial_state()), newest.wall_time)
+                rows = screen.arrange(screen.rows(view), screen.initial_state())
+                keep_rows(figures, screen, rows, newest.wall_time, view)
         if inputs:
             rows_of, newest_time = {}, None
             for key, names in inputs:

@@ -495,7 +495,7 @@ class Controller:
         again for a new sort or filter add nothing new: the same time replaces the same value)."""
         newest = figures.newest_reading(self.engine.latest, screen.active_collectors())
         if newest is not None:
-            figures.keep_rows(self.figures, screen, rows, newest.wall_time)
+            figures.keep_rows(self.figures, screen, rows, newest.wall_time, self.view)
 
     def newest_of_screen(self):
         """The newest reading of the visible screen's collectors (the header's "data N s old"),
