@@ -131,6 +131,8 @@ GLOBAL_BINDINGS: Sequence[Binding] = (
 GRAPH_BINDINGS: Sequence[Binding] = (
     Binding(("ESC", "BACKSPACE", "g"), "graph_close", "back to the table", "Esc back"),
     Binding(("w",), "graph_window", "the time shown: 5 minutes, 1 hour, 24 hours, all that is kept", "w window"),
+    Binding(("a",), "graph_together", "the rows that share this one's first column on the same charts (a hostgroup's "
+            "backends), or this row alone", "a group"),
     Binding(("KEY_DOWN", "KEY_NPAGE"), "graph_down", "the next figures of the row", "\u2191\u2193 figures"),
     Binding(("KEY_UP", "KEY_PPAGE"), "graph_up", "the figures before"),
     Binding(("KEY_LEFT",), "graph_earlier", "move the time cursor earlier (a replay: Enter jumps there)", "\u2190\u2192 cursor"),

@@ -228,3 +228,17 @@ def test_a_digest_of_queries_is_graphed_too(proxytop_term):
     term.send("g")
     term.wait_until(lambda s: s.splitlines()[3].startswith("Queries: ") and braille_columns(s, "Count/s") > 40,
                     timeout=30, what="a digest's Count/s across the recording")
+
+
+def test_a_shows_every_backend_of_the_hostgroup_on_the_same_charts(proxytop_term, proxysql_double):
+    term = start(proxytop_term, proxysql_double)
+    term.wait_until(lambda s: re.search(r"127\.0\.0\.1:3312\s+ONLINE", s) is not None, what="the readers")
+    term.send("\x1bOB")  # the second row: 127.0.0.1:3312 of hostgroup 20
+    term.send("g")
+    term.wait_until(lambda s: re.search(r"^ConnPool: 20\s+127\.0\.0\.1:3312", s, re.M) is not None, what="its graph")
+    term.send("a")
+    screen = term.wait_until(lambda s: re.search(r"^Used\s+\u2501 127\.0\.0\.1:3312 \d+\s+\u2501 127\.0\.0\.1:3313 \d+",
+                                                 s, re.M) is not None, what="both readers on one chart")
+    assert "127.0.0.1:3311" not in screen.split("\n", 4)[4]  # the writer is in hostgroup 10
+    term.send("a")
+    term.wait_until(lambda s: re.search(r"^Used\s+now \d+", s, re.M) is not None, what="the row alone again")

@@ -723,7 +723,8 @@ class Controller:
         if self.scanner is not None and self.scanner.request([screen.key]):
             self.say("graph: reading the whole recording for it\u2026")
         self.ui.graph = graph_view.Graph(screen.key, row["_id"], f"{screen.title}: {graph_view.row_label(screen.columns, row)}",
-                                         window=graph_view.WHOLE if self.engine.replaying else 0)
+                                         window=graph_view.WHOLE if self.engine.replaying else 0,
+                                         siblings=graph_view.siblings(screen.columns, self.rows(), row))
         self.ui.mode = "graph"
 
     def graph_key(self, name: str, ch=None) -> None:
@@ -735,6 +736,15 @@ class Controller:
             self.ui.quit_requested = True
         else:  # pausing, the interval, a replay's speed and steps (keys.DETAIL_ACTIONS)
             self.detail_key(name, ch) if name not in ("ESC", "BACKSPACE", "KEY_LEFT", "KEY_HOME") else None
+
+    def do_graph_together(self):
+        graph = self.ui.graph
+        if len(graph.siblings) < 2:
+            self.say(f"no other row shares this one's {self.screen.columns[0].title.strip()}")
+            return
+        self.ui.graph = replace(graph, together=not graph.together)
+        self.say(f"graph: every row of its {self.screen.columns[0].title.strip()}" if self.ui.graph.together
+                 else "graph: this row alone")
 
     def do_graph_close(self):
         self.ui.mode, self.ui.graph = "table", None

@@ -36,6 +36,29 @@ class Graph:
     window: int = 0
     first: int = 0
     cursor: Optional[float] = None
+    # the rows that share the graphed row's first column (a hostgroup's backends), as
+    # (row id, label); shown on the same charts when ``together``
+    siblings: Tuple[Tuple[Hashable, str], ...] = ()
+    together: bool = False
+
+
+def siblings(columns: Sequence[Column], rows: Sequence[dict], row: dict, most: int = 6) -> Tuple[Tuple[Hashable, str], ...]:
+    """The rows with the same value in the first column as ``row`` (itself first), at most
+    ``most`` of them, each with a short label: the columns it does not share with the others.
+
+    >>> from proxytop.screens.table import Column
+    >>> cols = [Column("hg", "HG", 3, graphed=False), Column("server", "Server", 9, numeric=False)]
+    >>> rows = [{"_id": 1, "hg": 20, "server": "a"}, {"_id": 2, "hg": 20, "server": "b"}, {"_id": 3, "hg": 10, "server": "c"}]
+    >>> siblings(cols, rows, rows[1])
+    ((2, 'b'), (1, 'a'))
+    """
+    if not columns:
+        return ()
+    key = columns[0].key
+    same = [r for r in rows if r.get("_id") is not None and r.get("_kind") != "subtotal" and r.get(key) == row.get(key)]
+    same = [row] + [r for r in same if r.get("_id") != row.get("_id")]
+    rest = [c for c in columns[1:] if not (c.numeric and c.graphed)][:1]  # what tells them apart (a server)
+    return tuple((r["_id"], (row_label(rest, r) or str(r["_id"]))[:30]) for r in same[:most])
 
 
 def row_label(columns: Sequence[Column], row: dict) -> str:
@@ -88,17 +111,21 @@ def graph_lines(graph: Graph, columns: Sequence[Column], history: FigureHistory,
     fit = max(1, room // CHART_LINES)
     chosen = shown[graph.first:graph.first + fit]
     height = max(4, room // len(chosen))
+    rows = graph.siblings if graph.together and graph.siblings else ((graph.row, ""),)
     for column in chosen:
-        points = history.points(figure_key(graph.screen, graph.row, column.key), start, end)
-        values = [v for t, v in points if not math.isnan(v) and t <= now]  # (a replay's: at where it plays)
-        latest = column.fmt(values[-1]).strip() if values else "no value"
-        help_text = f"  {column.help}" if column.help else ""
-        lines.append(chart.clip([(column.title.strip(), "label"), (f"  now {latest}", "header"),
-                                     (help_text, "dim")], width))
-        plot = chart.Plot(column.title.strip(), points, "series0")
-        drawn = chart.draw([plot], width, height - 1, start, end, fmt=lambda v, c=column: c.fmt(v).strip(),
-                           markers=markers, cursor=graph.cursor, label_width=8)
-        lines += drawn
+        plots = [chart.Plot(label, history.points(figure_key(graph.screen, row, column.key), start, end),
+                            chart.SERIES_STYLES[i % len(chart.SERIES_STYLES)]) for i, (row, label) in enumerate(rows)]
+        title: Line = [(column.title.strip(), "label")]
+        for plot in plots:
+            values = [v for t, v in plot.points if not math.isnan(v) and t <= now]  # (a replay's: at where it plays)
+            latest = column.fmt(values[-1]).strip() if values else "no value"
+            title += ([(f"  {chart.LEGEND_MARK} ", plot.style), (plot.label, None)] if len(plots) > 1 else []) + \
+                [(f"  now {latest}" if len(plots) == 1 else f" {latest}", "header")]
+        if len(plots) == 1 and column.help:
+            title.append((f"  {column.help}", "dim"))
+        lines.append(chart.clip(title, width))
+        lines += chart.draw(plots, width, height - 1, start, end, fmt=lambda v, c=column: c.fmt(v).strip(),
+                            markers=markers, cursor=graph.cursor, label_width=8)
     if len(shown) > len(chosen):
         lines.append([(f"figures {graph.first + 1}-{graph.first + len(chosen)} of {len(shown)}: "
                        "\u2191\u2193 for the others", "dim")])
