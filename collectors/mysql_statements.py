@@ -32,6 +32,7 @@ from proxytop.collectors.replication import sent_statements as replication_state
 from proxytop.collectors.mysql_server import ALL_STATUS_SQL, ROLE_SQL, STATUS_SQL as SERVER_STATUS_SQL, replication_sql
 from proxytop.collectors.mysql_sessions import PID_FILE_SQL, sessions_sql
 from proxytop.collectors.mysql_space import SPACE_STATEMENTS
+from proxytop.collectors.changes import MYSQL_UPTIME_SQL, MYSQL_VARIABLES_SQL
 from proxytop.core import Collector, Table
 from proxytop.metrics.innodb import Flavour
 from proxytop.metrics.statements import COLUMNS, CUT_KEY, KeptKeys, is_statement, statement_key
@@ -63,6 +64,9 @@ def statements_sql(p95: bool, limit: int = LIMIT) -> str:
     return f"SELECT {selected} FROM {TABLE} ORDER BY SUM_TIMER_WAIT DESC LIMIT {int(limit)}"
 
 
+CHANGES_STATEMENTS = (MYSQL_VARIABLES_SQL, MYSQL_UPTIME_SQL)  # the Events screen's reading of each server
+
+
 def own_statements() -> Tuple[str, ...]:
     """Every statement proxytop's readings send a MySQL server, as defined where it is sent
     (EXPLAIN and KILL, sent only on a key, aside)."""
@@ -73,7 +77,7 @@ def own_statements() -> Tuple[str, ...]:
              ENGINE_STATUS_SQL, SERVER_STATUS_SQL, ALL_STATUS_SQL, ROLE_SQL, PID_FILE_SQL, PROBE_SQL,
              statements_sql(True), statements_sql(False))
             + tuple(replication_sql(flavour) for flavour in flavours) + sessions + lock_statements()
-            + replication_statements() + GALERA_STATEMENTS + SPACE_STATEMENTS)
+            + replication_statements() + GALERA_STATEMENTS + SPACE_STATEMENTS + CHANGES_STATEMENTS)
 
 
 OWN_KEYS: FrozenSet[str] = frozenset(statement_key(sql) for sql in own_statements())

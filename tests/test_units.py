@@ -34,7 +34,7 @@ def demo(tmp_path_factory) -> Tuple[str, List[batch.Block], object]:
     reports: List[Tuple[str, List[batch.Block]]] = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(batch, "make_output", lambda fmt, out, color=True:
-                      lambda when, header, blocks: reports.append((header, list(blocks))))
+                      lambda when, header, blocks, events=(): reports.append((header, list(blocks))))
         try:
             assert batch.main(config, engine, controller) == 0
         finally:
