@@ -30,7 +30,7 @@ from proxytop.screens.sided import HEADER, HEADER_NARROW, header_readings
 from proxytop.screens.keys import Binding
 from proxytop.screens.table import Column, Row
 
-TREND_PACE = 5.0  # seconds between the readings Trends asks for while another screen is shown
+TREND_PACE = 10.0  # seconds between the readings Trends asks for while another screen is shown
 WINDOWS = (("5 minutes", 300.0), ("1 hour", 3600.0), ("24 hours", 86400.0), ("7 days", 7 * 86400.0))
 CHART_LINES = 6  # a chart's least height: its title, four rows of dots, the time axis
 

@@ -22,7 +22,7 @@ from proxytop.screens.trends import TREND_PACE, trend_values
 
 log = logging.getLogger(__name__)
 
-MAX_STEPS = 2000  # a week's recording is scanned every 5 minutes, an hour's every 5 s
+MAX_STEPS = 2000  # a week's recording is scanned every 5 minutes, an hour's every 10 s
 
 
 def scan_steps(start: float, end: float, step: float = TREND_PACE, most: int = MAX_STEPS) -> List[float]:
@@ -30,7 +30,7 @@ def scan_steps(start: float, end: float, step: float = TREND_PACE, most: int = M
     there are at most ``most`` of them, the end included.
 
     >>> scan_steps(0, 20), len(scan_steps(0, 3600 * 24 * 7)), scan_steps(0, 3)
-    ([0.0, 5.0, 10.0, 15.0, 20.0], 2001, [0.0, 3.0])
+    ([0.0, 10.0, 20.0], 2001, [0.0, 3.0])
     """
     span = max(0.0, end - start)
     step = max(step, span / most) if span else step

@@ -44,6 +44,11 @@ def step_interval(current: float, direction: int, minimum: float = 0.0) -> float
     return max(value, minimum)
 
 
+# The screens whose rows' figures are kept while they are hidden, from the readings Trends
+# takes anyway: a backend's and a replica's graphs have a past before their screen was shown.
+# (ComCount's 54 commands and IOstat's devices are not: keeping them cost more than a
+# millisecond a second on every screen.)
+PAST_KEPT = frozenset(("connpool", "replication"))
 MESSAGE_SECONDS = 5.0  # a message on the bottom line goes after this, or on a screen switch
 
 
@@ -483,7 +488,7 @@ class Controller:
                 rows = self._raw_rows[1]  # the visible screen's, made already
             else:
                 rows = trends.rows_of(key, self.view)
-                if screen is not None:  # a hidden screen's figures: its graphs have a past
+                if key in PAST_KEPT:  # a hidden screen's figures: its graphs have a past
                     self.keep_figures(screen, screen.arrange(rows, self.ui.tables[key]))
             rows_of[key] = rows
             newest = max([newest] + [r.wall_time for r in readings if r is not None])
