@@ -297,7 +297,7 @@ class TrendsScreen(Screen):
         name, start, end = self.window_span(view)
         markers = list(events(start, end))
         if view.wall_span() is not None:  # a replay: where it plays, under each chart
-            markers = list(markers) + [chart.Marker(view.wall_now(), "\u25b2", "header")]
+            markers = list(markers) + [chart.Marker(min(view.wall_now(), end), "\u25b2", "header")]  # (time moved on)
         groups = charts_of(self.shown_trends(view))
         history = self.proxysql_history(view)
         lines: List[List[Tuple[str, Optional[str]]]] = [[("The whole system over ", "dim"),
