@@ -101,7 +101,9 @@ def test_proxysql_lag_stuck_at_null_or_far_from_the_replicas_is_said(pair, proxy
     screen = term.wait_until(lambda s: "ProxySQL measured 60 s" in row_of(s, replica.address), timeout=15,
                              what="the far lag said on the row")
     row = row_of(screen, replica.address)
-    assert re.search(r"ProxySQL measured 60 s \d+ s ago, the replica says 0 s: more than the \d+ s between them", row)
+    # (the replica's own lag is 0 s, or 1 s on a busy machine: what is said is that 60 s is far from it)
+    assert re.search(r"ProxySQL measured 60 s \d+ s ago, the replica says [01] s: more than the \d+ s between them",
+                     row), row
     term.send("q")
     assert term.wait_exit(5) == 0
 
