@@ -323,7 +323,11 @@ def test_kill_9_during_a_write_then_the_directory_replays(proxysql_double, tmp_p
     time.sleep(1.1)  # the next file's name has the next second in it
     restarted = time.time()
     second = start_daemon(proxysql_double.port, directory, "--screens", "connpool")
-    wait_for(lambda: snapshots_in(directory) >= kept + 10, what="readings of the second run")
+    # pool readings of the second run two seconds and more after it started: the replayed
+    # reports (stamped in whole seconds) then have some after ``restarted``
+    wait_for(lambda: snapshots_in(directory) >= kept + 10
+             and sum(w > restarted + 2 for w in reading_walls(directory, "proxysql.connection_pool")) >= 2,
+             what="readings of the second run")
     assert stop(second) == 0
     second.communicate()
     assert len(recording_names(directory)) == 2
