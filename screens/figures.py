@@ -35,13 +35,6 @@ def keep_rows(figures: FigureHistory, screen, rows: Sequence[dict], at: float, v
     Rows a screen fills in only when shown (Queries' digests) are filled in first."""
     rows = [row for row in rows if row.get("_id") is not None][:GRAPHED_ROWS]
     screen.complete_rows(rows, view)
-    kept = 0
     for row in rows:
-        row_id = row.get("_id")
-        if row_id is None:
-            continue
         for column in graphed_columns(screen.columns, row):
-            figures.add(figure_key(screen.key, row_id, column.key), at, row[column.key])
-        kept += 1
-        if kept >= GRAPHED_ROWS:
-            break
+            figures.add(figure_key(screen.key, row["_id"], column.key), at, row[column.key])

@@ -739,8 +739,10 @@ class Controller:
             getattr(self, "do_" + binding.action)()
         elif name in ("q", "^C"):
             self.ui.quit_requested = True
-        else:  # pausing, the interval, a replay's speed and steps (keys.DETAIL_ACTIONS)
-            self.detail_key(name, ch) if name not in ("ESC", "BACKSPACE", "KEY_LEFT", "KEY_HOME") else None
+        elif name not in ("ESC", "BACKSPACE", "KEY_LEFT", "KEY_HOME"):
+            # pausing, the interval, a replay's speed and steps (keys.DETAIL_ACTIONS); not the
+            # detail view's own keys (closing it, scrolling to its top)
+            self.detail_key(name, ch)
 
     def do_graph_together(self):
         graph = self.ui.graph
