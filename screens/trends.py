@@ -155,6 +155,14 @@ def trend_values(rows_of: Mapping[str, Sequence[Row]]) -> Dict[str, Optional[flo
     return {trend.key: trend.value(rows_of[trend.screen]) for trend in TRENDS if trend.screen in rows_of}
 
 
+def keep_trend_values(figures, rows_of: Mapping[str, Sequence[Row]], at: float) -> None:
+    """The trends worked out from these rows, kept in the figure history at wall time ``at``
+    (under trend_key: where the charts read them)."""
+    for trend in TRENDS:
+        if trend.screen in rows_of:
+            figures.add(trend_key(trend), at, trend.value(rows_of[trend.screen]))
+
+
 def charts_of(trends: Sequence[Trend]) -> List[List[Trend]]:
     """The trends grouped into charts, in order (those sharing a chart name together)."""
     groups: List[List[Trend]] = []

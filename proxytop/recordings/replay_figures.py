@@ -18,7 +18,7 @@ from proxytop.metrics.history import FigureHistory
 from proxytop.recordings.replay import RecordingIndex, ReplayEngine
 from proxytop.screens.base import DataView, Screen
 from proxytop.screens.figures import keep_rows, newest_reading
-from proxytop.screens.trends import TREND_PACE, trend_values
+from proxytop.screens.trends import TREND_PACE, keep_trend_values
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +68,7 @@ def scan(index: RecordingIndex, make_screens: Callable[[ReplayEngine], Sequence[
                 if newest is not None:
                     rows_of[key] = trends.rows_of(key, view)
                     newest_time = max(newest_time or newest.wall_time, newest.wall_time)
-            for key, value in trend_values(rows_of).items():
-                figures.add(("trends", key), newest_time, value)
+            keep_trend_values(figures, rows_of, newest_time)
     return figures
 
 

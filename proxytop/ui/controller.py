@@ -492,8 +492,7 @@ class Controller:
                     self.keep_figures(screen, screen.arrange(rows, self.ui.tables[key]))
             rows_of[key] = rows
             newest = max([newest] + [r.wall_time for r in readings if r is not None])
-        for key, value in trends_module.trend_values(rows_of).items():
-            self.figures.add(("trends", key), newest, value)
+        trends_module.keep_trend_values(self.figures, rows_of, newest)
 
     def keep_figures(self, screen: Screen, rows: Sequence[dict]) -> None:
         """The numbers of the screen's top rows, at the time of its newest reading (rows made
