@@ -179,6 +179,8 @@ def views_disagree(replica_lag: Optional[float], proxysql_lag: object, check_age
     'ProxySQL measures no lag (NULL) while th'
     >>> views_disagree(3, 3, 70.0, 30.0, 1.0)[:60]
     'ProxySQL last measured the lag 70 s ago: its check interval '
+    >>> views_disagree(0, 60, -0.2, 2.0, 1.0)[:33]
+    'ProxySQL measured 60 s 0 s ago, t'
     """
     if replica_lag is None or proxysql_lag is None:
         return None
@@ -189,7 +191,9 @@ def views_disagree(replica_lag: Optional[float], proxysql_lag: object, check_age
         measured = float(str(proxysql_lag))
     except ValueError:
         return None
-    age = check_age if check_age is not None else 0.0
+    # A check stamped a moment after the reading (ProxySQL's clock runs a little ahead) is a
+    # check made just now, not one made "-0 s ago".
+    age = max(0.0, check_age) if check_age is not None else 0.0
     if check_interval is not None and age > 2 * check_interval and age > 10:
         return (f"ProxySQL last measured the lag {age:.0f} s ago: its check interval "
                 "(mysql-monitor_replication_lag_interval) is long, or its checks stopped")
