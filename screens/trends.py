@@ -245,6 +245,7 @@ class TrendsScreen(Screen):
         return tuple(plan)
 
     columns = (
+        Column("place", "#", 3, graphed=False, help="the figure's place on the Trends page (the charts' order)"),
         Column("figure", "Figure", 26, align="<", numeric=False, help="a figure of the whole system"),
         Column("now", "Now", 10, fmt=units.number, help="its latest value, in the unit the figure's name gives"),
         Column("low", "Min", 10, fmt=units.number, help="the lowest over the window shown (w)"),
@@ -262,13 +263,13 @@ class TrendsScreen(Screen):
             made = trend_values({key: self.rows_of(key, view) for key in shown})
         history = self.proxysql_history(view)
         rows: List[Row] = []
-        for trend in self.shown_trends(view):
+        for place, trend in enumerate(self.shown_trends(view), 1):
             if trend.screen == PROXYSQL_HISTORY:
                 values = [v for t, v in history[trend.proxysql].all_points() if start <= t <= end and v is not None]
             else:
                 values = [v for _t, v in view.figures.points(trend_key(trend), start, end) if not math.isnan(v)]
             now = values[-1] if values else made.get(trend.key)
-            rows.append({"_id": trend.key, "figure": trend.title, "now": now,
+            rows.append({"_id": trend.key, "place": place, "figure": trend.title, "now": now,
                          "low": min(values, default=None), "mean": sum(values) / len(values) if values else None,
                          "high": max(values, default=None)})
         return rows

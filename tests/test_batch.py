@@ -274,3 +274,12 @@ def test_worked_examples_in_the_docstrings():
 
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_trends_in_batch_keep_the_charts_order(double):
+    result = run("--batch", "--count", "1", "--screen", "trends", "--format", "json", "-P", str(double.port))
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    figures = [r["figure"] for r in record["rows"]]
+    assert figures[:4] == ["Queries/s", "Latency p50 ms", "Latency p95 ms", "Client connections"], figures
+    assert [r["place"] for r in record["rows"]] == list(range(1, len(figures) + 1))
