@@ -390,11 +390,13 @@ class GloStatScreen(SidedScreen, Screen):
 
     def _tracker_of(self, name: str, history: Sequence) -> UpdateTracker:
         """The side's UpdateTracker, given the readings it has not seen yet (started again
-        after a gap: readings the engine no longer keeps, or the other side's readings)."""
+        after a gap: readings the engine no longer keeps, the other side's readings, or a
+        replay that jumped back to before the last reading it saw)."""
         tracker = getattr(self, "_tracker", None)
         readings = [s for s in history if s.data]
         if tracker is None or getattr(self, "_tracker_name", None) != name or not readings \
-                or tracker.last_stamp is None or readings[0].taken_at > tracker.last_stamp:
+                or tracker.last_stamp is None or readings[0].taken_at > tracker.last_stamp \
+                or readings[-1].taken_at < tracker.last_stamp:
             tracker = self._tracker = UpdateTracker()
             self._tracker_name = name
         for snapshot in readings:

@@ -227,3 +227,38 @@ def test_notes_say_when_memory_metrics_are_missing():
     text = "\n".join("".join(t for t, _ in line) for line in notes)
     assert "this ProxySQL has no stats_memory_metrics table" in text
     assert "Multiplexing  42 clients (9 active) on 10 backend connections" in text
+
+
+def test_a_replay_that_jumps_back_gets_the_rates_of_where_it_plays():
+    from proxytop.screens.base import DataView
+
+    # a recording of a reading a second: Questions grow 100 a second up to 30 s, then 1,000 a second
+    readings = [snap("proxysql.global", float(at), ProxySQL_Uptime=100 + at,
+                     Questions=100 * at if at <= 30 else 3_000 + 1_000 * (at - 30)) for at in range(61)]
+
+    class Replay:  # what a replay engine serves at its position: the readings up to it
+        position = 60
+
+        def history(self, name):
+            return tuple(readings[self.position - 20:self.position + 1]) if name == "proxysql.global" else ()
+
+        def last_two(self, name):
+            return self.history(name)[-2:] if name == "proxysql.global" else (None, None)
+
+        def latest(self, name):
+            return self.last_two(name)[1]
+
+        def source(self, name):
+            return None
+
+        def collector(self, name):
+            return None
+
+        def now(self):
+            return float(self.position)
+
+    replay = Replay()
+    screen = GloStatScreen()
+    assert by_name(screen.rows(DataView(replay)))["Questions"]["rate"] == 1_000
+    replay.position = 25  # jumped back, before the traffic grew
+    assert by_name(screen.rows(DataView(replay)))["Questions"]["rate"] == 100
