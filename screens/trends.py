@@ -320,6 +320,7 @@ class TrendsScreen(Screen):
         self.first = min(self.first, len(groups) - fit)
         chosen = groups[self.first:self.first + fit]
         each = max(4, room // len(chosen))
+        made: Dict[str, Optional[float]] = {}  # the values now from the screens' rows, made when needed
         for group in chosen:
             plots = [chart.Plot(trend.title, view.figures.points(trend_key(trend), start, end),
                                 chart.SERIES_STYLES[i % len(chart.SERIES_STYLES)]) for i, trend in enumerate(group)]
@@ -328,6 +329,10 @@ class TrendsScreen(Screen):
                 values = [v for t, v in plot.points if not math.isnan(v) and t <= view.wall_now()]
                 if not values and trend.screen == PROXYSQL_HISTORY:  # ProxySQL's own latest figure
                     values = [v for _t, v in history[trend.proxysql].points if v is not None]
+                elif not values and trend.screen in dict(self.inputs()):
+                    # none kept up to now (a replay's scan reads every 10 s): the screens' value now
+                    made = made or trend_values({key: self.rows_of(key, view) for key, _names in self.inputs()})
+                    values = [made[trend.key]] if made.get(trend.key) is not None else []
                 now_text = trend.fmt(values[-1]) if values else "no reading yet"
                 title += [(chart.LEGEND_MARK + " ", plot.style) if len(group) > 1 else ("", None),
                           (trend.title, "label"), (f" {now_text}   ", "header")]

@@ -173,6 +173,20 @@ def test_trends_begin_with_proxysqls_own_history(proxytop_term, proxysql_double)
     assert any(0x2800 < ord(c) <= 0x28FF for c in screen)
 
 
+def test_in_a_replay_trends_say_the_value_now_before_the_recordings_scan_has_a_point(proxytop_term):
+    term = proxytop_term("--demo", cols=120, rows=40)
+    term.wait_for("ConnPool")
+    term.send("T")
+    # the scan reads the recording every 10 s: before its second point, the value now is the
+    # header's, as the header shows it
+    screen = term.wait_until(lambda s: re.search(r"playing 1x  0:0[2-8] ", s) is not None
+                             and re.search(r"Q/s (\S+) ", s) is not None
+                             and re.search(r"^Queries/s \d", s, re.M) is not None, timeout=20,
+                             what="Trends' Q/s in the first seconds of the recording")
+    header_qps = re.search(r"Q/s (\S+) ", screen).group(1)
+    assert re.search(rf"^Queries/s {re.escape(header_qps)}\s", screen, re.M), screen
+
+
 def test_in_a_replay_charts_cover_the_whole_recording_and_enter_plays_from_the_cursor(proxytop_term):
     term = proxytop_term("--demo", cols=120, rows=40)
     term.wait_for("ConnPool")
