@@ -60,9 +60,10 @@ def test_after_a_day_minutes_become_ten_minute_means_and_a_week_is_the_most_kept
 
 def test_the_history_is_bounded_by_figures_dropping_the_stalest():
     history = FigureHistory(max_series=3)
-    for n, key in enumerate("abcd"):
+    for n, key in enumerate("abca"):  # a added to again: b is now the stalest
         history.add(key, T0 + n, 1.0)
-    assert "a" not in history and all(k in history for k in "bcd")
+    history.add("d", T0 + 4, 1.0)
+    assert "b" not in history and all(k in history for k in "acd")
 
 
 def plot_text(lines):

