@@ -16,7 +16,7 @@ import math
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
-from typing import Dict, Hashable, Iterable, List, Optional, Tuple
+from typing import Hashable, Iterable, List, Optional, Tuple
 
 Point = Tuple[float, float]
 
