@@ -97,6 +97,17 @@ def test_a_silence_longer_than_three_readings_is_a_gap_not_a_line():
     assert middle.strip() == "", row
 
 
+def test_an_infinite_value_is_kept_as_a_gap_and_the_chart_draws_the_rest():
+    # ComCount's percentiles are infinite for a command in its last (>10 s) bucket
+    history = FigureHistory()
+    for i, value in enumerate((4.0, math.inf, 6.0)):
+        history.add("p95", T0 + i, value)
+    points = history.points("p95")
+    assert [v for _t, v in points if not math.isnan(v)] == [4.0, 6.0] and math.isnan(points[1][1])
+    text = plot_text(chart.draw([chart.Plot("p95", points)], 60, 8, T0, T0 + 3))
+    assert any(0x2800 < ord(c) <= 0x28FF for line in text for c in line)
+
+
 def test_charts_fit_small_terminals():
     points = [(T0 + i, float(i)) for i in range(300)]
     lines = chart.draw([chart.Plot("x", points)], 60, 5, T0, T0 + 300, markers=[chart.Marker(T0 + 150, "S")])

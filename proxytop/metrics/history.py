@@ -87,8 +87,12 @@ class Series:
 
     def add(self, t: float, value: Optional[float]) -> None:
         """A reading at wall time ``t``. A second value for the same time replaces the first
-        (the rows were made again for a new sort, not a new reading); an older time is ignored."""
+        (the rows were made again for a new sort, not a new reading); an older time is ignored.
+        An infinite value (a latency past ComCount's last bucket) is kept as a gap: it has no
+        place on a value axis."""
         number = math.nan if value is None else float(value)
+        if math.isinf(number):
+            number = math.nan
         if self.times and t <= self.times[-1]:
             if t == self.times[-1]:
                 self.values[-1] = number
