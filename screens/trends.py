@@ -18,6 +18,7 @@ from proxytop.collectors.proxysql import ConnectionPool
 from proxytop.collectors.proxysql_stats import CommandCounters
 from proxytop.collectors.proxysql_history import ProxySQLHistory
 from proxytop.collectors.sides import twin_name
+from proxytop.core import Snapshot
 from proxytop.metrics import histogram, units
 from proxytop.metrics.events import KINDS
 from proxytop.metrics.proxysql_history import PROXYTOP, HistorySeries, history_series, resolution_text, seamed
@@ -214,6 +215,20 @@ class TrendsScreen(Screen):
 
     def active_collectors(self) -> List[str]:
         return [n for screen in self.from_screens for n in screen.active_collectors()]
+
+    def new_inputs(self, latest: Callable[[str], Optional[Snapshot]], made: Dict[str, tuple]) -> List[Tuple[str, float]]:
+        """The groups of trends (inputs()) whose readings are new since those ``made`` records
+        (recorded there now), each with the wall time of its newest reading: a group read once
+        (InnoDB while it was shown) is not kept again as a new point at every later time."""
+        fresh = []
+        for key, names in self.inputs():
+            readings = [r for r in map(latest, names) if r is not None]
+            made_of = tuple(r.taken_at for r in readings)
+            if not readings or made.get(key) == made_of:
+                continue
+            made[key] = made_of
+            fresh.append((key, max(r.wall_time for r in readings)))
+        return fresh
 
     def proxysql_history(self, view: DataView) -> Dict[str, HistorySeries]:
         """ProxySQL's own history by figure, worked out again only when a reading of it is new

@@ -108,6 +108,27 @@ def test_an_infinite_value_is_kept_as_a_gap_and_the_chart_draws_the_rest():
     assert any(0x2800 < ord(c) <= 0x28FF for line in text for c in line)
 
 
+def test_a_group_of_trends_is_kept_once_per_new_reading_at_that_readings_time():
+    from proxytop.core import Snapshot
+    from proxytop.screens.trends import TrendsScreen
+
+    class InnoDB:  # a screen Trends' checkpoint age comes from, read only while it was shown
+        key, built = "innodb", True
+
+        def active_collectors(self):
+            return ["mysql.innodb"]
+
+    trends = TrendsScreen()
+    trends.from_screens, trends.with_header = [InnoDB()], False
+    made: dict = {}
+    first = {"mysql.innodb": Snapshot("mysql.innodb", {}, 0.0, 0.0, wall_time=T0)}  # a replay's first, at 0 s
+    assert trends.new_inputs(first.get, made) == [("innodb", T0)]
+    assert trends.new_inputs(first.get, made) == []  # still the same reading: not a new point
+    later = {"mysql.innodb": Snapshot("mysql.innodb", {}, 5.0, 0.0, wall_time=T0 + 5)}
+    assert trends.new_inputs(later.get, made) == [("innodb", T0 + 5)]
+    assert trends.new_inputs({}.get, made) == []  # nothing read
+
+
 def test_charts_fit_small_terminals():
     points = [(T0 + i, float(i)) for i in range(300)]
     lines = chart.draw([chart.Plot("x", points)], 60, 5, T0, T0 + 300, markers=[chart.Marker(T0 + 150, "S")])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Callable, Iterable, List, Optional, Sequence
+from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
 from proxytop.metrics.history import FigureHistory
 from proxytop.recordings.replay import RecordingIndex, ReplayEngine
@@ -54,6 +54,7 @@ def scan(index: RecordingIndex, make_screens: Callable[[ReplayEngine], Sequence[
     inputs = trends.inputs() if trends is not None and "trends" in wanted else []
     graphed = [screens[k] for k in wanted if k in screens and k != "trends" and screens[k].built]
     graphed += [screens[k] for k, _names in inputs if k in screens and screens[k] not in graphed]
+    made: Dict[str, tuple] = {}  # per group of trends: the readings last kept
     for at in scan_steps(index.start, index.end):
         engine.seek(at)
         for screen in graphed:
@@ -62,13 +63,8 @@ def scan(index: RecordingIndex, make_screens: Callable[[ReplayEngine], Sequence[
                 rows = screen.arrange(screen.rows(view), screen.initial_state())
                 keep_rows(figures, screen, rows, newest.wall_time, view)
         if inputs:
-            rows_of, newest_time = {}, None
-            for key, names in inputs:
-                newest = newest_reading(engine.latest, names)
-                if newest is not None:
-                    rows_of[key] = trends.rows_of(key, view)
-                    newest_time = max(newest_time or newest.wall_time, newest.wall_time)
-            keep_trend_values(figures, rows_of, newest_time)
+            for key, at in trends.new_inputs(engine.latest, made):
+                keep_trend_values(figures, {key: trends.rows_of(key, view)}, at)
     return figures
 
 

@@ -474,15 +474,8 @@ class Controller:
         trends = next((s for s in self.screens if s.key == "trends"), None)
         if trends is None or not trends.built:
             return
-        rows_of: Dict[str, List[dict]] = {}
-        newest = 0.0
         screens = {screen.key: screen for screen in trends.from_screens}
-        for key, names in trends.inputs():
-            readings = [self.engine.latest(n) for n in names]
-            made_of = tuple(r.taken_at if r is not None else None for r in readings)
-            if not any(made_of) or self._trend_made.get(key) == made_of:
-                continue
-            self._trend_made[key] = made_of
+        for key, at in trends.new_inputs(self.engine.latest, self._trend_made):
             screen = screens.get(key)
             if screen is not None and screen is self.screen and self._raw_rows[0] == key:
                 rows = self._raw_rows[1]  # the visible screen's, made already
@@ -490,9 +483,7 @@ class Controller:
                 rows = trends.rows_of(key, self.view)
                 if key in PAST_KEPT:  # a hidden screen's figures: its graphs have a past
                     self.keep_figures(screen, screen.arrange(rows, self.ui.tables[key]))
-            rows_of[key] = rows
-            newest = max([newest] + [r.wall_time for r in readings if r is not None])
-        trends_module.keep_trend_values(self.figures, rows_of, newest)
+            trends_module.keep_trend_values(self.figures, {key: rows}, at)
 
     def keep_figures(self, screen: Screen, rows: Sequence[dict]) -> None:
         """The numbers of the screen's top rows, at the time of its newest reading (rows made
