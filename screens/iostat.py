@@ -482,8 +482,7 @@ class IOstatScreen(Screen):
         if self.options.get("space"):
             return self._space_view_rows(view)
         previous, current = view.pair(DISKSTATS)
-        rows = device_rows(_data(previous), _data(current), seconds_between(previous, current),
-                           bool(self.options.get("all")))
+        rows = disk_rows(previous, current, bool(self.options.get("all")))
         # The Role column only takes room when a local server's devices are known.
         now = _data(current)
         self.columns = ALL_COLUMNS if now is not None and now.roles else WITHOUT_ROLE
@@ -593,6 +592,11 @@ class IOstatScreen(Screen):
 
 ALL_COLUMNS = IOstatScreen.columns
 WITHOUT_ROLE = tuple(c for c in ALL_COLUMNS if c.key != "role")
+
+
+def disk_rows(previous, current, show_all: bool = False) -> List[Row]:
+    """Pure: the last two /proc/diskstats readings (snapshots) -> one row per device shown."""
+    return device_rows(_data(previous), _data(current), seconds_between(previous, current), show_all)
 
 
 def _data(snapshot) -> Optional[DiskSnapshot]:

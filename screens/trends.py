@@ -22,11 +22,13 @@ from proxytop.core import Snapshot
 from proxytop.metrics import histogram, units
 from proxytop.metrics.events import KINDS
 from proxytop.metrics.proxysql_history import PROXYTOP, HistorySeries, history_series, resolution_text, seamed
-from proxytop.metrics.rates import to_number
+from proxytop.metrics.rates import SteadyPair, to_number
 from proxytop.metrics.sides import MYSQL, PGSQL
 from proxytop.screens import chart
 from proxytop.screens.base import DataView, Screen
-from proxytop.screens.connpool import header_queries
+from proxytop.screens.comcount import command_rows, total_executions
+from proxytop.screens.connpool import header_queries, pool_rows
+from proxytop.screens.iostat import disk_rows
 from proxytop.screens.sided import HEADER, HEADER_NARROW, header_readings
 from proxytop.screens.keys import Binding
 from proxytop.screens.table import Column, Row
@@ -134,6 +136,9 @@ TRENDS: Tuple[Trend, ...] = (
 )
 
 
+# The readings these screens' trends come from, whatever the screen shows (see rows_of).
+FIXED_READINGS = {"connpool": (ConnectionPool.name,), "comcount": (CommandCounters.name,), "iostat": (DISKSTATS,)}
+
 # Figures only ProxySQL's own history has (every minute, from its stats_history schema).
 PROXYSQL_HISTORY = "proxysql history"
 HISTORY_TRENDS: Tuple[Trend, ...] = (
@@ -193,6 +198,7 @@ class TrendsScreen(Screen):
         self.from_screens: List[Screen] = []  # the screens the trends come from (watch())
         self.with_header = True  # a ProxySQL is watched: its header's readings too
         self._history: Tuple[object, Dict[str, HistorySeries]] = (None, {})  # (made of, ProxySQL's own series)
+        self._commands = SteadyPair(total_executions)  # the command counters over whole updates, as ComCount's
 
     def watch(self, screens: Sequence[Screen]) -> None:
         """The screens of this run that trends are worked out from."""
@@ -205,16 +211,26 @@ class TrendsScreen(Screen):
     def inputs(self) -> List[Tuple[str, List[str]]]:
         """What each group of trends is made of: (the screen, or the header, its readings)."""
         made_of = [(HEADER_ROWS, [twin_name(HEADER_NARROW, MYSQL), twin_name(HEADER, MYSQL)])] if self.with_header else []
-        return made_of + [(screen.key, list(screen.active_collectors())) for screen in self.from_screens]
+        return made_of + [(screen.key, list(FIXED_READINGS.get(screen.key) or screen.active_collectors()))
+                          for screen in self.from_screens]
 
     def rows_of(self, key: str, view: DataView) -> List[Row]:
-        """The rows a group of trends is worked out from."""
+        """The rows a group of trends is worked out from: ConnPool's, ComCount's and IOstat's
+        from their MySQL-side readings and whole disks, whatever those screens show now (the
+        PostgreSQL side, every node, the space view); the others' rows as their screens make them."""
         if key == HEADER_ROWS:
             return header_rows(view)
+        if key == "connpool":
+            return pool_rows(*view.pair(ConnectionPool.name), None)
+        if key == "comcount":
+            previous, current, seconds = self._commands(view.history(CommandCounters.name))
+            return command_rows(previous, current, False, seconds)
+        if key == "iostat":
+            return disk_rows(*view.pair(DISKSTATS))
         return next(s for s in self.from_screens if s.key == key).rows(view)
 
     def active_collectors(self) -> List[str]:
-        return [n for screen in self.from_screens for n in screen.active_collectors()]
+        return [name for key, names in self.inputs() if key != HEADER_ROWS for name in names]
 
     def new_inputs(self, latest: Callable[[str], Optional[Snapshot]], made: Dict[str, tuple]) -> List[Tuple[str, float]]:
         """The groups of trends (inputs()) whose readings are new since those ``made`` records

@@ -283,3 +283,13 @@ def test_trends_in_batch_keep_the_charts_order(double):
     figures = [r["figure"] for r in record["rows"]]
     assert figures[:4] == ["Queries/s", "Latency p50 ms", "Latency p95 ms", "Client connections"], figures
     assert [r["place"] for r in record["rows"]] == list(range(1, len(figures) + 1))
+
+
+def test_trends_read_the_disks_whatever_iostat_shows(double):
+    # IOstat in its space view lists filesystems: Trends' busiest disk still comes from the devices
+    result = run("--batch", "--count", "2", "--delay", "0.5", "--screen", "trends", "--format", "json",
+                 "--iostat-view", "space", "-P", str(double.port))
+    assert result.returncode == 0, result.stderr
+    last = json.loads(result.stdout.splitlines()[-1])
+    figures = {r["figure"]: r["now"] for r in last["rows"]}
+    assert isinstance(figures["Busiest disk %util"], (int, float)), figures

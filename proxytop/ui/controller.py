@@ -129,7 +129,6 @@ class Controller:
         self.total_rows = 0  # the screen's rows before the filter
         self.shown_rows = 0  # the arranged rows, subtotals not counted
         self._rows: List[dict] = []
-        self._raw_rows: Tuple[str, List[dict]] = ("", [])  # a screen's rows before sorting and filtering (for Trends)
         self._rows_token = None  # what self._rows were made of
         # A screen left keeps its rows for its return: 5,000 rules, 500 servers took 40-60 ms (README).
         self._parked: Dict[str, tuple] = {}
@@ -458,7 +457,6 @@ class Controller:
             token = token if made_of == token else None
         else:
             raw = screen.rows(self.view)
-            self._raw_rows = (screen.key, raw)
             self.total_rows = len(raw)
             self._rows = screen.arrange(raw, self.state)
             self.shown_rows = count_data_rows(self._rows)
@@ -468,22 +466,18 @@ class Controller:
         return self._rows
 
     def keep_trends(self) -> None:
-        """The Trends figures: each from the rows of its screen, made again when that screen's
-        readings (taken on every screen at Trends' pace) are new; those rows' own figures are
-        kept too, so a graph of a ConnPool backend has a past before ConnPool was shown."""
+        """The Trends figures: each group made again when its readings (taken on every screen at
+        Trends' pace) are new; a hidden ConnPool's or Replication's own rows' figures are kept
+        too, so a graph of a backend has a past before its screen was shown."""
         trends = next((s for s in self.screens if s.key == "trends"), None)
         if trends is None or not trends.built:
             return
         screens = {screen.key: screen for screen in trends.from_screens}
         for key, at in trends.new_inputs(self.engine.latest, self._trend_made):
+            trends_module.keep_trend_values(self.figures, {key: trends.rows_of(key, self.view)}, at)
             screen = screens.get(key)
-            if screen is not None and screen is self.screen and self._raw_rows[0] == key:
-                rows = self._raw_rows[1]  # the visible screen's, made already
-            else:
-                rows = trends.rows_of(key, self.view)
-                if key in PAST_KEPT:  # a hidden screen's figures: its graphs have a past
-                    self.keep_figures(screen, screen.arrange(rows, self.ui.tables[key]))
-            trends_module.keep_trend_values(self.figures, {key: rows}, at)
+            if key in PAST_KEPT and screen is not self.screen:  # a hidden screen's figures: its graphs have a past
+                self.keep_figures(screen, screen.arrange(screen.rows(self.view), self.ui.tables[key]))
 
     def keep_figures(self, screen: Screen, rows: Sequence[dict]) -> None:
         """The numbers of the screen's top rows, at the time of its newest reading (rows made
