@@ -43,9 +43,13 @@ class ProxySQLHistory(Collector):
         self._session = None  # the connection the history was read on (another: read it all again)
         self._newest: Dict[str, float] = {}  # table -> timestamp of its newest row read
         self._tsdb = False
+        self._since_first = 0  # readings since the last whole one
 
     def collect(self, session) -> HistoryReading:
-        first = session is not self._session
+        # All of it again before the engine lets the whole reading go (it keeps ``history``
+        # readings): a week at ProxySQL's default minute, a day at 10 s.
+        first = session is not self._session or self._since_first >= self.history - 1
+        self._since_first = 0 if first else self._since_first + 1
         if first:
             self._session, self._newest = session, {}
         try:

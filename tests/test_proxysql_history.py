@@ -122,6 +122,20 @@ def test_a_week_of_minutes_and_a_year_of_hours_then_only_what_is_new(recording, 
         double.stop()
 
 
+def test_it_is_all_read_again_before_the_engine_lets_the_whole_reading_go(recording, recorded):
+    double = started(recording, recorded.generated(end=int(time.time()) // 60 * 60, hour_days=10))
+    try:
+        reader = ProxySQLHistory()
+        reader.history = 3  # the engine keeps three readings of it: the fourth is whole again
+        reader, session, first = read(double, reader=reader)
+        readings = [first] + [reader.collect(session) for _ in range(3)]
+        assert [r.first for r in readings] == [True, False, False, True]
+        assert readings[3].table("mysql_connections_hour").rows == first.table("mysql_connections_hour").rows  # the hours too
+        assert history_status(readings[1:]) == history_status(readings[:1])  # nothing lost to the engine's limit
+    finally:
+        double.stop()
+
+
 def test_a_restart_in_the_middle_gives_no_rate_for_its_interval(recording, recorded):
     end = int(time.time()) // 60 * 60
     restart = end - 3 * 86400
