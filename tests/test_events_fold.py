@@ -209,6 +209,10 @@ def test_a_cluster_node_restart_is_one_event_naming_the_node():
         return Table(last.columns, tuple(tuple(uptime if (c == "Uptime_s" and r[at["port"]] == "6052") else v
                                                for c, v in zip(last.columns, r)) for r in last.rows))
 
+    # the same uptimes a few seconds behind, as another node saw them (the watched node changed)
+    behind = Table(last.columns, tuple(tuple(str(int(v) - 5) if c == "Uptime_s" else v for c, v in zip(last.columns, r))
+                                       for r in last.rows))
+    assert fold_all(metrics + [behind], "proxysql.cluster_metrics") == []
     events = fold_all(metrics + [restarted("3"), restarted("4")], "proxysql.cluster_metrics")
     assert [(e.source, e.kind, e.what, e.new, e.label, e.marker) for e in events] == [
         ("cluster", "node", "127.0.0.1:6052", "3s", "127.0.0.1:6052 restarted", "N")]

@@ -303,6 +303,9 @@ class FoldState:
 EMPTY = FoldState({}, {}, {})
 
 
+SECOND_HAND_SECONDS = 60.0  # how far behind a cluster peer's uptime may be, as another node saw it
+
+
 def fold(state: FoldState, name: str, data: Any, wall_time: float, taken_at: Optional[float] = None,
          proxysql: str = "proxysql") -> Tuple[FoldState, List[Event]]:
     """(the new state, the events) after a snapshot of collector ``name`` taken at
@@ -330,7 +333,11 @@ def fold(state: FoldState, name: str, data: Any, wall_time: float, taken_at: Opt
     uptimes, restarts = dict(state.uptimes), dict(state.restarts)
     for source, uptime in reading.uptimes:
         last = uptimes.get(source)
-        if last is not None and uptime < last[1] and wall_time >= last[0]:
+        # A restart after the last reading leaves an uptime shorter than the time since it
+        # (and a minute for a figure seen second-hand: a cluster peer's, as the watched node
+        # last saw it). An uptime a little behind, from another node after a switch, is none.
+        if last is not None and uptime < last[1] and last[0] <= wall_time \
+                and uptime <= wall_time - last[0] + SECOND_HAND_SECONDS:
             restarts[source] = wall_time
             kind = "node" if source.startswith("node ") else "restart"
             what = source[len("node "):] if kind == "node" else ("ProxySQL_Uptime" if source == proxysql else "Uptime")
