@@ -381,3 +381,24 @@ def test_worked_examples_in_the_docstrings():
 
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_the_recordings_scan_runs_again_for_each_screen_asked_after_one_ended(monkeypatch):
+    from proxytop.metrics.history import FigureHistory
+    from proxytop.recordings import replay_figures
+
+    scanned = []
+
+    def scan(index, make_screens, keys, config=None):
+        scanned.append(tuple(keys))
+        return FigureHistory()
+
+    monkeypatch.setattr(replay_figures, "scan", scan)
+    scanner = replay_figures.RecordingScanner(index=None, make_screens=lambda engine: ())
+    for asked in (["trends"], ["connpool"], ["iostat"]):
+        assert scanner.request(asked)
+        deadline = time.monotonic() + 10
+        while scanner.take() is None:  # its scan ended, and was handed over
+            assert time.monotonic() < deadline, f"no scan for {asked}: {scanned}"
+            time.sleep(0.01)
+    assert scanned[-1] == ("connpool", "iostat", "trends") and not scanner.request(["trends"])

@@ -86,7 +86,7 @@ class RecordingScanner:
             if not new:
                 return False
             self._asked |= new
-            if self._thread is not None and self._thread.is_alive():
+            if self._thread is not None:  # a scan under way: it sees the new keys when it ends
                 return True
             self._thread = threading.Thread(target=self._run, name="replay-figures", daemon=True)
         self._thread.start()
@@ -98,11 +98,14 @@ class RecordingScanner:
             with self._lock:
                 keys = set(self._asked)
                 if keys == scanned:
+                    self._thread = None  # (under the lock: a request from now on starts another)
                     return
             try:
                 figures = scan(self.index, self.make_screens, sorted(keys), self.config)
             except Exception:  # a scan that fails leaves the graphs as the replay fills them
                 log.exception("the replay's scan of the recording for graphs failed")
+                with self._lock:
+                    self._thread = None
                 return
             scanned = keys
             with self._lock:
