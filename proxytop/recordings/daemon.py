@@ -164,6 +164,8 @@ class RotatingWriter:
         self._housekeeping(now)
         name = rotation.file_name(now)
         path = os.path.join(self.directory, name)
+        existed = os.path.exists(path)
+        writer = None
         try:
             writer = self._open_file(path, options=self.options, target=self.target, clock=self._clock,
                                      wall=self._wall, run=self.run)
@@ -175,6 +177,7 @@ class RotatingWriter:
                 writer.state(state)
         except (OSError, RecordingError) as exc:
             self._failed(exc, now)
+            self._remove_unwritten(writer, path, existed)
             return False
         self.current, self.current_name, self.ends_at = writer, name, rotation.hour_end(now)
         if self.failing is not None:
@@ -183,6 +186,20 @@ class RotatingWriter:
         else:
             log.info("recording in %s", name)
         return True
+
+    @staticmethod
+    def _remove_unwritten(writer: Optional[RecordingWriter], path: str, existed: bool) -> None:
+        """A file begun on a full disk goes again: each retry (every 10 s) would leave one."""
+        try:
+            if writer is not None:
+                writer.close()
+        except (OSError, RecordingError):
+            pass
+        if not existed:
+            try:
+                os.remove(path)
+            except OSError:
+                pass
 
     def _finish_current(self) -> None:
         if self.current is None:
