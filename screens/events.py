@@ -57,7 +57,7 @@ class EventsScreen(Screen):
     default_sort = ("time", True)
     tiebreak = ("source", "what")
     columns = (
-        Column("time", "Time", 8, "<", fmt=clock, priority=0, help="when the reading that saw the change was taken"),
+        Column("time", "Time", 8, "<", fmt=clock, priority=0, graphed=False, help="when the reading that saw the change was taken"),
         Column("source", "Source", 15, "<", numeric=False, priority=1,
                help="proxysql, a MySQL server (host:port), or cluster"),
         Column("kind", "Kind", 8, "<", numeric=False, style=severity_style, priority=1,

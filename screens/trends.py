@@ -275,13 +275,14 @@ class TrendsScreen(Screen):
         plan += [(DISKSTATS, TREND_PACE)] if "iostat" in keys else []
         return tuple(plan)
 
+    # (the table of --batch: the figures themselves are kept and charted under their own keys)
     columns = (
         Column("place", "#", 3, graphed=False, help="the figure's place on the Trends page (the charts' order)"),
         Column("figure", "Figure", 26, align="<", numeric=False, help="a figure of the whole system"),
-        Column("now", "Now", 10, fmt=units.number, help="its latest value, in the unit the figure's name gives"),
-        Column("low", "Min", 10, fmt=units.number, help="the lowest over the window shown (w)"),
-        Column("mean", "Avg", 10, fmt=units.number, help="the mean over the window shown"),
-        Column("high", "Max", 10, fmt=units.number, help="the highest over the window shown"),
+        Column("now", "Now", 10, fmt=units.number, graphed=False, help="its latest value, in the unit the figure's name gives"),
+        Column("low", "Min", 10, fmt=units.number, graphed=False, help="the lowest over the window shown (w)"),
+        Column("mean", "Avg", 10, fmt=units.number, graphed=False, help="the mean over the window shown"),
+        Column("high", "Max", 10, fmt=units.number, graphed=False, help="the highest over the window shown"),
     )
 
     def rows(self, view: DataView) -> List[Row]:

@@ -129,6 +129,17 @@ def test_a_group_of_trends_is_kept_once_per_new_reading_at_that_readings_time():
     assert trends.new_inputs({}.get, made) == []  # nothing read
 
 
+def test_times_and_the_trends_table_are_not_figures_of_their_own():
+    from proxytop.screens.events import EventsScreen
+    from proxytop.screens.figures import graphed_columns
+    from proxytop.screens.trends import TrendsScreen
+
+    event = {"_id": 1, "time": T0, "source": "proxysql", "kind": "status"}
+    trend = {"_id": "qps", "place": 1, "figure": "Queries/s", "now": 5.0, "low": 1.0, "mean": 3.0, "high": 5.0}
+    assert graphed_columns(EventsScreen.columns, event) == []
+    assert graphed_columns(TrendsScreen.columns, trend) == []  # (the figures are kept under their own keys)
+
+
 def test_charts_fit_small_terminals():
     points = [(T0 + i, float(i)) for i in range(300)]
     lines = chart.draw([chart.Plot("x", points)], 60, 5, T0, T0 + 300, markers=[chart.Marker(T0 + 150, "S")])
