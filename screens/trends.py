@@ -325,7 +325,7 @@ class TrendsScreen(Screen):
         controller.say(f"Trends: {self.window_span(controller.view)[0]}")
 
     def action_later_charts(self, controller) -> None:
-        self.first = min(len(charts_of(TRENDS)) - 1, self.first + 1)
+        self.first = min(len(charts_of(self.shown_trends(controller.view))) - 1, self.first + 1)
 
     def action_earlier_charts(self, controller) -> None:
         self.first = max(0, self.first - 1)

@@ -231,6 +231,18 @@ def test_in_a_replay_trends_say_the_value_now_before_the_recordings_scan_has_a_p
     assert re.search(rf"^Queries/s {re.escape(header_qps)}\s", screen, re.M), screen
 
 
+def test_the_last_trends_charts_are_reached_on_a_short_terminal(proxytop_term):
+    term = proxytop_term("--demo", cols=100, rows=20)
+    term.wait_for("ConnPool")
+    term.send("T")
+    # ProxySQL's own history adds its charts (CPU, memory) after proxytop's, two or three a page
+    term.wait_until(lambda s: re.search(r"charts 1-[23] of 12", s) is not None, timeout=20, what="Trends' first charts")
+    for _ in range(12):
+        term.send("\x1bOB")  # down (xterm in application mode)
+    term.wait_until(lambda s: "ProxySQL memory" in s and re.search(r"charts \d+-12 of 12", s) is not None,
+                    timeout=10, what="the last chart")
+
+
 def test_in_a_replay_charts_cover_the_whole_recording_and_enter_plays_from_the_cursor(proxytop_term):
     term = proxytop_term("--demo", cols=120, rows=40)
     term.wait_for("ConnPool")
