@@ -6,6 +6,7 @@ in a :class:`Snapshot` stamped with the monotonic time it was taken and how long
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, Tuple
@@ -130,3 +131,23 @@ class Collector:
         """A reading's data once it is older than the last two (the ones rates use): what a
         long ``history`` keeps of it. Everything, unless a collector says less will do."""
         return data
+
+
+_SECRET_NAME = re.compile(r"passw(or)?d|credentials|secret", re.IGNORECASE)
+# Names that mention a password but hold a count or a setting, never one (ProxySQL's
+# Access_Denied_Wrong_Password counter, MySQL's password_history, ...).
+_NOT_SECRET_NAME = re.compile(r"wrong|denied|fail|error|count|expire|lifetime|history|reuse|require|policy"
+                              r"|validat|length|plugin|hash|check|_time|lock|rsa|public", re.IGNORECASE)
+
+
+def is_secret_name(name: Any) -> bool:
+    """Whether a key, field, column or variable of that name holds a secret (a recording
+    scrubs it, an event hides it).
+
+    >>> [is_secret_name(n) for n in ("mysql-monitor_password", "Password", "admin-admin_credentials")]
+    [True, True, True]
+    >>> [is_secret_name(n) for n in ("user", "Access_Denied_Wrong_Password", "password_history")]
+    [False, False, False]
+    """
+    return (isinstance(name, str) and _SECRET_NAME.search(name) is not None
+            and _NOT_SECRET_NAME.search(name) is None)

@@ -153,6 +153,10 @@ def test_moving_positions_are_not_settings_and_passwords_are_never_shown():
     after = {"gtid_binlog_pos": "0-1-99", "max_connections": "151", "mysql-monitor_password": "n3wer"}
     events = fold_all([VariablesReading(before, 10), VariablesReading(after, 40)], "proxysql.variables")
     assert [(e.what, e.old, e.new) for e in events] == [("mysql-monitor_password", "(hidden)", "(hidden)")]
+    # a setting about passwords is no password: shown as it is
+    events = fold_all([VariablesReading({"password_history": "0"}, 10), VariablesReading({"password_history": "5"}, 40)],
+                      "mysql.variables.127.0.0.1:3306")
+    assert [(e.what, e.old, e.new) for e in events] == [("password_history", "0", "5")]
 
 
 def test_the_log_keeps_the_last_events_and_counts_what_is_new():

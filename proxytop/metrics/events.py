@@ -16,12 +16,12 @@ See docs/events.md.
 """
 from __future__ import annotations
 
-import re
 import threading
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
+from proxytop.core import is_secret_name
 from proxytop.metrics import cluster, units
 from proxytop.metrics.rates import to_number
 
@@ -39,8 +39,6 @@ KINDS: Dict[str, Tuple[str, str]] = {
 }
 NONE = "(none)"  # the old or new value of something that was not there
 HIDDEN = "(hidden)"  # a password or credentials variable changed: its values are never shown
-_SECRET = re.compile(r"passw(or)?d|credentials|secret", re.IGNORECASE)
-
 # Global variables that change by themselves (positions, not settings): never an event.
 MOVING_VARIABLES = frozenset((
     "gtid_binlog_pos", "gtid_binlog_state", "gtid_current_pos", "gtid_slave_pos", "gtid_executed",
@@ -283,7 +281,7 @@ def changes(facet: Facet, before: Mapping[str, str], wall_time: float,
             old_version, new_version = _version(old), _version(new)
             if old_version is not None and new_version is not None and new_version < old_version:
                 continue  # versions only go back when ProxySQL restarted: its restart event says so
-        if facet.kind == "variable" and _SECRET.search(what):
+        if facet.kind == "variable" and is_secret_name(what):
             old, new = (HIDDEN if old != NONE else NONE), (HIDDEN if new != NONE else NONE)
         events.append(Event(wall_time, facet.source, facet.kind, what, old, new, severity(facet.kind, what, new),
                             taken_at))

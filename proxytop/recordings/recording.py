@@ -46,7 +46,7 @@ import zlib
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from proxytop import __version__
-from proxytop.core import Snapshot, Table
+from proxytop.core import Snapshot, Table, is_secret_name
 from proxytop.collectors.diskstats import DiskSnapshot
 from proxytop.collectors.filesystems import FilesystemUsage, Holding, SpaceSnapshot
 from proxytop.collectors.mysql_space import LargestTable, ServerSpaceReading
@@ -77,11 +77,6 @@ SCRUBBED = ""
 _GZIP = 31  # zlib wbits for the gzip container
 _MAGIC = b"\x1f\x8b"
 
-_SECRET_NAME = re.compile(r"passw(or)?d|credentials|secret", re.IGNORECASE)
-# Names that mention a password but hold a count or a setting, never one (ProxySQL's
-# Access_Denied_Wrong_Password counter, MySQL's password_history, ...).
-_NOT_SECRET_NAME = re.compile(r"wrong|denied|fail|error|count|expire|lifetime|history|reuse|require|policy"
-                              r"|validat|length|plugin|hash|check|_time|lock|rsa|public", re.IGNORECASE)
 _NAME_LIKE = re.compile(r"^[\w.:-]+$")
 _MAY_HOLD_SECRET = re.compile(r"password|identified", re.IGNORECASE)
 _QUOTED = r"""('(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")"""
@@ -97,18 +92,6 @@ class RecordingError(Exception):
 
 
 # ----- scrubbing ------------------------------------------------------------------------------
-
-def is_secret_name(name: Any) -> bool:
-    """Whether a key, field or column of that name holds a secret.
-
-    >>> [is_secret_name(n) for n in ("mysql-monitor_password", "Password", "admin-admin_credentials")]
-    [True, True, True]
-    >>> [is_secret_name(n) for n in ("user", "Access_Denied_Wrong_Password", "password_history")]
-    [False, False, False]
-    """
-    return (isinstance(name, str) and _SECRET_NAME.search(name) is not None
-            and _NOT_SECRET_NAME.search(name) is None)
-
 
 def scrub_text(text: str) -> str:
     """Blank the quoted secrets of a statement text.
