@@ -273,6 +273,9 @@ def mdl_lines(reading: Optional[MetadataLocksReading]) -> List[List[Segment]]:
     return lines
 
 
+STALE_ALARM_READINGS = 3  # a lock wait read longer ago than three readings is not said as current
+
+
 class LocksScreen(OneServer, Screen):
     key = "locks"
     title = "Locks"
@@ -327,7 +330,11 @@ class LocksScreen(OneServer, Screen):
         texts = []
         for server in self.fleet.listed():
             latest = view.latest(server.lockalarm_name)
-            reading = latest.data if latest is not None and isinstance(latest.data, AlarmReading) else None
+            state = view.state(server.source)
+            if latest is None or (state is not None and not state.connected) \
+                    or view.now() - latest.taken_at > STALE_ALARM_READINGS * LockAlarm.default_interval:
+                continue  # a server down, or not answering: its last lock wait is no news (the header says why)
+            reading = latest.data if isinstance(latest.data, AlarmReading) else None
             text = alarm_text(server.key, reading.longest if reading else None, self.threshold)
             if text:
                 texts.append((reading.longest.wait_s, text))
