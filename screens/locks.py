@@ -184,7 +184,9 @@ def chain_detail(row: Row, rows: Sequence[Row], server: str) -> Detail:
     if row.get("_cycle"):
         lines += [[], [("These transactions wait for each other (a deadlock InnoDB does not break: "
                         "innodb_deadlock_detect is off): one must be killed.", "danger")]]
-    return Detail(f"Lock wait of session {row.get('_thread')} on {server}", tuple(tuple(line) for line in lines))
+    what = "Lock wait of session" if row.get("_blocked_by") is not None or row.get("wait_s") is not None \
+        else "Locks held by session"  # the head of a chain waits for nothing
+    return Detail(f"{what} {row.get('_thread')} on {server}", tuple(tuple(line) for line in lines))
 
 
 def deadlock_detail(deadlock: Deadlock, reading: DeadlockReading, server: str) -> Detail:

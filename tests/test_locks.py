@@ -31,7 +31,7 @@ from proxytop.screens import filters
 from proxytop.screens.locks import LocksScreen, arrange_chains, lock_rows
 from proxytop.screens.table import TableState
 from tests.mariadb import running_server
-from tests.terminal import DOWN, ENTER, ESC, proxytop_command
+from tests.terminal import DOWN, ENTER, ESC, UP, proxytop_command
 from tests.test_sessions import mysql_args
 
 SCHEMA = "locks_test"
@@ -136,6 +136,14 @@ def test_a_three_level_chain_is_shown_as_a_tree_and_b_opens_its_head_in_sessions
                         what="C's wait, its blocker B and the head A")
         term.send(ESC)
         term.wait_until(lambda s: "Lock waits" in s, what="the table again")  # (Esc then b at once is Alt-b)
+        term.send(UP)
+        term.send(UP)  # A, the head: it waits for nothing
+        term.send(ENTER)
+        term.wait_until(lambda s: f"Locks held by session {a.id}" in s, what="the head's locks")
+        term.send(ESC)
+        term.wait_until(lambda s: "Lock waits" in s, what="the table again")
+        term.send(DOWN)
+        term.send(DOWN)  # C again
         term.send("b")
         # Sessions, on the head A, idle in its transaction; K asks before killing it
         term.wait_until(lambda s: "Sessions" in s and f"session {a.id}: the head of the chain" in s,
