@@ -394,8 +394,10 @@ def fold_reach(state: FoldState, source: str, connected: bool, error: Optional[s
     >>> state, down = fold_reach(state, "127.0.0.1:3306", False, "connection refused", 110.0)
     >>> state, again = fold_reach(state, "127.0.0.1:3306", False, "connection refused", 112.0)
     >>> state, up = fold_reach(state, "127.0.0.1:3306", True, None, 131.4)
-    >>> first, again, [(e.what, e.change, e.severity) for e in down + up]
-    ([], [], [('connection', 'reachable → unreachable: connection refused', 'warning'), ('connection', 'unreachable → back after 21s', 'info')])
+    >>> first, again, [(e.what, e.change, e.severity) for e in down]
+    ([], [], [('connection', 'reachable → unreachable: connection refused', 'warning')])
+    >>> [(e.what, e.change, e.severity) for e in up]
+    [('connection', 'unreachable → back after 21s', 'info')]
     """
     if not connected and not error:
         return state, []
