@@ -145,23 +145,14 @@ def _compared(name: str, op: str, value: str, column) -> Tuple[float, str]:
         try:
             number, read_as = quantities.read(value, column.unit, column.bare_unit)
         except quantities.UnitError as exc:
-            raise FilterError(f"{exc}: {name}{op} compares {_kind_words(column)} (e.g. {name}{op}{_example(column)})") from None
+            kind = quantities.unit(column.unit).kind
+            raise FilterError(f"{exc}: {name}{op} compares {kind}s in {quantities.NAMES[kind]} (a bare figure: "
+                              f"{bare_unit(column)}; e.g. {name}{op}{'2s' if kind == 'duration' else '10MiB'})") from None
         return number, f"{column.title.strip()} {op} {read_as}"
     number = _number(value)
     if number is None:
         raise FilterError(f"'{value}' is not a number: {name}{op} compares numbers (e.g. {name}{op}100, 1.5k)")
     return number, ""
-
-
-def _kind_words(column) -> str:
-    """'durations in us, ms, s, m, h (a bare figure: s)': what an error line says a column
-    compares."""
-    kind = quantities.unit(column.unit).kind
-    return f"{kind}s in {quantities.NAMES[kind]} (a bare figure: {bare_unit(column)})"
-
-
-def _example(column) -> str:
-    return "2s" if quantities.unit(column.unit).kind == "duration" else "10MiB"
 
 
 def bare_unit(column) -> str:
