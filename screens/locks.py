@@ -287,9 +287,9 @@ class LocksScreen(OneServer, Screen):
     columns = (
         Column("session", "Session", 10, "<", numeric=False, priority=0,
                help="the session (connection id); a waiter is indented under the transaction it waits for"),
-        Column("wait_s", "Wait", 6, fmt=units.age, style=wait_style, priority=0,
+        Column("wait_s", "Wait", 6, unit="s", fmt=units.age, style=wait_style, priority=0,
                help="how long it has waited for its lock (seconds, measured by the server)"),
-        Column("trx_age", "TrxAge", 6, fmt=units.duration, priority=1, help="seconds since its transaction started"),
+        Column("trx_age", "TrxAge", 6, unit="s", fmt=units.duration, priority=1, help="seconds since its transaction started"),
         Column("state", "State", 11, "<", numeric=False, style=state_style, priority=1,
                help="LOCK WAIT, running (a statement), idle in trx (holds its locks doing nothing)"),
         Column("rows_locked", "Locked", 6, fmt=units.number, priority=2, help="rows its transaction locks"),

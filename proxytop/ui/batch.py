@@ -186,7 +186,7 @@ class Block:
         title = next((c.title for c in screen.columns if c.key == state.sort_key), state.sort_key)
         parts = [screen.title + (" (PgSQL)" if pgsql else ""), f"sort {title} {'desc' if state.descending else 'asc'}"]
         if not state.filter.empty:
-            parts.append(f"filter {state.filter.text}  {len(self.data_rows)}/{self.total} {rows_word(self.total)}")
+            parts.append(f"filter {state.filter.described}  {len(self.data_rows)}/{self.total} {rows_word(self.total)}")
         else:
             parts.append(f"{self.total} {rows_word(self.total)}")
         return "  ".join(parts + ([self.status] if self.status else []))
