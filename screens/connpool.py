@@ -434,6 +434,7 @@ class ConnPoolScreen(SidedScreen, Screen):
 
     def __init__(self, config=None):
         self.status_logs: Dict[str, health.StatusLog] = {MYSQL.key: health.StatusLog(), PGSQL.key: health.StatusLog()}
+        self.folded_until: Dict[str, float] = {}  # per side: the newest pool reading folded (taken_at)
         super().__init__(config)
         self.health_open = False  # free connections are read only while a health view is open
 
@@ -458,22 +459,30 @@ class ConnPoolScreen(SidedScreen, Screen):
             names += [BackendErrors.name, FreeConnections.name]
         return allnodes.active_collectors(self, [self.on_side(name) for name in names])
 
-    def observe(self, view: DataView, reading=None, side: Optional[Side] = None) -> None:
-        """Fold the latest pool reading of ``side`` (or ``reading``) into its status log;
-        called on every screen by the header alarm, so that state changes are seen while
-        ConnPool is hidden."""
+    def observe(self, view: DataView, side: Optional[Side] = None) -> None:
+        """Fold the pool readings of ``side`` up to its latest into its status log: each one
+        since the last folded, so that after a replay jumps forward the log holds what the
+        recording says happened in between, as if played through (same InState, changes and
+        times). When the latest reading is older than one folded, a replay went back (it looped,
+        or ← or t): the log starts again from the recording's readings up to there. Called on
+        every screen by the header alarm, so that state changes are seen while ConnPool is
+        hidden."""
         side = side or self.side
-        current = reading if reading is not None else view.latest(self.name_on(side, ConnectionPool.name))
-        if current is None or current.data is None or not current.data.has("status"):
+        name = self.name_on(side, ConnectionPool.name)
+        current = view.latest(name)
+        if current is None:
             return
         log = self.status_logs[side.key]
-        if log.readings and current.taken_at < log.readings[-1] and reading is None:
-            # the latest reading is older than one folded: a replay went back (it looped, or ←
-            # or t): the changes seen since have not happened yet there
-            log = health.StatusLog()
-        elif log.readings and current.taken_at <= log.readings[-1]:
+        folded = self.folded_until.get(side.key)
+        if folded is not None and current.taken_at < folded:
+            log, folded = health.StatusLog(), None
+        elif folded is not None and current.taken_at <= folded:
             return  # folded already (this runs for every frame drawn)
-        self.status_logs[side.key] = health.track(log, pool_statuses(current), current.wall_time, current.taken_at)
+        for reading in view.readings(name, folded, current.taken_at):
+            if reading.data is not None and reading.data.has("status"):
+                log = health.track(log, pool_statuses(reading), reading.wall_time, reading.taken_at)
+        self.status_logs[side.key] = log
+        self.folded_until[side.key] = current.taken_at
 
     def rows(self, view: DataView) -> List[Row]:
         if allnodes.on(self):  # every node's pool added up (key a)
@@ -483,7 +492,6 @@ class ConnPoolScreen(SidedScreen, Screen):
         rows = pool_rows(previous, current, servers)
         if current is None:
             return rows
-        self.observe(view, previous)
         self.observe(view)
         monitor = view.latest(self.on_side(MonitorLogs.name))
         if self.side is PGSQL:

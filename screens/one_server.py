@@ -11,7 +11,7 @@ from typing import Any, List, Mapping, Optional, Tuple
 
 from proxytop.collectors.innodb_fleet import Fleet, Server
 from proxytop.core import Snapshot
-from proxytop.screens.base import DataView
+from proxytop.screens.base import NOT_RECORDED, DataView
 from proxytop.screens.keys import Binding
 
 NO_SERVER = "No MySQL server to watch: add one with --mysql HOST[:PORT] or --mysql-socket PATH."
@@ -102,5 +102,7 @@ class OneServer:
         if reading is None:
             state = view.state(server.source)
             why = view.error(self.reading_name(server)) or (state.error if state is not None and state.error else None)
+            if why is None and view.not_recorded(self.reading_name(server)):
+                why = NOT_RECORDED  # a replay: none will come
             lines.append(((why or "waiting for the first reading\u2026", "warning" if why else "dim"),))
         return lines

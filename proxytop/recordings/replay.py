@@ -368,6 +368,26 @@ class ReplayEngine(PlaybackClock):
         found = self._snapshots(name, 2)
         return (None,) * (2 - len(found)) + found
 
+    def readings(self, name: str, after: Optional[float], until: float) -> Tuple[Snapshot, ...]:
+        """Every recorded reading of ``name`` after ``after`` (None: from the start of the run)
+        up to ``until``, in the run of ``until``, oldest first: what a log folds to stand after
+        a jump as it would have stood playing through. Decoded afresh, not through the cache (a
+        long way would empty it); the last ones a screen shows are decoded again there."""
+        series = self.index.snapshots.get(name)
+        last = self._entry_at(series, until)
+        if last < 0:
+            return ()
+        run = series.entries[last][1]
+        lowest = bisect.bisect_right(series.times, after) if after is not None else 0
+        first = last
+        while first > lowest and series.entries[first - 1][1] == run:
+            first -= 1
+        return tuple(self._decode("s", name, i) for i in range(first, last + 1))
+
+    def not_recorded(self, name: str) -> bool:
+        """No reading of ``name``, nor a failed one, anywhere in the recording."""
+        return name not in self.index.snapshots and name not in self.index.errors
+
     def error(self, name: str) -> Optional[str]:
         errors = self.index.errors.get(name)
         i = self._entry_at(errors, self.now())
