@@ -34,6 +34,10 @@ NOT_IN_REPLAY = "not available in replay"
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 CLUSTER_GAP = 0.25  # readings closer than this belong to the same poll (one step)
 JUMP_SECONDS = 10.0
+# A reading this close after the position counts as at it: a time typed or picked on a graph is
+# wall-clock seconds (some 1.8e9, kept to about 0.2 µs), moved back onto the timeline, so `t end`
+# would otherwise land a hair before the last reading and miss it.
+AT_TOLERANCE = 1e-6
 CACHE_SIZE = 4096
 DEMO_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "demo.rec.gz")
 
@@ -63,7 +67,7 @@ class Series:
 
     def index_at(self, at: float) -> int:
         """Index of the last entry at or before ``at`` (-1 when none)."""
-        return bisect.bisect_right(self.times, at + 1e-9) - 1
+        return bisect.bisect_right(self.times, at + AT_TOLERANCE) - 1
 
     def __len__(self) -> int:
         return len(self.times)
@@ -133,7 +137,7 @@ class RecordingIndex:
         return dict(self.segments[0].header.get("options") or {}) if self.segments else {}
 
     def segment_at(self, at: float) -> int:
-        return max(0, bisect.bisect_right(self.segment_starts, at + 1e-9) - 1)
+        return max(0, bisect.bisect_right(self.segment_starts, at + AT_TOLERANCE) - 1)
 
 
 def scan_path(path: str) -> Tuple[List[Any], bool]:
@@ -278,7 +282,7 @@ class ReplayEngine(PlaybackClock):
         position = self.now()
         for follower in self._followers:
             observer, entries, told = follower
-            while told < len(entries) and entries[told][0] <= position + 1e-9:
+            while told < len(entries) and entries[told][0] <= position + AT_TOLERANCE:
                 _at, name, i = entries[told]
                 # decoded afresh, not through the cache: a long way forward would empty it
                 observer("snapshot", self._decode("s", name, i))
