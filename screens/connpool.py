@@ -12,6 +12,8 @@ names for every screen.
 """
 from __future__ import annotations
 
+import bisect
+import math
 from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 from proxytop.collectors.errors import BackendErrors, FreeConnections, ReplicationHostgroups
@@ -284,7 +286,9 @@ def with_health(rows: List[Row], config: Mapping, monitor, log: health.StatusLog
 
 ALARM_INTERVAL = 2.0  # the header alarm's pool readings on screens that don't show the pool
 IDLE_POOL_INTERVAL = 30.0  # a side whose pool was read empty: looked at again for servers loaded since
-PGSQL_HIDDEN = frozenset(("lag",))  # ProxySQL's PostgreSQL monitor measures no replication lag
+PGSQL_HIDDEN = frozenset(("lag",))
+CHECKPOINT_EVERY = 60.0  # seconds of pool readings between two checkpoints of a status log
+KEEP_CHECKPOINTS = 1440  # a day of them (a live proxytop never goes back: they are only kept)  # ProxySQL's PostgreSQL monitor measures no replication lag
 
 
 def alarm_collectors(session, latest) -> Tuple[Tuple[str, float], ...]:
@@ -435,6 +439,10 @@ class ConnPoolScreen(SidedScreen, Screen):
     def __init__(self, config=None):
         self.status_logs: Dict[str, health.StatusLog] = {MYSQL.key: health.StatusLog(), PGSQL.key: health.StatusLog()}
         self.folded_until: Dict[str, float] = {}  # per side: the newest pool reading folded (taken_at)
+        self.folded_statuses: Dict[str, tuple] = {}  # per side: the statuses of the last reading folded
+        # per side: (taken_at, log, statuses) every CHECKPOINT_EVERY seconds of readings folded, so
+        # that a replay going back folds from the last one before, not from the start of the run
+        self.checkpoints: Dict[str, List[Tuple[float, health.StatusLog, tuple]]] = {}
         super().__init__(config)
         self.health_open = False  # free connections are read only while a health view is open
 
@@ -473,16 +481,27 @@ class ConnPoolScreen(SidedScreen, Screen):
         if current is None:
             return
         log = self.status_logs[side.key]
-        folded = self.folded_until.get(side.key)
-        if folded is not None and current.taken_at < folded:
-            log, folded = health.StatusLog(), None
-        elif folded is not None and current.taken_at <= folded:
+        folded, before = self.folded_until.get(side.key), self.folded_statuses.get(side.key)
+        if folded is not None and current.taken_at == folded:
             return  # folded already (this runs for every frame drawn)
+        checkpoints = self.checkpoints.setdefault(side.key, [])
+        i = bisect.bisect_right([c[0] for c in checkpoints], current.taken_at) - 1
+        if folded is not None and current.taken_at < folded:  # back: again from the last checkpoint before
+            folded, log, before = checkpoints[i] if i >= 0 else (None, health.StatusLog(), None)
+        elif i >= 0 and (folded is None or checkpoints[i][0] > folded):  # forward, past one: from there
+            folded, log, before = checkpoints[i]
         for reading in view.readings(name, folded, current.taken_at):
-            if reading.data is not None and reading.data.has("status"):
-                log = health.track(log, pool_statuses(reading), reading.wall_time, reading.taken_at)
+            if reading.data is None or not reading.data.has("status"):
+                continue
+            statuses = pool_statuses(reading)
+            if statuses != before:  # the same statuses again change nothing (an hour's jump: most readings)
+                log = health.track(log, statuses, reading.wall_time, reading.taken_at)
+                before = statuses
+            if reading.taken_at >= (checkpoints[-1][0] if checkpoints else -math.inf) + CHECKPOINT_EVERY:
+                checkpoints.append((reading.taken_at, log, before))
+                del checkpoints[:-KEEP_CHECKPOINTS]
         self.status_logs[side.key] = log
-        self.folded_until[side.key] = current.taken_at
+        self.folded_until[side.key], self.folded_statuses[side.key] = current.taken_at, before
 
     def rows(self, view: DataView) -> List[Row]:
         if allnodes.on(self):  # every node's pool added up (key a)

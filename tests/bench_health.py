@@ -154,6 +154,7 @@ def bench_pool(backends: int) -> Tuple[float, float]:
         connpool._recent[:] = [r for r in connpool._recent if r[0] is not current]
         screen.status_log = type(screen.status_log)()
         screen.folded_until.clear()
+        screen.folded_statuses.clear()
 
     class PoolOnly(ConnPoolScreen):  # the same screen without the health columns: what they add
         def rows(self, view):

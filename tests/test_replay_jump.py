@@ -12,6 +12,7 @@ from proxytop.recordings.replay import DEMO_FILE, ReplayEngine
 from proxytop.screens.base import NOT_RECORDED, DataView
 from proxytop.screens.connpool import ConnPoolScreen, pool_statuses
 from tests.terminal import ENTER
+from tests.bench_replay_jump import hour_recording
 from tests.test_events import shunned
 
 POOL = ConnectionPool.name
@@ -157,3 +158,20 @@ def test_a_recording_of_a_shun_jumped_to_its_end_agrees_with_playing_through(pro
     assert SHUNNED_CHANGE.search(view).group(1) == expected["changed"]
     assert HELD.search(view).group(1) == expected["held"]
     assert NOT_RECORDED in view.split("Free connections")[1]  # the health view was not open while recording
+
+
+def test_jumps_back_and_forth_over_checkpoints_give_the_log_of_playing_through(tmp_path):
+    """Fifteen minutes of a pool read every second, a backend shunned and back every five: the log
+    restored from a checkpoint (one a minute) and folded on is the played-through one."""
+    path = str(tmp_path / "quarter.rec.gz")
+    hour_recording(path, backends=5, seconds=900)  # the fourth is the one shunned
+    engine = ReplayEngine.open(path)
+    engine.pause()
+    start = engine.index.start
+    screen = jumped_to(engine, start + 890)
+    assert len(screen.checkpoints["mysql"]) >= 14
+    for offset in (610.5, 200.0, 899.0, 301.0, 299.0, 45.0, 700.0):
+        engine.seek(start + offset)
+        screen.observe(DataView(engine))
+        assert screen.status_log == played_through(engine, start + offset), offset
+    assert [c.new for c in screen.status_log.changes] == ["SHUNNED", "ONLINE"]
