@@ -286,9 +286,9 @@ def with_health(rows: List[Row], config: Mapping, monitor, log: health.StatusLog
 
 ALARM_INTERVAL = 2.0  # the header alarm's pool readings on screens that don't show the pool
 IDLE_POOL_INTERVAL = 30.0  # a side whose pool was read empty: looked at again for servers loaded since
-PGSQL_HIDDEN = frozenset(("lag",))
+PGSQL_HIDDEN = frozenset(("lag",))  # ProxySQL's PostgreSQL monitor measures no replication lag
 CHECKPOINT_EVERY = 60.0  # seconds of pool readings between two checkpoints of a status log
-KEEP_CHECKPOINTS = 1440  # a day of them (a live proxytop never goes back: they are only kept)  # ProxySQL's PostgreSQL monitor measures no replication lag
+KEEP_CHECKPOINTS = 1440  # a day of them (a live proxytop never goes back: they are only kept)
 
 
 def alarm_collectors(session, latest) -> Tuple[Tuple[str, float], ...]:
@@ -472,7 +472,8 @@ class ConnPoolScreen(SidedScreen, Screen):
         since the last folded, so that after a replay jumps forward the log holds what the
         recording says happened in between, as if played through (same InState, changes and
         times). When the latest reading is older than one folded, a replay went back (it looped,
-        or ← or t): the log starts again from the recording's readings up to there. Called on
+        or ← or t): the log is folded again up to there, from the last checkpoint before it
+        (or the start of the run), so it holds nothing that happens later. Called on
         every screen by the header alarm, so that state changes are seen while ConnPool is
         hidden."""
         side = side or self.side
