@@ -301,7 +301,7 @@ class InnoDBScreen(Screen):
                help="checkpoint age as a share of the redo log capacity (innodb_log_file_size; "
                     "x innodb_log_files_in_group before MariaDB 10.5; innodb_redo_log_capacity on MySQL 8.0.30+)"),
         Column("redo_rate", "Redo/s", 8, fmt=units.size, priority=1, help="redo bytes written per second"),
-        Column("full_in", "Full in", 7, fmt=units.duration, priority=3,
+        Column("full_in", "Sync in", 7, fmt=units.duration, priority=3,
                help="time until the sync flush limit (writes stall) at the current redo rate: "
                     "(sync limit - age) / Redo/s"),
         Column("dirty_pct", "Dirty%", 6, fmt=units.percent_figure, style=dirty_style, priority=2,

@@ -184,7 +184,9 @@ def chain_detail(row: Row, rows: Sequence[Row], server: str) -> Detail:
     if row.get("_cycle"):
         lines += [[], [("These transactions wait for each other (a deadlock InnoDB does not break: "
                         "innodb_deadlock_detect is off): one must be killed.", "danger")]]
-    return Detail(f"Lock wait of session {row.get('_thread')} on {server}", tuple(tuple(line) for line in lines))
+    what = "Lock wait of session" if row.get("_blocked_by") is not None or row.get("wait_s") is not None \
+        else "Locks held by session"  # the head of a chain waits for nothing
+    return Detail(f"{what} {row.get('_thread')} on {server}", tuple(tuple(line) for line in lines))
 
 
 def deadlock_detail(deadlock: Deadlock, reading: DeadlockReading, server: str) -> Detail:
@@ -273,6 +275,9 @@ def mdl_lines(reading: Optional[MetadataLocksReading]) -> List[List[Segment]]:
     return lines
 
 
+STALE_ALARM_READINGS = 3  # a lock wait read longer ago than three readings is not said as current
+
+
 class LocksScreen(OneServer, Screen):
     key = "locks"
     title = "Locks"
@@ -327,7 +332,11 @@ class LocksScreen(OneServer, Screen):
         texts = []
         for server in self.fleet.listed():
             latest = view.latest(server.lockalarm_name)
-            reading = latest.data if latest is not None and isinstance(latest.data, AlarmReading) else None
+            state = view.state(server.source)
+            if latest is None or (state is not None and not state.connected) \
+                    or view.now() - latest.taken_at > STALE_ALARM_READINGS * LockAlarm.default_interval:
+                continue  # a server down, or not answering: its last lock wait is no news (the header says why)
+            reading = latest.data if isinstance(latest.data, AlarmReading) else None
             text = alarm_text(server.key, reading.longest if reading else None, self.threshold)
             if text:
                 texts.append((reading.longest.wait_s, text))

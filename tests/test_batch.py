@@ -217,6 +217,19 @@ def test_cannot_connect_exits_1_with_the_reason_in_one_line():
     assert result.stdout == "" and time.monotonic() - started < 20
 
 
+def test_every_mysql_server_down_exits_1_with_each_reason(mariadb):
+    down = free_port()
+    result = run("--batch", "--count", "1", "--mysql", f"127.0.0.1:{down}", "--mysql-user", "root", timeout=90)
+    assert result.returncode == 1 and result.stdout == "", result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"cannot connect to MySQL at 127.0.0.1:{down} after 3 attempts: " in lines[0], lines
+    # one that answers: its rows, the other's row says it is down
+    result = run("--batch", "--count", "1", "--format", "json", "--mysql", f"127.0.0.1:{down}",
+                 "--mysql", mariadb.address, "--mysql-user", mariadb.user, "--mysql-password", mariadb.password,
+                 timeout=90)
+    assert result.returncode == 0, result.stderr
+
+
 def test_a_screen_that_needs_no_proxysql_runs_without_it():
     result = run("--batch", "--count", "1", "--screen", "iostat", "-P", str(free_port()))
     assert result.returncode == 0, result.stderr

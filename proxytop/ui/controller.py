@@ -590,6 +590,7 @@ class Controller:
             self._set_state(replace(self.state, filter=parsed))
             self.ui.mode = "table"
             self.ui.cursor[self.screen.key] = 0
+            self.ui.message = None  # what an earlier filter said (unchanged, an error) is past
         else:
             self._edit_input(name, ch)
 
