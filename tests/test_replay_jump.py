@@ -6,11 +6,14 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Tuple
 
+from proxytop import options
+from proxytop.cli import build
 from proxytop.collectors.proxysql import ConnectionPool
 from proxytop.metrics import health, units
-from proxytop.recordings.replay import DEMO_FILE, ReplayEngine
+from proxytop.recordings.replay import DEMO_FILE, ReplayEngine, replay_config
 from proxytop.screens.base import NOT_RECORDED, DataView
 from proxytop.screens.connpool import ConnPoolScreen, pool_statuses
+from proxytop.screens.events import EventsScreen
 from tests.terminal import ENTER
 from tests.bench_replay_jump import hour_recording
 from tests.test_events import shunned
@@ -175,3 +178,18 @@ def test_jumps_back_and_forth_over_checkpoints_give_the_log_of_playing_through(t
         screen.observe(DataView(engine))
         assert screen.status_log == played_through(engine, start + offset), offset
     assert [c.new for c in screen.status_log.changes] == ["SHUNNED", "ONLINE"]
+
+
+def test_after_t_end_connpool_and_events_give_the_shun_the_same_time():
+    """The health view's change and the Events tab's, after the same jump, name the same reading."""
+    engine = ReplayEngine.open(DEMO_FILE)
+    config = replay_config(engine.index, options.parse([], {}), options.build_parser().parse_args([]))
+    engine, controller = build(config, engine)
+    engine.pause()
+    events = next(s for s in controller.screens if isinstance(s, EventsScreen))
+    connpool = next(s for s in controller.screens if isinstance(s, ConnPoolScreen))
+    engine.seek(engine.index.end)
+    connpool.observe(controller.view)
+    events.rows(controller.view)
+    in_events = [e.wall_time for e in events.log.events(until=engine.now()) if e.new == "SHUNNED"]
+    assert in_events and [at for at, _server in shuns(connpool.status_log)] == in_events
