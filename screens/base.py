@@ -16,6 +16,9 @@ from proxytop.screens.keys import Binding
 from proxytop.screens.table import Column, Row, TableState, arrange
 
 
+NOT_RECORDED = "not in this recording: it was not read while recording"
+
+
 class DataView:
     """Read-only access to the engine's snapshots for a screen's pure functions."""
 
@@ -33,6 +36,17 @@ class DataView:
 
     def history(self, name: str) -> Tuple[Snapshot, ...]:
         return self._engine.history(name)
+
+    def readings(self, name: str, after: Optional[float], until: float) -> Tuple[Snapshot, ...]:
+        """The readings of ``name`` after ``after`` (None: as far back as known) up to ``until``,
+        oldest first: live, those kept; in a replay, all the recording holds in the run
+        (proxytop.engine_view)."""
+        return self._engine.readings(name, after, until)
+
+    def not_recorded(self, name: str) -> bool:
+        """True in a replay whose recording holds no reading of ``name``: none will come
+        (say NOT_RECORDED rather than wait for one)."""
+        return self._engine.not_recorded(name)
 
     def error(self, name: str) -> Optional[str]:
         return self._engine.error(name)

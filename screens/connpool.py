@@ -12,6 +12,8 @@ names for every screen.
 """
 from __future__ import annotations
 
+import bisect
+import math
 from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 from proxytop.collectors.errors import BackendErrors, FreeConnections, ReplicationHostgroups
@@ -285,6 +287,8 @@ def with_health(rows: List[Row], config: Mapping, monitor, log: health.StatusLog
 ALARM_INTERVAL = 2.0  # the header alarm's pool readings on screens that don't show the pool
 IDLE_POOL_INTERVAL = 30.0  # a side whose pool was read empty: looked at again for servers loaded since
 PGSQL_HIDDEN = frozenset(("lag",))  # ProxySQL's PostgreSQL monitor measures no replication lag
+CHECKPOINT_EVERY = 60.0  # seconds of pool readings between two checkpoints of a status log
+KEEP_CHECKPOINTS = 1440  # a day of them (a live proxytop never goes back: they are only kept)
 
 
 def alarm_collectors(session, latest) -> Tuple[Tuple[str, float], ...]:
@@ -434,6 +438,11 @@ class ConnPoolScreen(SidedScreen, Screen):
 
     def __init__(self, config=None):
         self.status_logs: Dict[str, health.StatusLog] = {MYSQL.key: health.StatusLog(), PGSQL.key: health.StatusLog()}
+        self.folded_until: Dict[str, float] = {}  # per side: the newest pool reading folded (taken_at)
+        self.folded_statuses: Dict[str, tuple] = {}  # per side: the statuses of the last reading folded
+        # per side: (taken_at, log, statuses) every CHECKPOINT_EVERY seconds of readings folded, so
+        # that a replay going back folds from the last one before, not from the start of the run
+        self.checkpoints: Dict[str, List[Tuple[float, health.StatusLog, tuple]]] = {}
         super().__init__(config)
         self.health_open = False  # free connections are read only while a health view is open
 
@@ -458,22 +467,42 @@ class ConnPoolScreen(SidedScreen, Screen):
             names += [BackendErrors.name, FreeConnections.name]
         return allnodes.active_collectors(self, [self.on_side(name) for name in names])
 
-    def observe(self, view: DataView, reading=None, side: Optional[Side] = None) -> None:
-        """Fold the latest pool reading of ``side`` (or ``reading``) into its status log;
-        called on every screen by the header alarm, so that state changes are seen while
-        ConnPool is hidden."""
+    def observe(self, view: DataView, side: Optional[Side] = None) -> None:
+        """Fold the pool readings of ``side`` up to its latest into its status log: each one
+        since the last folded, so that after a replay jumps forward the log holds what the
+        recording says happened in between, as if played through (same InState, changes and
+        times). When the latest reading is older than one folded, a replay went back (it looped,
+        or ← or t): the log is folded again up to there, from the last checkpoint before it
+        (or the start of the run), so it holds nothing that happens later. Called on
+        every screen by the header alarm, so that state changes are seen while ConnPool is
+        hidden."""
         side = side or self.side
-        current = reading if reading is not None else view.latest(self.name_on(side, ConnectionPool.name))
-        if current is None or current.data is None or not current.data.has("status"):
+        name = self.name_on(side, ConnectionPool.name)
+        current = view.latest(name)
+        if current is None:
             return
         log = self.status_logs[side.key]
-        if log.readings and current.taken_at < log.readings[-1] and reading is None:
-            # the latest reading is older than one folded: a replay went back (it looped, or ←
-            # or t): the changes seen since have not happened yet there
-            log = health.StatusLog()
-        elif log.readings and current.taken_at <= log.readings[-1]:
+        folded, before = self.folded_until.get(side.key), self.folded_statuses.get(side.key)
+        if folded is not None and current.taken_at == folded:
             return  # folded already (this runs for every frame drawn)
-        self.status_logs[side.key] = health.track(log, pool_statuses(current), current.wall_time, current.taken_at)
+        checkpoints = self.checkpoints.setdefault(side.key, [])
+        i = bisect.bisect_right([c[0] for c in checkpoints], current.taken_at) - 1
+        if folded is not None and current.taken_at < folded:  # back: again from the last checkpoint before
+            folded, log, before = checkpoints[i] if i >= 0 else (None, health.StatusLog(), None)
+        elif i >= 0 and (folded is None or checkpoints[i][0] > folded):  # forward, past one: from there
+            folded, log, before = checkpoints[i]
+        for reading in view.readings(name, folded, current.taken_at):
+            if reading.data is None or not reading.data.has("status"):
+                continue
+            statuses = pool_statuses(reading)
+            if statuses != before:  # the same statuses again change nothing (an hour's jump: most readings)
+                log = health.track(log, statuses, reading.wall_time, reading.taken_at)
+                before = statuses
+            if reading.taken_at >= (checkpoints[-1][0] if checkpoints else -math.inf) + CHECKPOINT_EVERY:
+                checkpoints.append((reading.taken_at, log, before))
+                del checkpoints[:-KEEP_CHECKPOINTS]
+        self.status_logs[side.key] = log
+        self.folded_until[side.key], self.folded_statuses[side.key] = current.taken_at, before
 
     def rows(self, view: DataView) -> List[Row]:
         if allnodes.on(self):  # every node's pool added up (key a)
@@ -483,7 +512,6 @@ class ConnPoolScreen(SidedScreen, Screen):
         rows = pool_rows(previous, current, servers)
         if current is None:
             return rows
-        self.observe(view, previous)
         self.observe(view)
         monitor = view.latest(self.on_side(MonitorLogs.name))
         if self.side is PGSQL:

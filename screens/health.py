@@ -19,7 +19,7 @@ from proxytop.collectors.monitor import LOGS, Entry, MonitorLogs, MonitorReading
 from proxytop.collectors.proxysql import ConnectionPool
 from proxytop.metrics.rates import rate, to_number
 from proxytop.metrics.sides import MYSQL, PGSQL, Side
-from proxytop.screens.base import DataView, Detail, seconds_between
+from proxytop.screens.base import NOT_RECORDED, DataView, Detail, seconds_between
 from proxytop.screens.errors import error_code
 
 Segment = Tuple[str, Optional[str]]
@@ -184,6 +184,14 @@ def _same(name: str) -> str:
     return name
 
 
+def not_yet(view: DataView, name: str, waiting: str) -> List[Line]:
+    """The line for a reading not there: ``waiting`` while one can come, or that the recording
+    replayed has none (it would wait forever)."""
+    if view.not_recorded(name):
+        return [_line((NOT_RECORDED, "dim"))]
+    return [_line((waiting, "dim"))]
+
+
 def health_view(row: Mapping, view: DataView, log: health.StatusLog, settings: Optional[Mapping],
                 now_us: Optional[float], name=_same, side: Side = MYSQL) -> Detail:
     """``settings``: the backend's runtime_mysql_servers row; ``now_us``: ProxySQL's clock now;
@@ -200,6 +208,8 @@ def health_view(row: Mapping, view: DataView, log: health.StatusLog, settings: O
     monitor = view.latest(name(MonitorLogs.name))
     readings = monitor.data if monitor is not None and isinstance(monitor.data, MonitorReadings) else None
     server = readings.server(host, port) if readings is not None else None
+    errors = view.pair(name(BackendErrors.name))
+    free = view.latest(name(FreeConnections.name))
     seen = log.since.get(row["_id"])
     held = ""
     if seen is not None and seen[0] == status and current is not None:
@@ -217,13 +227,16 @@ def health_view(row: Mapping, view: DataView, log: health.StatusLog, settings: O
         *change_lines(log, row["_id"]),
         (),
         _line(("Monitor", "header_title")),
-        *monitor_lines(server, readings, now_us, side),
+        *(monitor_lines(server, readings, now_us, side) if monitor is not None
+          else not_yet(view, name(MonitorLogs.name), "no monitor reading yet")),
         (),
         _line(("Errors (stats_mysql_errors)", "header_title")),
-        *error_lines(*view.pair(name(BackendErrors.name)), host, port, PGSQL_ERRORS if side is PGSQL else MYSQL_ERRORS),
+        *(error_lines(*errors, host, port, PGSQL_ERRORS if side is PGSQL else MYSQL_ERRORS) if errors[1] is not None
+          else not_yet(view, name(BackendErrors.name), "no reading of stats_mysql_errors yet")),
         (),
         _line(("Free connections (stats_mysql_free_connections, read while this view is open)", "header_title")),
-        *free_lines(view.latest(name(FreeConnections.name)), hostgroup, host, port),
+        *(free_lines(free, hostgroup, host, port) if free is not None
+          else not_yet(view, name(FreeConnections.name), "reading stats_mysql_free_connections\u2026")),
     ]
     of = f"{side.server} backend " if side is PGSQL else ""
     return Detail(title=f"Health of {of}{host}:{port} in hostgroup {hostgroup}", lines=tuple(lines))

@@ -11,7 +11,7 @@ from typing import Any, List, Mapping, Optional, Tuple
 
 from proxytop.collectors.innodb_fleet import Fleet, Server
 from proxytop.core import Snapshot
-from proxytop.screens.base import DataView
+from proxytop.screens.base import NOT_RECORDED, DataView
 from proxytop.screens.keys import Binding
 
 NO_SERVER = "No MySQL server to watch: add one with --mysql HOST[:PORT] or --mysql-socket PATH."
@@ -104,6 +104,8 @@ class OneServer:
             # as the Servers row says it; what is listed below, if anything, is from before
             shown = " (what follows is its last reading)" if reading is not None else ""
             lines.append(((f"down, {state.retry_text(view.now())}: {state.error}{shown}", "danger"),))
+        elif reading is None and view.not_recorded(self.reading_name(server)):
+            lines.append(((NOT_RECORDED, "dim"),))  # a replay: none will come
         elif reading is None:
             why = view.error(self.reading_name(server))
             lines.append(((why or "waiting for the first reading\u2026", "warning" if why else "dim"),))

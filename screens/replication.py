@@ -26,7 +26,7 @@ from proxytop.metrics import health, units
 from proxytop.metrics.rates import rate
 from proxytop.metrics.replication import (check_interval, field, gtid_set_behind, lag_alarm, mariadb_gtid_behind,
                                           sql_behind_io, views_disagree)
-from proxytop.screens.base import DataView, Detail, Screen, seconds_between
+from proxytop.screens.base import NOT_RECORDED, DataView, Detail, Screen, seconds_between
 from proxytop.screens.connpool import alarm_line, proxysql_now_us
 from proxytop.screens.servers import fleet_states_token
 from proxytop.screens.sparkline import sparkline
@@ -304,7 +304,8 @@ class ReplicationScreen(Screen):
         previous, current = view.pair(server.replication_name)
         if current is None or not isinstance(current.data, ReplicationReading):
             error = view.error(server.replication_name)
-            return [dict(base, _id=server.key, note=error or "waiting for the first reading\u2026",
+            waiting = NOT_RECORDED if view.not_recorded(server.replication_name) else "waiting for the first reading\u2026"
+            return [dict(base, _id=server.key, note=error or waiting,
                          _note_style="warning" if error else "dim")]
         reading = current.data
         host, port = server.endpoint.host, server.endpoint.port

@@ -16,7 +16,7 @@ from proxytop.collectors.innodb_fleet import Fleet, Server
 from proxytop.collectors.mysql_server import ServerReading
 from proxytop.metrics import units
 from proxytop.metrics.rates import rate
-from proxytop.screens.base import DataView, Detail, Screen, seconds_between
+from proxytop.screens.base import NOT_RECORDED, DataView, Detail, Screen, seconds_between
 from proxytop.screens.keys import Binding
 from proxytop.screens.table import Column, Row
 
@@ -210,7 +210,8 @@ class ServersScreen(Screen):
             return row
         previous, current = view.pair(server.server_name)
         if current is None or not isinstance(current.data, ServerReading):
-            row.update(note=view.error(server.server_name) or "waiting for the first reading\u2026",
+            waiting = NOT_RECORDED if view.not_recorded(server.server_name) else "waiting for the first reading\u2026"
+            row.update(note=view.error(server.server_name) or waiting,
                        _note_style="warning" if view.error(server.server_name) else "dim")
             return row
         reading = current.data

@@ -59,6 +59,12 @@ class SnapshotEngine:
         pair = self.pairs.get(name)
         return tuple(s for s in pair if s is not None) if pair else ()
 
+    def readings(self, name, after, until):
+        return tuple(s for s in self.history(name) if (after is None or s.taken_at > after) and s.taken_at <= until)
+
+    def not_recorded(self, name):
+        return False
+
     def error(self, name):
         return None
 
@@ -147,6 +153,8 @@ def bench_pool(backends: int) -> Tuple[float, float]:
     def new_pool_reading():  # what a refresh costs when a reading arrives: the current one is new
         connpool._recent[:] = [r for r in connpool._recent if r[0] is not current]
         screen.status_log = type(screen.status_log)()
+        screen.folded_until.clear()
+        screen.folded_statuses.clear()
 
     class PoolOnly(ConnPoolScreen):  # the same screen without the health columns: what they add
         def rows(self, view):

@@ -77,14 +77,20 @@ class View:
     """What a screen reads: {collector name: (previous, current)} and a connected ProxySQL."""
 
     def __init__(self, readings: Dict[str, Tuple[Optional[Snapshot], Snapshot]], connected=True):
-        self.readings = readings
+        self.by_name = readings
         self.connected = connected
 
     def latest(self, name):
-        return self.readings.get(name, (None, None))[1]
+        return self.by_name.get(name, (None, None))[1]
 
     def pair(self, name):
-        return self.readings.get(name, (None, None))
+        return self.by_name.get(name, (None, None))
+
+    def readings(self, name, after, until):
+        return tuple(s for s in self.history(name) if (after is None or s.taken_at > after) and s.taken_at <= until)
+
+    def not_recorded(self, name):
+        return False
 
     def history(self, name):
         return tuple(s for s in self.pair(name) if s is not None)
@@ -219,7 +225,7 @@ def test_the_pgsql_health_view_says_why_in_its_own_words():
 def test_a_shunned_pgsql_backend_without_monitor_failures_names_the_pgsql_settings():
     screen = screen_on(PGSQL)
     view = View(readings())
-    view.readings.pop("proxysql.pgsql.monitor_logs")
+    view.by_name.pop("proxysql.pgsql.monitor_logs")
     row = next(r for r in screen.rows(view) if r["hostgroup"] == 40)
     text = text_of(screen.detail(row, view))
     assert "pgsql-shun_on_failures" in text and "mysql-shun" not in text

@@ -319,6 +319,13 @@ class Engine:
         """(previous, current): what rates are computed from."""
         return self._readings.last_two(name)
 
+    def readings(self, name: str, after: Optional[float], until: float) -> Tuple[Snapshot, ...]:
+        """The kept readings of ``name`` after ``after`` up to ``until`` (proxytop.engine_view)."""
+        return tuple(s for s in self.history(name) if (after is None or s.taken_at > after) and s.taken_at <= until)
+
+    def not_recorded(self, name: str) -> bool:
+        return False  # live, every collector can be read
+
     def error(self, name: str) -> Optional[str]:
         return self._readings.error(name)
 

@@ -76,7 +76,7 @@ class PlaybackClock:
 
     @property
     def at_end(self) -> bool:
-        return not self.loop and self.now() >= self.end - 1e-9
+        return not self.loop and self.now() >= self.end - 1e-6  # a time typed in wall-clock seconds: see replay.AT_TOLERANCE
 
     def seek(self, at: float) -> float:
         self._anchor_pos = self.clamp(at)

@@ -34,6 +34,10 @@ NOT_IN_REPLAY = "not available in replay"
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 CLUSTER_GAP = 0.25  # readings closer than this belong to the same poll (one step)
 JUMP_SECONDS = 10.0
+# A reading this close after the position counts as at it: a time typed or picked on a graph is
+# wall-clock seconds (some 1.8e9, kept to about 0.2 µs), moved back onto the timeline, so `t end`
+# would otherwise land a hair before the last reading and miss it.
+AT_TOLERANCE = 1e-6
 CACHE_SIZE = 4096
 DEMO_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "demo.rec.gz")
 
@@ -63,7 +67,7 @@ class Series:
 
     def index_at(self, at: float) -> int:
         """Index of the last entry at or before ``at`` (-1 when none)."""
-        return bisect.bisect_right(self.times, at + 1e-9) - 1
+        return bisect.bisect_right(self.times, at + AT_TOLERANCE) - 1
 
     def __len__(self) -> int:
         return len(self.times)
@@ -133,7 +137,7 @@ class RecordingIndex:
         return dict(self.segments[0].header.get("options") or {}) if self.segments else {}
 
     def segment_at(self, at: float) -> int:
-        return max(0, bisect.bisect_right(self.segment_starts, at + 1e-9) - 1)
+        return max(0, bisect.bisect_right(self.segment_starts, at + AT_TOLERANCE) - 1)
 
 
 def scan_path(path: str) -> Tuple[List[Any], bool]:
@@ -281,7 +285,7 @@ class ReplayEngine(PlaybackClock):
         position = self.now()
         for follower in self._followers:
             observer, entries, told = follower
-            while told < len(entries) and entries[told][0] <= position + 1e-9:
+            while told < len(entries) and entries[told][0] <= position + AT_TOLERANCE:
                 _at, kind, name, i = entries[told]
                 # decoded afresh, not through the cache: a long way forward would empty it
                 value = self._decode(kind, name, i)
@@ -374,6 +378,26 @@ class ReplayEngine(PlaybackClock):
     def last_two(self, name: str) -> Tuple[Optional[Snapshot], Optional[Snapshot]]:
         found = self._snapshots(name, 2)
         return (None,) * (2 - len(found)) + found
+
+    def readings(self, name: str, after: Optional[float], until: float) -> Tuple[Snapshot, ...]:
+        """Every recorded reading of ``name`` after ``after`` (None: from the start of the run)
+        up to ``until``, in the run of ``until``, oldest first: what a log folds to stand after
+        a jump as it would have stood playing through. Decoded afresh, not through the cache (a
+        long way would empty it); the last ones a screen shows are decoded again there."""
+        series = self.index.snapshots.get(name)
+        last = self._entry_at(series, until)
+        if last < 0:
+            return ()
+        run = series.entries[last][1]
+        lowest = bisect.bisect_right(series.times, after) if after is not None else 0
+        first = last
+        while first > lowest and series.entries[first - 1][1] == run:
+            first -= 1
+        return tuple(self._decode("s", name, i) for i in range(first, last + 1))
+
+    def not_recorded(self, name: str) -> bool:
+        """No reading of ``name``, nor a failed one, anywhere in the recording."""
+        return name not in self.index.snapshots and name not in self.index.errors
 
     def error(self, name: str) -> Optional[str]:
         errors = self.index.errors.get(name)
