@@ -12,7 +12,7 @@ from proxytop.collectors.proxysql import ConnectionPool
 from proxytop.metrics import health, units
 from proxytop.recordings.replay import DEMO_FILE, ReplayEngine, replay_config
 from proxytop.screens.base import NOT_RECORDED, DataView
-from proxytop.screens.connpool import ConnPoolScreen, pool_statuses
+from proxytop.screens.connpool import FOLD_AT_MOST, ConnPoolScreen, pool_statuses
 from proxytop.screens.events import EventsScreen
 from tests.terminal import ENTER
 from tests.bench_replay_jump import hour_recording
@@ -171,13 +171,27 @@ def test_jumps_back_and_forth_over_checkpoints_give_the_log_of_playing_through(t
     engine = ReplayEngine.open(path)
     engine.pause()
     start = engine.index.start
-    screen = jumped_to(engine, start + 890)
+    screen = jumped_to(engine, start + 500, start + 890)  # (each jump within FOLD_AT_MOST)
     assert len(screen.checkpoints["mysql"]) >= 14
-    for offset in (610.5, 200.0, 899.0, 301.0, 299.0, 45.0, 700.0):
+    for offset in (610.5, 200.0, 780.0, 301.0, 299.0, 45.0, 640.0):  # forward: at most 600 s on
         engine.seek(start + offset)
         screen.observe(DataView(engine))
         assert screen.status_log == played_through(engine, start + offset), offset
     assert [c.new for c in screen.status_log.changes] == ["SHUNNED", "ONLINE"]
+
+
+def test_a_long_jump_folds_the_last_ten_minutes_only(tmp_path):
+    """Fifteen minutes jumped across at once: the log begins ten minutes before the position,
+    as if proxytop had started watching there (a day of readings would hold the screen)."""
+    path = str(tmp_path / "quarter.rec.gz")
+    hour_recording(path, backends=5, seconds=900)
+    engine = ReplayEngine.open(path)
+    engine.pause()
+    start = engine.index.start
+    screen = jumped_to(engine, start + 899)
+    wall_at_end = 1.8e9 + 899  # (the recording's wall clock: 1.8e9 at its start)
+    assert all(change.at >= wall_at_end - FOLD_AT_MOST for change in screen.status_log.changes)
+    assert screen.status_log.changes  # the shuns of the last ten minutes are there
 
 
 def test_after_t_end_connpool_and_events_give_the_shun_the_same_time():
