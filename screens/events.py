@@ -110,7 +110,10 @@ class EventsScreen(Screen):
         return [event_row(event) for event in self.shown(view)]
 
     def notes(self, view: DataView):
-        if self.shown(view):
+        shown = self.shown(view)
+        if not self.log.caught_up:  # a replay's jump across hours: folded over the next frames
+            return [(("reading the recording's events up to the position\u2026", "dim"),)]
+        if shown:
             return []
         watched = []
         if self.with_proxysql:

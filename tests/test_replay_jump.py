@@ -207,3 +207,30 @@ def test_after_t_end_connpool_and_events_give_the_shun_the_same_time():
     events.rows(controller.view)
     in_events = [e.wall_time for e in events.log.events(until=engine.now()) if e.new == "SHUNNED"]
     assert in_events and [at for at, _server in shuns(connpool.status_log)] == in_events
+
+
+def test_a_replays_events_are_folded_a_frame_at_a_time_after_a_long_jump(tmp_path):
+    """After a jump across the recording, each frame folds a budget's worth of readings: the
+    keys answer in between, and the events found in the end are those of one whole fold."""
+    from proxytop.metrics.events import EventLog, watches
+
+    path = str(tmp_path / "quarter.rec.gz")
+    hour_recording(path, backends=5, seconds=900)
+
+    def folded(budget):
+        engine = ReplayEngine.open(path)
+        engine.pause()
+        log = EventLog()
+        engine.follow(log.observe, watches)
+        log.pull = engine.deliver
+        engine.seek(engine.index.end)
+        for frame in range(1, 1000):
+            found = log.events(budget=budget)
+            if log.caught_up:
+                return found, frame
+        raise AssertionError("never caught up")
+
+    whole, frames = folded(None)
+    assert frames == 1 and [e.new for e in whole if e.kind == "status"][:2] == ["SHUNNED", "ONLINE"]
+    stepped, frames = folded(0.0)  # (a budget of nothing: 64 readings a frame)
+    assert frames > 10 and stepped == whole

@@ -427,6 +427,9 @@ def seen_at(event: Event) -> float:
     return event.taken_at if event.taken_at is not None else event.wall_time
 
 
+PULL_BUDGET = 0.05  # seconds a frame may spend folding a replay's readings after a jump
+
+
 class EventLog:
     """The fold's state and the last ``limit`` events, oldest first. ``feed`` may be called
     from the engine's worker threads while the UI reads: a lock guards both."""
@@ -437,8 +440,10 @@ class EventLog:
         self._events: deque = deque(maxlen=limit)
         self.added = 0  # events ever added: --batch prints those added since its last report
         # Called before every read: a replay delivers the recording's readings up to its
-        # position here (a live engine's workers feed the log as they read).
-        self.pull: Callable[[], None] = lambda: None
+        # position here (a live engine's workers feed the log as they read), within a budget
+        # of seconds (None: all); False while some are still to come.
+        self.pull: Callable[[Optional[float]], bool] = lambda budget: True
+        self.caught_up = True  # (a replay's: every reading up to its position folded)
         # The name of the ProxySQL read, asked with each reading (several nodes: the watched one)
         self.proxysql_name: Callable[[], str] = lambda: "proxysql"
 
@@ -469,19 +474,20 @@ class EventLog:
         elif kind == "state":
             self.feed_reach(value.name, value.connected, value.error, value.wall_time, value.changed_at)
 
-    def events(self, until: Optional[float] = None) -> List[Event]:
+    def events(self, until: Optional[float] = None, budget: Optional[float] = PULL_BUDGET) -> List[Event]:
         """The events kept, oldest first; with ``until`` (the engine's time, ``now()``) those
         of readings taken at or before it (a replay moved back hides what comes later, and
-        shows it again going forward)."""
-        self.pull()
+        shows it again going forward). A replay folds its readings up to there for at most
+        ``budget`` seconds a call (the UI's frames): ``caught_up`` says whether it got there."""
+        self.caught_up = self.pull(budget)
         with self._lock:
             found = list(self._events)
         return found if until is None else [e for e in found if seen_at(e) <= until + 1e-6]
 
     def since(self, added: int) -> Tuple[List[Event], int]:
         """The events added after the log had ``added`` of them (those still kept), and the
-        count to ask with next time."""
-        self.pull()
+        count to ask with next time (every reading up to a replay's position folded first)."""
+        self.caught_up = self.pull(None)
         with self._lock:
             count, kept = self.added, list(self._events)
         new = count - added

@@ -188,9 +188,10 @@ class Engine:
 
         self.add_observer(told)
 
-    def deliver(self) -> None:
+    def deliver(self, budget: Optional[float] = None) -> bool:
         """Nothing to do: the workers tell the observers as they read (a replay's delivers the
-        recorded readings up to its position here)."""
+        recorded readings up to its position here). True: every reading is told."""
+        return True
 
     def add_listener(self, listener: Callable[[], None]) -> None:
         """``listener()`` is called on a worker thread once after each batch of new snapshots

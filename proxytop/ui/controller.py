@@ -754,6 +754,14 @@ class Controller:
 
     do_graph_down, do_graph_up = partialmethod(_graph_scroll, +1), partialmethod(_graph_scroll, -1)
 
+    def events_behind(self) -> bool:
+        """A replay's Events log still folding the readings up to the position (after a jump)."""
+        events = next((s for s in self.screens if s.key == "events" and s.built), None)
+        if events is None or events.log.caught_up:
+            return False
+        events.log.events()  # a frame's worth more, whichever screen is shown
+        return not events.log.caught_up
+
     def event_markers(self, start: float, end: float) -> List[chart.Marker]:
         """The events between two wall times as marks under a chart (the Events tab's log)."""
         events = next((s for s in self.screens if s.key == "events" and s.built), None)

@@ -131,6 +131,8 @@ def next_redraw_in(ctl, now: float) -> Optional[float]:
         change = state.countdown_changes_in(engine_now)
         if change is not None:
             deadlines.append(change + 0.01)
+    if ctl.events_behind():  # a replay's events folded a frame's worth at a time: the next frame now
+        deadlines.append(0.0)
     snapshot = ctl.newest_of_screen()
     latest = snapshot.taken_at if snapshot is not None else None
     if latest is not None and not engine.paused:
