@@ -108,6 +108,7 @@ class Trend:
     chart: str = ""  # trends with the same chart share one (latency p50 and p95)
     help: str = ""
     proxysql: str = ""  # the figure of ProxySQL's own history (stats_history) that comes before it
+    steps: bool = False  # a count that jumps from one reading to the next: drawn as steps, not slopes
 
 
 def _ms(us: Optional[float]) -> Optional[float]:
@@ -125,7 +126,13 @@ TRENDS: Tuple[Trend, ...] = (
           proxysql="client_connections"),
     Trend("errors", "Backend errors/s", "connpool", lambda rows: _sum(rows, "conn_err_s"), units.number,
           help="failed backend connections per second, every backend"),
-    Trend("shunned", "SHUNNED backends", "connpool", shunned, units.number),
+    Trend("shunned", "SHUNNED backends", "connpool", shunned, units.number, steps=True),
+    Trend("mysql_qps", "MySQL Questions/s, all servers", "servers", lambda rows: _sum(rows, "qps"), units.number,
+          help="the Questions per second of every MySQL server watched, added up (the Servers screen's Q/s)"),
+    Trend("mysql_running", "MySQL threads running, all servers", "servers", lambda rows: _sum(rows, "running"),
+          units.number, help="Threads_running of every MySQL server watched, added up (each counts its reader)"),
+    Trend("mysql_connected", "MySQL connections, all servers", "servers", lambda rows: _sum(rows, "connected"),
+          units.number, help="Threads_connected of every MySQL server watched, added up"),
     Trend("lag", "Worst replica lag", "replication", lambda rows: _max(rows, "lag"), units.duration,
           help="seconds, the most behind of every channel"),
     Trend("checkpoint", "Worst checkpoint age %", "innodb", lambda rows: _max(rows, "age_pct"), units.number,
@@ -138,6 +145,19 @@ TRENDS: Tuple[Trend, ...] = (
 
 # The readings these screens' trends come from, whatever the screen shows (see rows_of).
 FIXED_READINGS = {"connpool": (ConnectionPool.name,), "comcount": (CommandCounters.name,), "iostat": (DISKSTATS,)}
+# The trends that need no ProxySQL: those of the MySQL servers and of the host's disks.
+WITHOUT_PROXYSQL = ("servers", "replication", "innodb", "iostat")
+
+
+def readings_of(screen: Screen) -> List[str]:
+    """The readings a screen's trends are worked out from: FIXED_READINGS', each server's own
+    reading for the Servers screen (not the discovery of servers: a new list of servers is no
+    new figure), else what the screen reads."""
+    if screen.key in FIXED_READINGS:
+        return list(FIXED_READINGS[screen.key])
+    if screen.key == "servers":
+        return [server.server_name for server in screen.fleet.listed()]
+    return list(screen.active_collectors())
 
 # Figures only ProxySQL's own history has (every minute, from its stats_history schema).
 PROXYSQL_HISTORY = "proxysql history"
@@ -205,14 +225,13 @@ class TrendsScreen(Screen):
         wanted = {trend.screen for trend in TRENDS}
         with_proxysql = getattr(self.config, "proxysql", True)
         self.from_screens = [s for s in screens if s.key in wanted and s.built
-                             and (with_proxysql or s.key in ("replication", "innodb", "iostat"))]
+                             and (with_proxysql or s.key in WITHOUT_PROXYSQL)]
         self.with_header = with_proxysql
 
     def inputs(self) -> List[Tuple[str, List[str]]]:
         """What each group of trends is made of: (the screen, or the header, its readings)."""
         made_of = [(HEADER_ROWS, [twin_name(HEADER_NARROW, MYSQL), twin_name(HEADER, MYSQL)])] if self.with_header else []
-        return made_of + [(screen.key, list(FIXED_READINGS.get(screen.key) or screen.active_collectors()))
-                          for screen in self.from_screens]
+        return made_of + [(screen.key, readings_of(screen)) for screen in self.from_screens]
 
     def rows_of(self, key: str, view: DataView) -> List[Row]:
         """The rows a group of trends is worked out from: ConnPool's, ComCount's and IOstat's
@@ -265,7 +284,8 @@ class TrendsScreen(Screen):
 
     def alarm_readings(self, view: DataView) -> Tuple[Tuple[str, float], ...]:
         """What the trends need read on every screen, beyond what is read there anyway (the
-        header's readings, the pools and the replication threads of the header's alarms):
+        header's readings, the pools, and each MySQL server's own reading, the Servers screen's,
+        which the Replication alarm takes every 5 s):
         ProxySQL's command counters (one small table) and the host's disks, every TREND_PACE
         seconds. A fixed set: a plan that changed with the screens' state would make the engine
         start its readings again. The worst checkpoint age is drawn while InnoDB or Trends is
@@ -355,7 +375,8 @@ class TrendsScreen(Screen):
         made: Dict[str, Optional[float]] = {}  # the values now from the screens' rows, made when needed
         for group in chosen:
             plots = [chart.Plot(trend.title, view.figures.points(trend_key(trend), start, end),
-                                chart.SERIES_STYLES[i % len(chart.SERIES_STYLES)]) for i, trend in enumerate(group)]
+                                chart.SERIES_STYLES[i % len(chart.SERIES_STYLES)], steps=trend.steps)
+                     for i, trend in enumerate(group)]
             title: List[Tuple[str, Optional[str]]] = []
             for trend, plot in zip(group, plots):
                 values = [v for t, v in plot.points if not math.isnan(v) and t <= view.wall_now()]
