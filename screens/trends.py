@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.collectors.diskstats import NAME as DISKSTATS
+from proxytop.collectors.innodb_fleet import fleet_min_interval
 from proxytop.collectors.proxysql import ConnectionPool
 from proxytop.collectors.proxysql_stats import CommandCounters
 from proxytop.collectors.proxysql_history import ProxySQLHistory
@@ -35,6 +36,7 @@ from proxytop.screens.table import Column, Row
 
 TREND_PACE = 10.0  # seconds between the readings Trends asks for while another screen is shown
 WINDOWS = (("5 minutes", 300.0), ("1 hour", 3600.0), ("24 hours", 86400.0), ("7 days", 7 * 86400.0))
+LARGE_FLEET = 50  # servers: past this, a fleet's trends are made at its own pace (new_inputs)
 CHART_LINES = 6  # a chart's least height: its title, four rows of dots, the time axis
 
 
@@ -254,12 +256,18 @@ class TrendsScreen(Screen):
     def new_inputs(self, latest: Callable[[str], Optional[Snapshot]], made: Dict[str, tuple]) -> List[Tuple[str, float]]:
         """The groups of trends (inputs()) whose readings are new since those ``made`` records
         (recorded there now), each with the wall time of its newest reading: a group read once
-        (InnoDB while it was shown) is not kept again as a new point at every later time."""
+        (InnoDB while it was shown) is not kept again as a new point at every later time. A
+        large fleet's group (500 servers: a reading new some 100 times a second) is made again
+        at most at its servers' own pace (fleet_min_interval: 5 s), not on every frame."""
         fresh = []
         for key, names in self.inputs():
             readings = [r for r in map(latest, names) if r is not None]
             made_of = tuple(r.taken_at for r in readings)
-            if not readings or made.get(key) == made_of:
+            before = made.get(key)
+            if not readings or before == made_of:
+                continue
+            if (len(names) > LARGE_FLEET and before
+                    and max(made_of) - max(before) < fleet_min_interval(len(names))):
                 continue
             made[key] = made_of
             fresh.append((key, max(r.wall_time for r in readings)))

@@ -8,8 +8,11 @@ import re
 import subprocess
 import threading
 
+from types import SimpleNamespace
+
 import pymysql
 
+from proxytop.core import Snapshot
 from proxytop.screens import chart
 from proxytop.screens.trends import TRENDS, TrendsScreen, trend_values
 from proxytop.metrics import units
@@ -55,6 +58,40 @@ def test_without_a_proxysql_trends_come_from_the_servers_and_the_host():
     titles = [t.title for t in TRENDS if t.screen == "servers"]
     assert titles == ["MySQL Questions/s, all servers", "MySQL threads running, all servers",
                       "MySQL connections, all servers"]
+
+
+def fleet_trends(servers: int) -> TrendsScreen:
+    class Servers:  # the Servers screen of a fleet: Trends reads each server's own reading
+        key, built = "servers", True
+        fleet = SimpleNamespace(listed=lambda: [SimpleNamespace(server_name=f"mysql.server.db{n}")
+                                                for n in range(servers)])
+
+    trends = TrendsScreen()
+    trends.from_screens, trends.with_header = [Servers()], False
+    return trends
+
+
+def readings(servers: int, **taken):
+    """Each server's reading taken at n/100 s, or as ``taken`` says (db0=2.0)."""
+    out = {}
+    for n in range(servers):
+        at = taken.get(f"db{n}", n / 100)
+        out[f"mysql.server.db{n}"] = Snapshot(f"mysql.server.db{n}", None, at, 0.001, wall_time=T0 + at)
+    return out
+
+
+def test_a_new_reading_of_any_server_makes_the_mysql_trends_again():
+    trends, made = fleet_trends(12), {}
+    assert trends.new_inputs(readings(12).get, made) == [("servers", T0 + 0.11)]
+    assert trends.new_inputs(readings(12).get, made) == []  # the same readings: no new point
+    assert trends.new_inputs(readings(12, db0=0.3).get, made) == [("servers", T0 + 0.3)]
+
+
+def test_a_large_fleets_trends_are_made_at_its_own_pace_not_at_each_new_reading():
+    trends, made = fleet_trends(100), {}  # 100 servers are each read every second at most
+    assert trends.new_inputs(readings(100).get, made) == [("servers", T0 + 0.99)]
+    assert trends.new_inputs(readings(100, db0=1.5).get, made) == []  # half a second after the last point
+    assert trends.new_inputs(readings(100, db0=2.0).get, made) == [("servers", T0 + 2.0)]
 
 
 # --- the value axis ------------------------------------------------------------------------------
