@@ -11,8 +11,13 @@ import threading
 from types import SimpleNamespace
 
 import pymysql
+import pytest
 
+from proxytop import cli, options
 from proxytop.core import Snapshot
+from proxytop.recordings.replay import ReplayEngine
+from proxytop.recordings.replay_figures import scan
+from proxytop.screens.base import DataView
 from proxytop.screens import chart
 from proxytop.screens.trends import TRENDS, TrendsScreen, trend_values
 from proxytop.metrics import units
@@ -153,6 +158,21 @@ def test_a_count_is_drawn_as_steps_and_a_rate_as_a_slope():
     riser = stepped[max(stepped)]
     assert riser == set(range(2, rows)) or riser == set(range(1, rows))  # then one riser to 4 (of 5)
     assert min(sloped[middle]) < rows - 2  # the slope is half way up there
+
+
+def test_a_replays_scan_has_the_mysql_trends_the_servers_screen_shows_at_each_step():
+    config = options.parse(["--demo"], {})
+    engine, config = cli.open_replay(config)
+    figures = scan(engine.index, lambda other: cli.build(config, other)[1].screens, ["trends"], config)
+    kept = figures.points(("trends", "mysql_qps"), 0, engine.index.end + 1e10)
+    assert len(kept) == len(figures.points(("trends", "qps"), 0, engine.index.end + 1e10)) > 5
+    # the last point: the demo's servers' Q/s added up as the Servers screen shows them at the end
+    other = ReplayEngine(engine.index, clock=lambda: 0.0)
+    other.pause()
+    other.seek(engine.index.end)
+    servers = next(s for s in cli.build(config, other)[1].screens if s.key == "servers")
+    shown = [row["qps"] for row in servers.rows(DataView(other, config)) if row.get("qps") is not None]
+    assert len(shown) >= 2 and kept[-1][1] == pytest.approx(sum(shown))
 
 
 # --- in the program, against a real MariaDB ------------------------------------------------------
