@@ -130,11 +130,11 @@ TRENDS: Tuple[Trend, ...] = (
           help="failed backend connections per second, every backend"),
     Trend("shunned", "SHUNNED backends", "connpool", shunned, units.number, steps=True),
     Trend("mysql_qps", "MySQL Questions/s, all servers", "servers", lambda rows: _sum(rows, "qps"), units.number,
-          help="the Questions per second of every MySQL server watched, added up (the Servers screen's Q/s)"),
+          help="every MySQL server's Q/s (Questions), added up"),
     Trend("mysql_running", "MySQL threads running, all servers", "servers", lambda rows: _sum(rows, "running"),
-          units.number, help="Threads_running of every MySQL server watched, added up (each counts its reader)"),
+          units.number, help="every server's Threads_running added up (each counts proxytop's reader)"),
     Trend("mysql_connected", "MySQL connections, all servers", "servers", lambda rows: _sum(rows, "connected"),
-          units.number, help="Threads_connected of every MySQL server watched, added up"),
+          units.number, help="every server's Threads_connected added up"),
     Trend("lag", "Worst replica lag", "replication", lambda rows: _max(rows, "lag"), units.duration,
           help="seconds, the most behind of every channel"),
     Trend("checkpoint", "Worst checkpoint age %", "innodb", lambda rows: _max(rows, "age_pct"), units.number,
@@ -402,8 +402,10 @@ class TrendsScreen(Screen):
             before = [plot for plot in before if plot.points]
             if before:
                 title.append((chart.LEGEND_MARK + " ", HISTORY_STYLE))
-                title.append((f"ProxySQL's own {resolution_text(history[group[0].proxysql].resolution_s)} figures",
+                title.append((f"ProxySQL's own {resolution_text(history[group[0].proxysql].resolution_s)} figures   ",
                               "dim"))
+            if group[0].help:  # what the figure is (added up, the worst, ...), where the line has room
+                title.append((group[0].help, "dim"))
             lines.append(chart.clip(title, width))
             lines += chart.draw(before + plots, width, each - 1, start, end, fmt=group[0].fmt, markers=markers,
                                 label_width=8)
