@@ -21,7 +21,7 @@ from proxytop.screens.base import DataView
 from proxytop.screens import chart
 from proxytop.screens.trends import TRENDS, TrendsScreen, trend_values
 from proxytop.metrics import units
-from tests.terminal import DOWN, proxytop_command
+from tests.terminal import proxytop_command
 
 T0 = 1_700_000_000.0
 
@@ -219,7 +219,6 @@ def test_trends_with_only_mysql_show_the_servers_questions_per_second(proxytop_t
         assert re.search(r"^MySQL connections, all servers \d", screen, re.M), screen
         assert "Queries/s" not in screen  # no ProxySQL: none of its figures
         assert any(0x2800 < ord(c) <= 0x28FF for c in screen)  # its points drawn
-        term.send(DOWN)
         term.send("q")
         assert term.wait_exit(5) == 0
     finally:
