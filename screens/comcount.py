@@ -206,7 +206,7 @@ def command_detail(row: Row, seconds: Optional[float]) -> Detail:
 
 
 def _latency_column(key: str, title: str, fraction: str, priority: int) -> Column:
-    return Column(key, title, 7, fmt=histogram.format_bound, priority=priority,
+    return Column(key, title, 7, unit="us", fmt=histogram.format_bound, priority=priority,
                   help=f"{fraction} latency over the interval: the upper bound of the bucket "
                        f"holding it (buckets are not interpolated)")
 
@@ -222,12 +222,12 @@ class ComCountScreen(SidedScreen, Screen):
         Column("total", "Total", 8, fmt=units.number, priority=3, help="executions since ProxySQL started"),
         Column("rate", "Count/s", 9, fmt=units.number, priority=0, help="executions per second over the interval"),
         Column("share", "Share", 6, fmt=units.percent, priority=2, help="share of all commands per second"),
-        Column("avg_us", "Avg", 8, fmt=units.microseconds, priority=1,
+        Column("avg_us", "Avg", 8, unit="us", fmt=units.microseconds, priority=1,
                help="average latency over the interval: \u0394Total_Time_us / \u0394Total_cnt"),
         _latency_column("p50", "p50", "median", 1),
         _latency_column("p95", "p95", "95th percentile", 2),
         _latency_column("p99", "p99", "99th percentile", 2),
-        Column("avg_all_us", "Avg all", 8, fmt=units.microseconds, priority=6,
+        Column("avg_all_us", "Avg all", 8, unit="us", fmt=units.microseconds, priority=6,
                help="average latency since ProxySQL started"),
     )
     bindings = (

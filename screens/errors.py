@@ -184,7 +184,7 @@ class ErrorsScreen(SidedScreen, Screen):
         Column("user", "User", 10, "<", numeric=False, priority=2),
         Column("schema", "Schema", 10, "<", numeric=False, priority=5),
         Column("client", "Client", 15, "<", numeric=False, priority=6, help="client_address"),
-        Column("last_seen_age", "Seen", 6, fmt=age_text, priority=1, help="how long ago the error was last seen"),
+        Column("last_seen_age", "Seen", 6, unit="s", fmt=age_text, priority=1, help="how long ago the error was last seen"),
         Column("last_error", "Last error", 30, "<", numeric=False, priority=3, flexible=True),
     )
     # stats_pgsql_errors: a SQLSTATE (text) for the errno, named by its class; keys unchanged

@@ -1,6 +1,6 @@
 """Events (key E): what changed, newest first — a backend's status, a variable, a module
-loaded to runtime, a replica thread, the cluster's drift, a restart — each with its time and
-old → new. See docs/events.md.
+loaded to runtime, a replica thread, the cluster's drift, a restart, a source unreachable and
+back — each with its time and old → new. See docs/events.md.
 
 The events come from an :class:`EventLog` fed with every reading the engine takes (live: its
 observer; a replay: the recording's readings up to the position), whichever screen is shown.
@@ -61,7 +61,7 @@ class EventsScreen(Screen):
         Column("source", "Source", 15, "<", numeric=False, priority=1,
                help="proxysql, a MySQL server (host:port), or cluster"),
         Column("kind", "Kind", 8, "<", numeric=False, style=severity_style, priority=1,
-               help="restart, status, variable, reload, replica, drift, node (docs/events.md)"),
+               help="restart, status, variable, reload, replica, drift, node, reach (docs/events.md)"),
         Column("what", "What", 24, "<", numeric=False, priority=0,
                help="the backend (hostgroup host:port), variable, module or thread that changed"),
         Column("change", "Old \u2192 New", 20, "<", numeric=False, style=severity_style, priority=0, flexible=True,
@@ -123,6 +123,7 @@ class EventsScreen(Screen):
         if self.fleet.listed():
             watched += [f"MySQL servers ({len(self.fleet.listed())}): global variables every {VARIABLES_EVERY:g} s, "
                         f"restarts and replica threads every {ALARM_PACE:g} s"]
+        watched.append("connections: a source unreachable, and back again, as it happens")
         lines = [(("Nothing has changed yet. Watched:", "dim"),)]
         lines += [((f"  {text}", "dim"),) for text in watched]
         return lines

@@ -3,6 +3,10 @@
 - ``text``       case-insensitive substring of any visible column
 - ``col:regex``  a regular expression (case-insensitive) on one column
 - ``col>N`` ``col<N`` ``col>=N`` ``col<=N`` ``col=N``  numeric comparison on one column
+  (``!=`` too). On a column of durations or sizes N may carry a unit, as the screens print
+  them: ``time>2s``, ``latency>500ms``, ``free<10GiB``, ``sent>1MiB/s``; a bare N there is
+  seconds or bytes (or the unit the column's title names: iostat's ``rkB/s``), and the
+  filter says how it read it (``Time > 2 s``). On other columns N is a count: ``1.5k``.
 Several terms separated by spaces must all match. Column names are matched against a column's
 key or title, case-insensitively, ignoring ``/s`` and punctuation. A quoted term (``"id=5"``)
 is text to look for, whatever it contains; an unquoted term that names no column before a
@@ -14,6 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple
 
+from proxytop.metrics import quantities
 from proxytop.metrics.rates import to_number
 
 
@@ -29,6 +34,9 @@ class Term:
     op: Optional[str] = None
     number: Optional[float] = None
     pattern: Optional["re.Pattern"] = None
+    reading: str = ""  # a comparison as it was read: "Time > 2 s" (value)
+
+
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,15 @@ class Filter:
     @property
     def empty(self) -> bool:
         return not self.terms
+
+    @property
+    def described(self) -> str:
+        """The filter as typed, each comparison of a duration or a size as it was read
+        ("time>2" -> "Time > 2 s"): what the status line shows."""
+        if not any(t.reading for t in self.terms):
+            return self.text
+        typed = [f'"{word}"' if quoted else word for quoted, word in words(self.text)]  # one per term
+        return " ".join(term.reading or word for term, word in zip(self.terms, typed))
 
 
 EMPTY = Filter("", ())
@@ -95,10 +112,8 @@ def parse(text: str, columns: Sequence) -> Filter:
         if compare:
             name, op, value = compare.groups()
             column = resolve_column(name, columns, hint=f'; to look for the text, quote it: "{word}"')
-            number = _number(value)
-            if number is None:
-                raise FilterError(f"'{value}' is not a number: {name}{op} compares numbers (e.g. {name}{op}100, 1.5k)")
-            terms.append(Term("compare", column, word, op=op, number=number))
+            number, reading = _compared(name, op, value, next(c for c in columns if c.key == column))
+            terms.append(Term("compare", column, word, op=op, number=number, reading=reading))
             continue
         column_term = _COLUMN_TERM.match(word)
         if column_term and column_term.group(2):
@@ -112,6 +127,47 @@ def parse(text: str, columns: Sequence) -> Filter:
             continue
         terms.append(Term("text", None, word.lower()))
     return Filter(text, tuple(terms))
+
+
+def _compared(name: str, op: str, value: str, column) -> Tuple[float, str]:
+    """The figure a comparison compares the column's values with, in their unit, and how it
+    was read ("" for a count: it reads as typed); FilterError when it can't be.
+
+    >>> from proxytop.screens.table import Column
+    >>> _compared("time", ">", "2s", Column("time_ms", "Time", 7, unit="ms"))
+    (2000.0, 'Time > 2 s')
+    >>> _compared("time", ">", "1", Column("time_ms", "Time", 7, unit="ms"))
+    (1000.0, 'Time > 1 s')
+    >>> _compared("conn", ">=", "1.5k", Column("conn", "Conn", 7))
+    (1500.0, '')
+    """
+    if column.unit:
+        try:
+            number, read_as = quantities.read(value, column.unit, column.bare_unit)
+        except quantities.UnitError as exc:
+            kind = quantities.unit(column.unit).kind
+            raise FilterError(f"{exc}: {name}{op} compares {kind}s in {quantities.NAMES[kind]} (a bare figure: "
+                              f"{bare_unit(column)}; e.g. {name}{op}{'2s' if kind == 'duration' else '10MiB'})") from None
+        return number, f"{column.title.strip()} {op} {read_as}"
+    number = _number(value)
+    if number is None:
+        raise FilterError(f"'{value}' is not a number: {name}{op} compares numbers (e.g. {name}{op}100, 1.5k)")
+    return number, ""
+
+
+def bare_unit(column) -> str:
+    """What a figure without a unit means in a filter on ``column``: '' for a count.
+
+    >>> from proxytop.screens.table import Column
+    >>> bare_unit(Column("t", "T", 5, unit="ms")), bare_unit(Column("r", "R", 5, unit="B/s")), bare_unit(Column("n", "N", 5))
+    ('s', 'B/s', '')
+    """
+    if not column.unit:
+        return ""
+    if column.bare_unit:
+        return column.bare_unit
+    kind = quantities.unit(column.unit)
+    return quantities.BARE[kind.kind] + {None: "", 1.0: "/s", 60.0: "/m", 3600.0: "/h"}[kind.per]
 
 
 def _number(text: str) -> Optional[float]:

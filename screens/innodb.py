@@ -295,13 +295,13 @@ class InnoDBScreen(Screen):
         Column("flavour", "Flavour", 13, "<", numeric=False, priority=5, help="product and release series"),
         Column("state", "State", 11, "<", numeric=False, style=state_style, priority=0,
                help="OK, ASYNC FLUSH (checkpoint age past the async limit) or SYNC FLUSH (writes stall)"),
-        Column("age", "CkptAge", 8, fmt=units.size, style=age_style, priority=2,
+        Column("age", "CkptAge", 8, unit="B", fmt=units.size, style=age_style, priority=2,
                help="checkpoint age: LSN minus the last checkpoint, in bytes"),
         Column("age_pct", "Age%", 6, fmt=units.percent_figure, style=age_style, priority=1,
                help="checkpoint age as a share of the redo log capacity (innodb_log_file_size; "
                     "x innodb_log_files_in_group before MariaDB 10.5; innodb_redo_log_capacity on MySQL 8.0.30+)"),
-        Column("redo_rate", "Redo/s", 8, fmt=units.size, priority=1, help="redo bytes written per second"),
-        Column("full_in", "Full in", 7, fmt=units.duration, priority=3,
+        Column("redo_rate", "Redo/s", 8, unit="B/s", fmt=units.size, priority=1, help="redo bytes written per second"),
+        Column("full_in", "Sync in", 7, unit="s", fmt=units.duration, priority=3,
                help="time until the sync flush limit (writes stall) at the current redo rate: "
                     "(sync limit - age) / Redo/s"),
         Column("dirty_pct", "Dirty%", 6, fmt=units.percent_figure, style=dirty_style, priority=2,

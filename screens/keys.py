@@ -102,7 +102,8 @@ GLOBAL_BINDINGS: Sequence[Binding] = (
     Binding(("r",), "sort_reverse", "reverse the sort order", "r rev"),
     Binding((">",), "sort_next", "move the sort column right"),
     Binding(("<",), "sort_previous", "move the sort column left"),
-    Binding(("/", "l"), "filter", "filter: text, col:regex, col>N, col<N (terms AND-ed)", "/ filter"),
+    Binding(("/", "l"), "filter", "filter: text, col:regex, col>N, col<N (terms AND-ed); durations and sizes take units: "
+            "time>2s, free<10GiB", "/ filter"),
     Binding(("\\",), "clear_filter", "clear the filter"),
     Binding(("+", "="), "faster", "shorter refresh interval", "+/- interval"),
     Binding(("-",), "slower", "longer refresh interval"),

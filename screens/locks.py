@@ -184,7 +184,9 @@ def chain_detail(row: Row, rows: Sequence[Row], server: str) -> Detail:
     if row.get("_cycle"):
         lines += [[], [("These transactions wait for each other (a deadlock InnoDB does not break: "
                         "innodb_deadlock_detect is off): one must be killed.", "danger")]]
-    return Detail(f"Lock wait of session {row.get('_thread')} on {server}", tuple(tuple(line) for line in lines))
+    what = "Lock wait of session" if row.get("_blocked_by") is not None or row.get("wait_s") is not None \
+        else "Locks held by session"  # the head of a chain waits for nothing
+    return Detail(f"{what} {row.get('_thread')} on {server}", tuple(tuple(line) for line in lines))
 
 
 def deadlock_detail(deadlock: Deadlock, reading: DeadlockReading, server: str) -> Detail:
@@ -273,6 +275,9 @@ def mdl_lines(reading: Optional[MetadataLocksReading]) -> List[List[Segment]]:
     return lines
 
 
+STALE_ALARM_READINGS = 3  # a lock wait read longer ago than three readings is not said as current
+
+
 class LocksScreen(OneServer, Screen):
     key = "locks"
     title = "Locks"
@@ -282,9 +287,9 @@ class LocksScreen(OneServer, Screen):
     columns = (
         Column("session", "Session", 10, "<", numeric=False, priority=0,
                help="the session (connection id); a waiter is indented under the transaction it waits for"),
-        Column("wait_s", "Wait", 6, fmt=units.age, style=wait_style, priority=0,
+        Column("wait_s", "Wait", 6, unit="s", fmt=units.age, style=wait_style, priority=0,
                help="how long it has waited for its lock (seconds, measured by the server)"),
-        Column("trx_age", "TrxAge", 6, fmt=units.duration, priority=1, help="seconds since its transaction started"),
+        Column("trx_age", "TrxAge", 6, unit="s", fmt=units.duration, priority=1, help="seconds since its transaction started"),
         Column("state", "State", 11, "<", numeric=False, style=state_style, priority=1,
                help="LOCK WAIT, running (a statement), idle in trx (holds its locks doing nothing)"),
         Column("rows_locked", "Locked", 6, fmt=units.number, priority=2, help="rows its transaction locks"),
@@ -327,7 +332,11 @@ class LocksScreen(OneServer, Screen):
         texts = []
         for server in self.fleet.listed():
             latest = view.latest(server.lockalarm_name)
-            reading = latest.data if latest is not None and isinstance(latest.data, AlarmReading) else None
+            state = view.state(server.source)
+            if latest is None or (state is not None and not state.connected) \
+                    or view.now() - latest.taken_at > STALE_ALARM_READINGS * LockAlarm.default_interval:
+                continue  # a server down, or not answering: its last lock wait is no news (the header says why)
+            reading = latest.data if isinstance(latest.data, AlarmReading) else None
             text = alarm_text(server.key, reading.longest if reading else None, self.threshold)
             if text:
                 texts.append((reading.longest.wait_s, text))

@@ -99,8 +99,12 @@ class OneServer:
         several = len(self.fleet.listed()) > 1
         lines: List[Line] = [(("Server  ", "label"), (server.key, "header"),
                               ("   n/N: next/previous server" if several else "", "dim"))]
-        if reading is None:
-            state = view.state(server.source)
-            why = view.error(self.reading_name(server)) or (state.error if state is not None and state.error else None)
+        state = view.state(server.source)
+        if state is not None and not state.connected and state.error:
+            # as the Servers row says it; what is listed below, if anything, is from before
+            shown = " (what follows is its last reading)" if reading is not None else ""
+            lines.append(((f"down, {state.retry_text(view.now())}: {state.error}{shown}", "danger"),))
+        elif reading is None:
+            why = view.error(self.reading_name(server))
             lines.append(((why or "waiting for the first reading\u2026", "warning" if why else "dim"),))
         return lines

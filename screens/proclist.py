@@ -328,7 +328,7 @@ class ProcListScreen(SidedScreen, Screen):
         Column("hostgroup", "HG", 4, priority=2, graphed=False, help="hostgroup of the session"),
         Column("backend", "Backend", 18, "<", numeric=False, priority=3, help="backend server host:port"),
         Column("command", "Command", 7, "<", numeric=False, priority=1),
-        Column("time_ms", "Time", 7, fmt=time_text, style=time_style, priority=0,
+        Column("time_ms", "Time", 7, unit="ms", fmt=time_text, style=time_style, priority=0,
                help="time in the current command (time_ms); filter in ms, e.g. time>1000"),
         Column("info", "Query", 20, "<", fmt=one_line, numeric=False, priority=0, flexible=True),
     )

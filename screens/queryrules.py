@@ -366,7 +366,7 @@ ADMIN_COLUMNS = (
     Column("dest", "HG", 4, priority=1, help="destination_hostgroup"),
     Column("apply", "Apply", 5, "<", numeric=False, priority=4),
     Column("flags", "Flags", 9, "<", numeric=False, priority=5, help="flagIN \u2192 flagOUT"),
-    Column("cache_ttl", "Cache", 7, fmt=units.milliseconds, priority=5, help="cache_ttl"),
+    Column("cache_ttl", "Cache", 7, unit="ms", fmt=units.milliseconds, priority=5, help="cache_ttl"),
     Column("user", "User", 10, "<", numeric=False, priority=6, help="username the rule applies to"),
     Column("schema", "Schema", 10, "<", numeric=False, priority=7, help="schemaname the rule applies to"),
     Column("comment", "Comment", 20, "<", numeric=False, priority=5),

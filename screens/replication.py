@@ -218,12 +218,12 @@ class ReplicationScreen(Screen):
                help="the IO thread, reading the source's binary log: Yes, No, Connecting"),
         Column("sql", "SQL", 4, "<", numeric=False, style=lambda r: thread_style(r, "sql"), priority=1,
                help="the SQL thread, applying what was read: Yes, No"),
-        Column("lag", "Lag", 6, fmt=units.duration, priority=1,
+        Column("lag", "Lag", 6, unit="s", fmt=units.duration, priority=1,
                help="Seconds_Behind_Master / _Source (— while a thread is stopped)"),
         Column("trend", "Lag trend", SPARK_WIDTH, "<", numeric=False, priority=4,
                help="the lag over the last readings kept (up to 180: minutes), the worst of each bucket"),
-        Column("relay", "Relay", 8, fmt=units.size, priority=5, help="Relay_Log_Space: relay logs on disk, bytes"),
-        Column("behind", "SQL<IO", 8, fmt=units.size, priority=4,
+        Column("relay", "Relay", 8, unit="B", fmt=units.size, priority=5, help="Relay_Log_Space: relay logs on disk, bytes"),
+        Column("behind", "SQL<IO", 8, unit="B", fmt=units.size, priority=4,
                help="bytes the IO thread read that the SQL thread has not applied (Read_ − Exec_Master_Log_Pos, "
                     "same file only)"),
         Column("trx", "Trx<IO", 7, fmt=units.number, priority=3,
@@ -231,14 +231,14 @@ class ReplicationScreen(Screen):
                     "MySQL: Retrieved_Gtid_Set − Executed_Gtid_Set)"),
         Column("proxysql", "HG/Status", 12, "<", numeric=False, priority=5,
                help="ProxySQL's hostgroups of the server and its status there (runtime_mysql_servers)"),
-        Column("max_lag", "MaxLag", 6, fmt=units.duration, priority=5,
+        Column("max_lag", "MaxLag", 6, unit="s", fmt=units.duration, priority=5,
                help="ProxySQL's max_replication_lag for the server (it shuns a replica past it; 0: not checked)"),
-        Column("px_lag", "PxLag", 6, fmt=lambda v: units.MISSING if v is None else (
+        Column("px_lag", "PxLag", 6, unit="s", fmt=lambda v: units.MISSING if v is None else (
             units.duration(v) if isinstance(v, (int, float)) else str(v)), priority=5,
                help="the lag ProxySQL's monitor last measured (monitor.mysql_server_replication_lag_log)"),
         Column("binlog", "Binlog", 26, "<", numeric=False, priority=3,
                help="a primary: the binary log file and position written (SHOW MASTER STATUS)"),
-        Column("binlog_s", "Binlog/s", 9, fmt=units.size, priority=3,
+        Column("binlog_s", "Binlog/s", 9, unit="B/s", fmt=units.size, priority=3,
                help="a primary: bytes written to the binary log per second (Binlog_bytes_written, else the position)"),
         Column("per_group", "Cmt/grp", 7, fmt=units.number, priority=6,
                help="a primary (MariaDB): commits per binary log group commit, over the interval "

@@ -34,6 +34,11 @@ class Column:
     flexible: bool = False  # takes the width left over (e.g. a query text)
     graphed: bool = True  # a figure over time (g); False for a number that names the row (a hostgroup, an id)
     help: str = ""
+    # The unit of the row's value when it is a duration or a size (a rate: "B/s"), for the
+    # filter to read "time>2s" in it (proxytop.metrics.quantities); "" for counts and text.
+    unit: str = ""
+    # What a bare figure in a filter means when it is not seconds or bytes (iostat's kB).
+    bare_unit: str = ""
 
     def text(self, row: Mapping) -> str:
         value = row.get(self.key)

@@ -3,7 +3,8 @@
 Prints each figure beside its target:
 - the fold's CPU per reading, on the engine's worker threads (every reading events watch goes
   through it): a pool of 500 backends (read every 2 s on every screen), a MySQL server's 600
-  global variables (every 30 s), ProxySQL's 212 runtime variables;
+  global variables (every 30 s), ProxySQL's 212 runtime variables; and per source state (each
+  connection attempt of each source: unreachable / back), with 100 servers watched;
 - the Events screen's rows at 10,000 events (the log's limit): rows + arrange, per change; and
   per frame without a change;
 - a replay's catch-up: the demo recording's readings folded from its start to its end (what
@@ -16,12 +17,14 @@ from typing import Callable
 
 from proxytop.core import Table
 from proxytop.metrics.events import EventLog, VariablesReading
+from proxytop.polling.engine import SourceState
 from proxytop.recordings.replay import DEMO_FILE, ReplayEngine
 from proxytop.screens.events import EventsScreen, event_row
 from proxytop.screens.table import TableState
 from tests.benchmark import machine, ms
 
 TARGET_FOLD_MS = 1.0  # per reading: a pool of 500 backends, 600 variables
+TARGET_STATE_MS = 0.1  # per source state: told on the worker threads with every connection attempt
 TARGET_ROWS_MS = 100.0  # 10,000 events, once per new event (the rows are kept between frames)
 TARGET_FRAME_MS = 2.0  # up to ten frames a second
 TARGET_CATCH_UP_S = 1.0  # the demo, start to end
@@ -54,6 +57,13 @@ def main() -> int:
     fold_vars = per_call(lambda i: log.feed("mysql.variables.db1:3306", variables[i + 1], float(i + 1)))
     print(f"fold per reading: pool of 500 backends {ms(fold_pool):.3f} ms, 600 variables {ms(fold_vars):.3f} ms "
           f"(target {TARGET_FOLD_MS:g} ms)")
+    for n in range(100):  # 100 servers reached: the state folded is one among them
+        log.observe("state", SourceState(f"mysql:db{n}:3306", connected=True, wall_time=1.0))
+    states = [SourceState("mysql:db7:3306", connected=i % 3 == 2, error=None if i % 3 == 2 else "timed out",
+                          connecting=i % 3 == 1, changed_at=float(i), wall_time=float(i)) for i in range(3 * ROUNDS)]
+    fold_state = per_call(lambda i: log.observe("state", states[i]), rounds=len(states))
+    print(f"fold per source state (unreachable, a retry, back; 100 servers watched): {ms(fold_state):.4f} ms "
+          f"(target {TARGET_STATE_MS:g} ms)")
 
     big = EventLog()
     for i in range(10_000):
@@ -74,7 +84,8 @@ def main() -> int:
     found = screen.log.events(until=engine.now())
     catch_up = time.process_time() - started
     readings = sum(len(s) for name, s in engine.index.snapshots.items() if name.startswith(("proxysql.", "mysql.")))
-    print(f"replay catch-up, the demo start to end ({readings} readings of ProxySQL and MySQL, {len(found)} events): "
+    readings += sum(len(s) for s in engine.index.states.values())
+    print(f"replay catch-up, the demo start to end ({readings} readings and source states, {len(found)} events): "
           f"{catch_up:.3f} s (target {TARGET_CATCH_UP_S:g} s)")
     return 0
 

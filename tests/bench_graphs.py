@@ -7,7 +7,7 @@ An hour at 1 s of what the lab-sized system (3 backends, the demo's ProxySQL) ke
 x 8 figures every 10 s, Replication's 3 channels x 8 figures and InnoDB's 3 servers x 12 every
 5 s, IOstat's 4 devices x 24 every second, and the 10 Trends every 5 s; then a day more, so the
 minute tier is full. Drawing: the Trends page at 200x60 and a row's graph (14 figures) over
-an hour of 1 s points.
+an hour of 1 s points. Then a new figure added to a full history.
 """
 from __future__ import annotations
 
@@ -68,6 +68,17 @@ def main() -> None:
                        end - 3600, end, label_width=8)
     row = (time.perf_counter() - started) / runs * 1000
     print(f"a row's graph 200x60 (7 charts, an hour of 1 s points each): {row:.2f} ms")
+
+    # A full history (20,000 figures) taking new ones: a screen whose rows come and go
+    # (Sessions: 100 new sessions a refresh) makes the least recently added ones go.
+    full = FigureHistory()
+    for n in range(full.max_series):
+        full.add(("full", n), T0, 1.0)
+    started = time.perf_counter()
+    for n in range(1000):
+        full.add(("new", n), T0 + 1, 1.0)
+    each = (time.perf_counter() - started) / 1000 * 1e6
+    print(f"a new figure in a full history (20,000 figures): {each:.1f} \u00b5s")
 
 
 if __name__ == "__main__":

@@ -62,9 +62,14 @@ def all_formats(double, mariadb, tmp_path_factory) -> Dict[str, str]:
     return outputs
 
 
+def screen_records(text: str) -> List[dict]:
+    """The reports of JSON --batch output, without the events' own records (a MySQL server the
+    double lists that cannot be reached is an event: docs/events.md)."""
+    return [record for record in map(json.loads, text.splitlines()) if "screen" in record]
+
+
 def json_reports(text: str) -> Dict[str, dict]:
-    lines = [json.loads(line) for line in text.splitlines()]
-    return {record["screen"]: record for record in lines}
+    return {record["screen"]: record for record in screen_records(text)}
 
 
 # ----- every screen, every format -----------------------------------------------------------
@@ -154,7 +159,7 @@ def test_sort_and_filter_as_in_the_live_view(double):
     result = run("--batch", "--count", "1", "--screen", "connpool", "--format", "json", "-P", str(double.port),
                  "--sort", "server:desc", "--filter", "hg=20")
     assert result.returncode == 0, result.stderr
-    record = json.loads(result.stdout)
+    [record] = screen_records(result.stdout)
     assert [r["server"] for r in record["rows"]] == ["127.0.0.1:3313", "127.0.0.1:3312"]
     assert record["sort"] == "server" and record["descending"] and record["filter"] == "hg=20"
 
@@ -164,7 +169,7 @@ def test_count_reports_one_interval_apart(double):
     result = run("--batch", "--count", "3", "--delay", "0.5", "--screen", "comcount", "--format", "json",
                  "--sort", "Count/s", "-P", str(double.port))
     assert result.returncode == 0, result.stderr
-    records = [json.loads(line) for line in result.stdout.splitlines()]
+    records = screen_records(result.stdout)
     assert len(records) == 3 and all(r["screen"] == "comcount" for r in records)
     stamps = [r["timestamp"] for r in records]
     assert all(0.2 < b - a < 1.5 for a, b in zip(stamps, stamps[1:]))
@@ -217,6 +222,19 @@ def test_cannot_connect_exits_1_with_the_reason_in_one_line():
     assert result.stdout == "" and time.monotonic() - started < 20
 
 
+def test_every_mysql_server_down_exits_1_with_each_reason(mariadb):
+    down = free_port()
+    result = run("--batch", "--count", "1", "--mysql", f"127.0.0.1:{down}", "--mysql-user", "root", timeout=90)
+    assert result.returncode == 1 and result.stdout == "", result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"cannot connect to MySQL at 127.0.0.1:{down} after 3 attempts: " in lines[0], lines
+    # one that answers: its rows, the other's row says it is down
+    result = run("--batch", "--count", "1", "--format", "json", "--mysql", f"127.0.0.1:{down}",
+                 "--mysql", mariadb.address, "--mysql-user", mariadb.user, "--mysql-password", mariadb.password,
+                 timeout=90)
+    assert result.returncode == 0, result.stderr
+
+
 def test_a_screen_that_needs_no_proxysql_runs_without_it():
     result = run("--batch", "--count", "1", "--screen", "iostat", "-P", str(free_port()))
     assert result.returncode == 0, result.stderr
@@ -248,8 +266,8 @@ def test_record_in_batch_then_replay_in_batch(double, tmp_path):
     assert live.returncode == 0, live.stderr
     replayed = run("--replay", path, "--batch", "--screen", "connpool", "--format", "json")
     assert replayed.returncode == 0, replayed.stderr
-    live_records = [json.loads(line) for line in live.stdout.splitlines()]
-    replay_records = [json.loads(line) for line in replayed.stdout.splitlines()]
+    live_records = screen_records(live.stdout)
+    replay_records = screen_records(replayed.stdout)
     assert len(replay_records) >= 2
     # the last live report and the replay's report at the same recorded moment agree (the
     # recording may end with a reading taken after that report: not necessarily the last one)
@@ -279,7 +297,7 @@ def test_worked_examples_in_the_docstrings():
 def test_trends_in_batch_keep_the_charts_order(double):
     result = run("--batch", "--count", "1", "--screen", "trends", "--format", "json", "-P", str(double.port))
     assert result.returncode == 0, result.stderr
-    record = json.loads(result.stdout)
+    [record] = screen_records(result.stdout)
     figures = [r["figure"] for r in record["rows"]]
     assert figures[:4] == ["Queries/s", "Latency p50 ms", "Latency p95 ms", "Client connections"], figures
     assert [r["place"] for r in record["rows"]] == list(range(1, len(figures) + 1))
@@ -290,6 +308,6 @@ def test_trends_read_the_disks_whatever_iostat_shows(double):
     result = run("--batch", "--count", "2", "--delay", "0.5", "--screen", "trends", "--format", "json",
                  "--iostat-view", "space", "-P", str(double.port))
     assert result.returncode == 0, result.stderr
-    last = json.loads(result.stdout.splitlines()[-1])
+    last = screen_records(result.stdout)[-1]
     figures = {r["figure"]: r["now"] for r in last["rows"]}
     assert isinstance(figures["Busiest disk %util"], (int, float)), figures

@@ -85,6 +85,10 @@ def test_bad_filter_is_explained_and_nothing_is_lost(proxytop_term, proxysql_dou
     term.send(ESC, pause=0.4)
     screen = term.wait_for("filter unchanged")
     assert len(backend_rows(screen)) == 3
+    term.send("/")
+    term.send("hg=20\r")  # a filter taken: what was said of the last one goes
+    screen = term.wait_for("filter hg=20")
+    assert "filter unchanged" not in screen
 
 
 def test_interval_keys_change_the_header(proxytop_term, proxysql_double):

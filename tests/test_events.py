@@ -1,6 +1,6 @@
 """The Events screen (key E) and the event log in the real program: a backend's status, a
 ProxySQL variable and a rules reload changed in the ProxySQL double; SET GLOBAL and a restart
-of a real MariaDB; ProxySQL restarting; --batch's events; a recording replayed gives the same
+of a real MariaDB; a MariaDB stopped and started, unreachable then back (live, replayed, batch); ProxySQL restarting; --batch's events; a recording replayed gives the same
 events, and a replay moved back and forth neither loses nor repeats one. The tab mechanism:
 lettered tabs after the ten numbered ones, in both halves, on an 80-column terminal."""
 from __future__ import annotations
@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import threading
+import time
 from typing import Callable, List
 
 import pytest
@@ -19,7 +20,7 @@ from proxytop.polling.engine import Engine
 from proxytop.recordings.replay import ReplayEngine, replay_config
 from proxytop.screens import HALVES, LETTER_TABS, MYSQL_HALF, PROXYSQL_HALF, all_screens, keys, tab_keys
 from proxytop.screens.base import Screen
-from proxytop.screens.events import EventsScreen
+from proxytop.screens.events import EventsScreen, clock
 from proxytop.ui import view
 from proxytop.ui.controller import Controller
 from tests.mariadb import running_server
@@ -181,10 +182,14 @@ def test_set_global_and_a_restart_of_a_real_mariadb():
 
         records = batch_lines(args, until=lambda records: any(r["kind"] == "restart" for r in records[-1]["rows"]),
                               act=act, timeout=2 * VARIABLE_WAIT + 60)
-        rows = records[-1]["rows"]  # every event kept, newest first
+        rows = [r for r in records[-1]["rows"] if r["kind"] != "reach"]  # every event kept, newest first
         assert [(r["source"], r["kind"], r["what"], r["change"]) for r in rows] == [
             (server.address, "restart", "Uptime", rows[0]["change"]),
             (server.address, "variable", "max_connections", f"{before} → 321")], rows
+        # killed, it was unreachable for a while (and reached again before its uptime was read)
+        reach = [r["change"] for r in records[-1]["rows"] if r["kind"] == "reach"]
+        assert len(reach) == 2 and reach[0].startswith("unreachable → back after ") \
+            and reach[1].startswith("reachable → unreachable: "), reach
         # a restart forgets SET GLOBAL: max_connections went back, but that is the restart's event
         assert server.query("SELECT @@max_connections")[0][0] == before
 
@@ -194,7 +199,9 @@ def test_set_global_and_a_restart_of_a_real_mariadb():
 def test_a_replay_shows_the_recorded_events_and_a_jump_back_neither_loses_nor_repeats_one(
         proxytop_term, proxysql_double, tmp_path):
     path = str(tmp_path / "events.rec.gz")
-    term = proxytop_term("-P", str(proxysql_double.port), "--no-discover", "--record", path, "--screen", "events")
+    term = proxytop_term("-P", str(proxysql_double.port), "--no-discover", "--record", path)
+    term.wait_for("127.0.0.1:3312")  # the pool was read: its statuses are the baseline (on a busy machine
+    term.go("Events")                # the Events note can show before the first reading)
     term.wait_for("Nothing has changed yet")
     proxysql_double.transforms["stats_mysql_connection_pool"] = shunned("3312")
     term.wait_for("ONLINE → SHUNNED", timeout=15)
@@ -225,6 +232,67 @@ def test_a_replay_shows_the_recorded_events_and_a_jump_back_neither_loses_nor_re
     printed = events_of([json.loads(line) for line in result.stdout.splitlines()])
     assert [(e["old"], e["new"]) for e in printed] == [("ONLINE", "SHUNNED"), ("SHUNNED", "ONLINE")], result.stderr
     assert [e["timestamp"] for e in printed] == [round(e.wall_time, 3) for e in screen.log.events()]
+
+
+# ----- a server that goes down and comes back ------------------------------------------------------
+
+def event_row(screen: str, server: str, change: str) -> int:
+    """The line of the Events table that reads ``server ... reach ... change`` (-1: none)."""
+    found = [i for i, line in enumerate(screen.splitlines())
+             if server in line and " reach " in line and change in line]
+    return found[0] if found else -1
+
+
+def test_a_mariadb_stopped_and_started_is_unreachable_then_back_live_in_a_replay_and_in_batch(
+        proxytop_term, tmp_path):
+    path = str(tmp_path / "downup.rec.gz")
+    with running_server(name="downup") as server:
+        term = proxytop_term("--mysql", server.address, "--mysql-user", server.user, "--mysql-password",
+                             server.password, "--record", path, "--screen", "events", cols=160)
+        term.wait_for("Nothing has changed yet")
+        # proxytop's connection is open (the server's state is read every 5 s): a baseline
+        deadline = time.monotonic() + 60
+        while not server.query("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() "
+                               "AND INFO IS NULL AND USER = %s", (server.user,))[0][0]:
+            assert time.monotonic() < deadline, "proxytop never connected"
+            time.sleep(0.2)
+        server.process.kill()
+        server.process.wait(10)
+        term.wait_until(lambda s: event_row(s, server.address, "reachable → unreachable: ") >= 0, timeout=30,
+                        what="the unreachable event")
+        server.restart()
+        # retries back off up to 10 s apart: back within a retry or two of the restart
+        screen = term.wait_until(lambda s: event_row(s, server.address, "unreachable → back after ") >= 0,
+                                 timeout=90, what="the back event")
+        # newest first, and one event each: the retries in between made none
+        assert 0 <= event_row(screen, server.address, "back after") \
+            < event_row(screen, server.address, "reachable → unreachable")
+        assert sum(" reach " in line for line in screen.splitlines()) == 2, screen
+        live = [re.search(r"\d\d:\d\d:\d\d", line).group() for line in screen.splitlines() if " reach " in line]
+        term.send("q", pause=0)
+        assert term.wait_exit(15) == 0
+
+    engine = ReplayEngine.open(path)
+    config = replay_config(engine.index, options.parse([], {}), options.build_parser().parse_args([]))
+    engine, controller = build(config, engine)
+    screen = next(s for s in controller.screens if isinstance(s, EventsScreen))
+    engine.seek(engine.index.end)
+    replayed = [e for e in screen.log.events(until=engine.now()) if e.kind == "reach"]
+    assert [(e.source, e.old, e.new.split(":")[0]) for e in replayed] == [
+        (server.address, "reachable", "unreachable"), (server.address, "unreachable", replayed[1].new)]
+    assert replayed[1].new.startswith("back after ")
+    # at the times the live screen showed them, newest first there
+    assert [clock(e.wall_time) for e in reversed(replayed)] == live
+    engine.seek(replayed[0].taken_at)  # the state that said so: back is not there yet
+    assert [r["change"].split(":")[0] for r in screen.rows(controller.view) if r["kind"] == "reach"] == [
+        "reachable → unreachable"]
+
+    result = subprocess.run(list(proxytop_command()) + ["--replay", path, "--batch", "--format", "json",
+                                                        "--screen", "servers"],
+                            capture_output=True, text=True, timeout=120)
+    printed = [e for e in events_of([json.loads(line) for line in result.stdout.splitlines()]) if e["kind"] == "reach"]
+    assert [(e["old"], e["new"]) for e in printed] == [(e.old, e.new) for e in replayed], result.stderr
+    assert [e["timestamp"] for e in printed] == [round(e.wall_time, 3) for e in replayed]
 
 
 # ----- the tabs ------------------------------------------------------------------------------------

@@ -1,13 +1,15 @@
 """The events fold (proxytop.metrics.events) over readings recorded from real ProxySQLs
 (/work/shared/proxysql, tests/data) and over MySQL server readings: what changed, once, with
-old -> new; the first reading is the baseline; a restart is one event."""
+old -> new; the first reading is the baseline; a restart is one event. And a source's
+connection from hand-made engine states: unreachable once, then back after how long."""
 from __future__ import annotations
 
 from typing import List, Optional
 
 from proxytop.collectors.mysql_server import Channel, ServerReading
 from proxytop.core import Table
-from proxytop.metrics.events import EMPTY, Event, EventLog, VariablesReading, fold
+from proxytop.metrics.events import EMPTY, Event, EventLog, VariablesReading, fold, fold_reach
+from proxytop.polling.engine import SourceState
 from tests.proxysql_double import Recording
 
 
@@ -220,3 +222,75 @@ def test_a_cluster_node_restart_is_one_event_naming_the_node():
     events = fold_all(metrics + [restarted("3"), restarted("4")], "proxysql.cluster_metrics")
     assert [(e.source, e.kind, e.what, e.new, e.label, e.marker) for e in events] == [
         ("cluster", "node", "127.0.0.1:6052", "3s", "127.0.0.1:6052 restarted", "N")]
+
+
+# ----- a source's connection: unreachable, then back (the engine's source states) -----------------
+
+
+def fold_states(states) -> List[Event]:
+    """Hand-made source states through the event log, as the engine's observer tells them."""
+    log = EventLog()
+    for state in states:
+        log.observe("state", state)
+    return log.events()
+
+
+def state(name: str, at: float, error: Optional[str] = None, connected: bool = False, connecting: bool = False,
+          failures: int = 0) -> SourceState:
+    return SourceState(name, connected=connected, connecting=connecting, error=error, failures=failures,
+                       changed_at=at - 1000.0, wall_time=at)
+
+
+def test_a_server_stopped_for_20_seconds_is_unreachable_once_then_back_after_21s():
+    server = "mysql:127.0.0.1:3306"
+    refused = "connection refused (is the MySQL server running and listening there?)"
+    events = fold_states([
+        state(server, 100.0, connecting=True),  # the first attempt: says nothing
+        state(server, 100.2, connected=True),  # the baseline: no event
+        state(server, 140.0, error="Lost connection to server during query", failures=1),
+        state(server, 141.0, error="Lost connection to server during query", connecting=True, failures=1),
+        state(server, 141.1, error=refused, failures=2),  # retries that fail: no event each
+        state(server, 143.1, error=refused, connecting=True, failures=2),
+        state(server, 143.2, error=refused, failures=3),
+        state(server, 161.3, error=refused, connecting=True, failures=3),
+        state(server, 161.4, connected=True),
+    ])
+    assert [(e.source, e.kind, e.what, e.old, e.new, e.severity) for e in events] == [
+        ("127.0.0.1:3306", "reach", "connection", "reachable", "unreachable: Lost connection to server during query",
+         "warning"),
+        ("127.0.0.1:3306", "reach", "connection", "unreachable", "back after 21s", "info")]
+    down, back = events
+    assert (down.wall_time, back.wall_time) == (140.0, 161.4)
+    assert (down.taken_at, back.taken_at) == (140.0 - 1000.0, 161.4 - 1000.0)  # the engine's clock
+    assert (down.marker, down.label, back.label) == ("U", "127.0.0.1:3306 unreachable", "127.0.0.1:3306 back after 21s")
+
+
+def test_a_server_down_at_start_is_one_unreachable_event_and_no_back():
+    denied = "access denied: Access denied for user 'monitor'@'localhost' (using password: YES)"
+    events = fold_states([state("mysql:db1:3306", 10.0, connecting=True), state("mysql:db1:3306", 10.5, error=denied),
+                          state("mysql:db1:3306", 20.0, error=denied), state("mysql:db1:3306", 30.0, connected=True)])
+    assert [(e.source, e.old, e.new) for e in events] == [("db1:3306", "(none)", f"unreachable: {denied}")]
+    # reached once since: the next outage is an event again, and its end a "back"
+    later = fold_states([state("mysql:db1:3306", 10.5, error=denied), state("mysql:db1:3306", 30.0, connected=True),
+                         state("mysql:db1:3306", 90.0, error="timed out"),
+                         state("mysql:db1:3306", 150.0, connected=True)])
+    assert [e.change for e in later] == [f"(none) \u2192 unreachable: {denied}", "reachable \u2192 unreachable: timed out",
+                                         "unreachable \u2192 back after 1m00s"]
+
+
+def test_proxysql_is_named_as_its_other_events_and_this_host_or_a_cluster_peer_make_none():
+    log = EventLog()
+    log.proxysql_name = lambda: "proxysql 10.0.0.1:6032"
+    for name in ("proxysql", "host", "node 10.0.0.2:6032"):
+        log.observe("state", state(name, 1.0, connected=True))
+        log.observe("state", state(name, 5.0, error="timed out"))
+    assert [(e.source, e.new) for e in log.events()] == [("proxysql 10.0.0.1:6032", "unreachable: timed out")]
+
+
+def test_reach_and_readings_share_one_fold_state():
+    # a reading folded between two connection states keeps the connection's state, and back
+    st, _ = fold_reach(EMPTY, "127.0.0.1:3306", True, None, 1.0)
+    st, _ = fold_reach(st, "127.0.0.1:3306", False, "timed out", 2.0)
+    st, _ = fold(st, "mysql.variables.127.0.0.1:3306", VariablesReading({"max_connections": "151"}, 3.0), 2.5)
+    st, back = fold_reach(st, "127.0.0.1:3306", True, None, 9.6)
+    assert [e.new for e in back] == ["back after 8s"]

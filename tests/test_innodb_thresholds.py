@@ -199,7 +199,7 @@ def test_assess_mariadb_async_flush_with_rates():
     assert a.age == 76_000_000 and a.age_source == "Innodb_checkpoint_age"
     assert a.state == ASYNC  # 70717088 < 76000000 <= 80819529
     assert a.redo_rate == 8_000_000.0 and a.redo_rate_source == "Δ LSN"
-    # "Full in" is the time to MariaDB's own sync limit (Innodb_checkpoint_max_age 80,819,529),
+    # "Sync in" is the time to MariaDB's own sync limit (Innodb_checkpoint_max_age 80,819,529),
     # not to the end of the 96 MiB log: 0.60 s, where the log itself fills in 3.08 s.
     assert a.full_in == pytest.approx((80819529 - 76_000_000) / 8_000_000)
     assert a.log_full_in == pytest.approx((96 * MiB - 76_000_000) / 8_000_000)

@@ -26,11 +26,12 @@ from proxytop.core import Snapshot, Table
 from proxytop.metrics import deadlock
 from proxytop.metrics.lock_chains import LongestWait, alarm_text, chains
 from proxytop.polling.connection import Endpoint
+from proxytop.polling.engine import SourceState
 from proxytop.screens import filters
 from proxytop.screens.locks import LocksScreen, arrange_chains, lock_rows
 from proxytop.screens.table import TableState
 from tests.mariadb import running_server
-from tests.terminal import DOWN, ENTER, ESC, proxytop_command
+from tests.terminal import DOWN, ENTER, ESC, UP, proxytop_command
 from tests.test_sessions import mysql_args
 
 SCHEMA = "locks_test"
@@ -135,6 +136,14 @@ def test_a_three_level_chain_is_shown_as_a_tree_and_b_opens_its_head_in_sessions
                         what="C's wait, its blocker B and the head A")
         term.send(ESC)
         term.wait_until(lambda s: "Lock waits" in s, what="the table again")  # (Esc then b at once is Alt-b)
+        term.send(UP)
+        term.send(UP)  # A, the head: it waits for nothing
+        term.send(ENTER)
+        term.wait_until(lambda s: f"Locks held by session {a.id}" in s, what="the head's locks")
+        term.send(ESC)
+        term.wait_until(lambda s: "Lock waits" in s, what="the table again")
+        term.send(DOWN)
+        term.send(DOWN)  # C again
         term.send("b")
         # Sessions, on the head A, idle in its transaction; K asks before killing it
         term.wait_until(lambda s: "Sessions" in s and f"session {a.id}: the head of the chain" in s,
@@ -395,12 +404,18 @@ def test_the_alarm_line_past_its_threshold_only():
 class AlarmView:
     """The DataView calls the alarm makes: the latest alarm reading of each server."""
 
-    def __init__(self, readings):
-        self.readings = readings
+    def __init__(self, readings, now=2.0, down=()):
+        self.readings, self._now, self.down = readings, now, down
 
     def latest(self, name):
         data = self.readings.get(name)
         return Snapshot(name, data, taken_at=1.0, duration=0.001) if data is not None else None
+
+    def state(self, source):
+        return SourceState(source, connected=not any(host in source for host in self.down))
+
+    def now(self):
+        return self._now
 
 
 def locks_screen(*hosts, alarm=None) -> LocksScreen:
@@ -420,6 +435,15 @@ def test_the_alarm_names_the_longest_wait_of_the_fleet_and_how_many_more():
                       "mysql.lockalarm.db3:3306": AlarmReading(LongestWait(3, 9, 10, 4, True))})
     assert screen.alarm(view) == "lock wait 1m35s on db2:3306 (blocker: thread 8, idle in transaction 2m00s)  (+1 more)"
     assert screen.alarm(AlarmView({"mysql.lockalarm.db1:3306": AlarmReading()})) is None
+
+
+def test_a_server_down_or_not_answering_has_no_lock_wait_alarm():
+    screen = locks_screen("db1", "db2")
+    readings = {"mysql.lockalarm.db1:3306": AlarmReading(LongestWait(12, 5, 6, 30, False)),
+                "mysql.lockalarm.db2:3306": AlarmReading(LongestWait(95, 7, 8, 120, True))}
+    assert screen.alarm(AlarmView(readings, down=("db2",))).startswith("lock wait 12s on db1:3306")
+    assert screen.alarm(AlarmView(readings, down=("db1", "db2"))) is None
+    assert screen.alarm(AlarmView(readings, now=1.0 + 3 * 5.0 + 1)) is None  # the last readings three intervals old
 
 
 def test_a_lock_wait_alarm_of_0_reads_nothing_for_it():

@@ -63,7 +63,7 @@ def test_fast_sort_gives_the_generic_order():
 
 @pytest.mark.parametrize("text", [
     "sleep", "reporting", "SLEEP(9)", "127.0.0.1:3312", "20", "9s", "0s", "\u2014", "sbtest3", "set a",
-    '"set a = 1"', "user:report", "time>1000 select", "hostgroup:10 commit", "sbtest 3311", "nothing-like-this",
+    '"set a = 1"', "user:report", "time>1s select", "time>1000ms select", "time>1 select", "hostgroup:10 commit", "sbtest 3311", "nothing-like-this",
 ])
 def test_fast_filter_keeps_the_rows_the_generic_filter_keeps(recording, text):
     from proxytop.screens.filters import parse
@@ -182,8 +182,8 @@ def test_e2e_chosen_minimum_interval_is_shown(proxytop_term, proxysql_double):
 def test_e2e_filter_on_columns(proxytop_term, proxysql_double):
     term = start(proxytop_term, proxysql_double)
     term.send("/")
-    term.send("user:reporting time>1000\r")
-    screen = term.wait_for("filter user:reporting time>1000")
+    term.send("user:reporting time>1s\r")
+    screen = term.wait_for("filter user:reporting Time > 1 s")
     rows = session_lines(screen)
     assert rows and all(r[1] == "reporting" for r in rows), screen
     term.send("\\")

@@ -121,7 +121,7 @@ def test_sorted_on_columns_in_the_row_by_row_order(served, key, descending):
     assert arranged[:40] == expected[:40]
 
 
-@pytest.mark.parametrize("text", ["app3", "user:app3", "time>60000", "sbtest7", "hg=2"])
+@pytest.mark.parametrize("text", ["app3", "user:app3", "time>60s", "sbtest7", "hg=2"])
 def test_filtered_or_text_sorted_as_the_row_by_row_rows(served, text):
     columns, rows = both(served, generated(600))
     screen = ProcListScreen()

@@ -241,6 +241,22 @@ def test_enter_on_servers_opens_the_sessions_of_that_server_and_n_steps_to_the_n
         second.stop()
 
 
+def test_a_server_that_goes_down_is_said_above_its_last_sessions(proxytop_term):
+    server = MariaDBServer(name="sessions-down").start()
+    try:
+        term = proxytop_term(*mysql_args(server), cols=160, rows=30)
+        term.wait_until(lambda s: "1:Servers" in s and re.search(rf"^{re.escape(server.address)}\s", s, re.M),
+                        timeout=20, what="the server")
+        term.send(ENTER)
+        term.wait_until(lambda s: f"Server  {server.address}" in s and "Sessions" in s and "waiting" not in s,
+                        timeout=20, what="its sessions")
+        server.stop()
+        term.wait_until(lambda s: re.search(r"down, retrying( in \d+s| now)?: .*\(what follows is its last reading\)", s),
+                        timeout=30, what="the server said down above its last sessions")
+    finally:
+        server.stop()
+
+
 def test_batch_json_of_the_sessions_screen(shop):
     holder = shop.connect()
     try:

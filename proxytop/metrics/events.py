@@ -7,7 +7,9 @@ by name. :func:`fold` compares a facet with the same facet's previous values and
 events; the first reading of a facet is its baseline and makes none. Uptime is not a facet: a
 source's uptime that went back is one ``restarted`` event, whichever reading saw it, and the
 facets of that source read before it are then forgotten (a restart makes no event per
-variable or per backend).
+variable or per backend). A source's connection (the engine's source states, not readings)
+is folded apart by :func:`fold_reach`: unreachable with the error, then back with how long it was
+out.
 
 :class:`EventLog` keeps the fold's state and the last ``limit`` events; it is fed with every
 new snapshot (live: the engine's observer, on the worker threads; a replay: the recording's
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from proxytop.core import is_secret_name
@@ -36,8 +38,10 @@ KINDS: Dict[str, Tuple[str, str]] = {
     "replica": ("X", "a replica's IO or SQL thread"),
     "drift": ("D", "ProxySQL Cluster: a module's checksum differs between nodes, or agrees again"),
     "node": ("N", "ProxySQL Cluster: a node restarted"),
+    "reach": ("U", "proxytop could not reach the source (unreachable), or reached it again (back)"),
 }
 NONE = "(none)"  # the old or new value of something that was not there
+REACHABLE, UNREACHABLE, BACK = "reachable", "unreachable", "back after"  # a source's connection
 HIDDEN = "(hidden)"  # a password or credentials variable changed: its values are never shown
 # Global variables that change by themselves (positions, not settings): never an event.
 MOVING_VARIABLES = frozenset((
@@ -79,6 +83,8 @@ class Event:
         """
         if self.kind in ("restart", "node"):
             return f"{self.what if self.kind == 'node' else self.source} restarted"
+        if self.kind == "reach":
+            return f"{self.source} {self.new.partition(':')[0]}"
         return f"{self.what} {self.new}"
 
     @property
@@ -252,6 +258,8 @@ def severity(kind: str, what: str, new: str) -> str:
         return "info" if new == "Yes" else "danger"
     if kind in ("restart", "node"):
         return "warning"
+    if kind == "reach":
+        return "info" if new.startswith(BACK) else "warning"
     if kind == "drift":
         return "info" if new == "in sync" else "warning"
     return "info"
@@ -296,9 +304,12 @@ class FoldState:
     seen: Mapping[Tuple[str, str, str], Tuple[float, Mapping[str, str]]]  # (source, kind, part) ->
     uptimes: Mapping[str, Tuple[float, float]]  # source -> (wall time, uptime)
     restarts: Mapping[str, float]  # source -> wall time of the reading that saw its restart
+    # source -> None while reachable, or (wall time it was first seen unreachable, whether it
+    # had been reached before) while it is not; a source not in it has said nothing yet
+    reach: Mapping[str, Optional[Tuple[float, bool]]] = field(default_factory=dict)
 
 
-EMPTY = FoldState({}, {}, {})
+EMPTY = FoldState({}, {}, {}, {})
 
 
 SECOND_HAND_SECONDS = 60.0  # how far behind a cluster peer's uptime may be, as another node saw it
@@ -350,7 +361,63 @@ def fold(state: FoldState, name: str, data: Any, wall_time: float, taken_at: Opt
         if before is not None and not (restarted is not None and before[0] < restarted):
             events += changes(facet, before[1], wall_time, taken_at)
         seen[key] = (wall_time, facet.values)
-    return FoldState(seen, uptimes, restarts), events
+    return replace(state, seen=seen, uptimes=uptimes, restarts=restarts), events
+
+
+def reach_source(name: str, proxysql: str = "proxysql") -> Optional[str]:
+    """The events' source of an engine source whose connection is watched: ProxySQL's admin
+    and each MySQL server (None for the others: this host, a cluster peer).
+
+    >>> reach_source("proxysql"), reach_source("mysql:127.0.0.1:3306"), reach_source("host")
+    ('proxysql', '127.0.0.1:3306', None)
+    """
+    if name == "proxysql":
+        return proxysql
+    if name.startswith("mysql:"):
+        return name[len("mysql:"):]
+    return None
+
+
+def fold_reach(state: FoldState, source: str, connected: bool, error: Optional[str], wall_time: float,
+               taken_at: Optional[float] = None) -> Tuple[FoldState, List[Event]]:
+    """(the new state, the events) after a source's connection state: ``connected``, or not
+    with the one-line ``error`` (the header's); a state with neither (an attempt under way)
+    says nothing. Pure.
+
+    Reachable again after being unreachable is one ``back after`` event with how long it was
+    out (from the first failure seen to the connection, whole seconds). A source that keeps
+    failing is one ``unreachable`` event, not one per retry. The first state is a baseline:
+    reachable says nothing; unreachable is one event, and its first connection no ``back``
+    (it was never reached: there is no outage to measure).
+
+    >>> state, first = fold_reach(EMPTY, "127.0.0.1:3306", True, None, 100.0)
+    >>> state, down = fold_reach(state, "127.0.0.1:3306", False, "connection refused", 110.0)
+    >>> state, again = fold_reach(state, "127.0.0.1:3306", False, "connection refused", 112.0)
+    >>> state, up = fold_reach(state, "127.0.0.1:3306", True, None, 131.4)
+    >>> first, again, [(e.what, e.change, e.severity) for e in down]
+    ([], [], [('connection', 'reachable → unreachable: connection refused', 'warning')])
+    >>> [(e.what, e.change, e.severity) for e in up]
+    [('connection', 'unreachable → back after 21s', 'info')]
+    """
+    if not connected and not error:
+        return state, []
+    known, before = source in state.reach, state.reach.get(source)
+    reach = dict(state.reach)
+    events: List[Event] = []
+    if connected:
+        reach[source] = None
+        if before is not None and before[1]:
+            out = units.duration(max(1, round(wall_time - before[0])))
+            events.append(Event(wall_time, source, "reach", "connection", UNREACHABLE, f"{BACK} {out}",
+                                severity("reach", "connection", BACK), taken_at))
+    elif before is None:  # reachable (or nothing known) until now: one event per outage
+        reach[source] = (wall_time, known)
+        new = f"{UNREACHABLE}: {error}"
+        events.append(Event(wall_time, source, "reach", "connection", REACHABLE if known else NONE, new,
+                            severity("reach", "connection", new), taken_at))
+    else:
+        return state, []  # still unreachable: the retries say nothing new
+    return replace(state, reach=reach), events
 
 
 # ----- the log --------------------------------------------------------------------------------------
@@ -382,10 +449,25 @@ class EventLog:
             self.added += len(found)
         return found
 
+    def feed_reach(self, name: str, connected: bool, error: Optional[str], wall_time: float,
+                   taken_at: Optional[float] = None) -> List[Event]:
+        """Engine source ``name``'s connection state (ignored for a source not watched)."""
+        with self._lock:
+            source = reach_source(name, self.proxysql_name())
+            if source is None:
+                return []
+            self._state, found = fold_reach(self._state, source, connected, error, wall_time, taken_at)
+            self._events.extend(found)
+            self.added += len(found)
+        return found
+
     def observe(self, kind: str, value: Any) -> None:
-        """An engine observer (proxytop.polling.engine.Engine.add_observer): every snapshot."""
+        """An engine observer (proxytop.polling.engine.Engine.follow): every snapshot, and every
+        source state (proxytop.polling.engine.SourceState, with the times it changed)."""
         if kind == "snapshot" and value.ok:
             self.feed(value.collector, value.data, value.wall_time, value.taken_at)
+        elif kind == "state":
+            self.feed_reach(value.name, value.connected, value.error, value.wall_time, value.changed_at)
 
     def events(self, until: Optional[float] = None) -> List[Event]:
         """The events kept, oldest first; with ``until`` (the engine's time, ``now()``) those

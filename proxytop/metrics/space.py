@@ -75,6 +75,8 @@ def alarm_text(mount: str, used_pct: Optional[float], seconds_left: Optional[flo
     '/tmp 50% used, full in 30m00s (tmp, data)'
     >>> alarm_text("/tmp", 91.0, None, ["tmp"])
     '/tmp 91% used (tmp)'
+    >>> alarm_text("/", 32.0, 731, ["data"])  # a bare "/" would read as a slip of the keyboard
+    'root filesystem / 32% used, full in 12m11s (data)'
     >>> alarm_text("/tmp", 50.0, 7200, ["tmp"]) is None
     True
     >>> alarm_text("/tmp", 95.0, 60, ["tmp"], used_limit=0, full_limit_min=0) is None  # both off
@@ -84,7 +86,8 @@ def alarm_text(mount: str, used_pct: Optional[float], seconds_left: Optional[flo
     soon = full_limit_min > 0 and seconds_left is not None and seconds_left < full_limit_min * 60
     if not (high or soon):
         return None
-    text = f"{mount} {used_pct:.0f}% used" if used_pct is not None else mount
+    name = "root filesystem /" if mount == "/" else mount
+    text = f"{name} {used_pct:.0f}% used" if used_pct is not None else name
     if seconds_left is not None and (soon or high):
         text += f", full in {units.age(seconds_left)}"
     held = ", ".join(dict.fromkeys(roles))

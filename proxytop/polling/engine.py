@@ -55,6 +55,10 @@ class SourceState:
     retry_at: Optional[float] = None  # monotonic time of the next attempt
     failures: int = 0
     since: float = 0.0
+    # when this state was set: the engine's clock (a replay's: its timeline) and the wall clock
+    # (the Events tab's "unreachable" and "back after" are stamped with them)
+    changed_at: float = 0.0
+    wall_time: float = 0.0
 
     def retry_in(self, now: float) -> Optional[float]:
         if self.retry_at is None:
@@ -175,10 +179,11 @@ class Engine:
 
     def follow(self, observer: Callable[[str, object], None], wanted: Callable[[str], bool]) -> None:
         """``observer("snapshot", snapshot)`` for every new reading of the collectors ``wanted``
-        names, on the worker threads as they read (the same interface plays a recording's
-        readings in a replay: proxytop.engine_view)."""
+        names, and ``observer("state", state)`` for every source state, on the worker threads
+        as they happen (the same interface plays a recording's readings and states in a
+        replay: proxytop.engine_view)."""
         def told(kind: str, value: object) -> None:
-            if kind == "snapshot" and wanted(value.collector):
+            if kind == "state" or (kind == "snapshot" and wanted(value.collector)):
                 observer(kind, value)
 
         self.add_observer(told)
@@ -358,7 +363,8 @@ class Engine:
     # ----- what the workers share ---------------------------------------------------------------
     def _set_state(self, name: str, **changes) -> None:
         with self.lock:
-            state = self._states[name] = replace(self._states[name], **changes)
+            state = self._states[name] = replace(self._states[name], changed_at=self._clock(),
+                                                 wall_time=time.time(), **changes)
         self._readings.touch(("state", name))
         if self._observers:
             self._notify("state", state)

@@ -267,11 +267,14 @@ class ReplayEngine(PlaybackClock):
 
     def follow(self, observer: Callable[[str, Any], None], wanted: Callable[[str], bool]) -> None:
         """``observer("snapshot", snapshot)`` for each recorded reading of the collectors
-        ``wanted`` names, in time order, when :meth:`deliver` is called: those up to the
-        position, each once. A jump back tells nothing again (the observer keeps what it was
-        told, with its times); forward, what lies between is told on the next delivery."""
-        entries = sorted((at, name, i) for name, series in self.index.snapshots.items() if wanted(name)
-                         for i, at in enumerate(series.times))
+        ``wanted`` names, and ``observer("state", state)`` for each recorded source state, in
+        time order, when :meth:`deliver` is called: those up to the position, each once. A jump
+        back tells nothing again (the observer keeps what it was told, with its times); forward,
+        what lies between is told on the next delivery."""
+        entries = sorted([(at, "s", name, i) for name, series in self.index.snapshots.items() if wanted(name)
+                          for i, at in enumerate(series.times)]
+                         + [(at, "st", name, i) for name, series in self.index.states.items()
+                            for i, at in enumerate(series.times)])
         self._followers.append([observer, entries, 0])
 
     def deliver(self) -> None:
@@ -279,9 +282,11 @@ class ReplayEngine(PlaybackClock):
         for follower in self._followers:
             observer, entries, told = follower
             while told < len(entries) and entries[told][0] <= position + 1e-9:
-                _at, name, i = entries[told]
+                _at, kind, name, i = entries[told]
                 # decoded afresh, not through the cache: a long way forward would empty it
-                observer("snapshot", self._decode("s", name, i))
+                value = self._decode(kind, name, i)
+                if value is not None:
+                    observer("snapshot" if kind == "s" else "state", value)
                 told += 1
             follower[2] = told
 
@@ -342,8 +347,10 @@ class ReplayEngine(PlaybackClock):
         if not isinstance(data, SourceState):
             return None
         offset = self.index.segments[segment].offset  # its monotonic times moved onto the timeline
+        # set when recorded (changed_at on the timeline); a recording made before states had
+        # a wall time: the record's
         return replace(data, retry_at=data.retry_at + offset if data.retry_at is not None else None,
-                       since=data.since + offset)
+                       since=data.since + offset, changed_at=at, wall_time=data.wall_time or at + self.index.base)
 
     def _snapshots(self, name: str, keep: int) -> Tuple[Snapshot, ...]:
         """Up to ``keep`` readings of the position's run, the last one at or before it."""

@@ -42,6 +42,7 @@ from proxytop.screens.table import Column, Row, TableState, rows_word
 
 FORMATS = ("table", "json", "csv")
 CONNECT_ATTEMPTS = 3  # ProxySQL failures in a row (retried with backoff) before giving up
+MYSQL_SOURCE = "mysql:"  # how a MySQL server's source is named (collectors.innodb.source_name)
 PROXYSQL = "proxysql"
 TICK = 0.05  # seconds between checks while waiting (live)
 
@@ -185,7 +186,7 @@ class Block:
         title = next((c.title for c in screen.columns if c.key == state.sort_key), state.sort_key)
         parts = [screen.title + (" (PgSQL)" if pgsql else ""), f"sort {title} {'desc' if state.descending else 'asc'}"]
         if not state.filter.empty:
-            parts.append(f"filter {state.filter.text}  {len(self.data_rows)}/{self.total} {rows_word(self.total)}")
+            parts.append(f"filter {state.filter.described}  {len(self.data_rows)}/{self.total} {rows_word(self.total)}")
         else:
             parts.append(f"{self.total} {rows_word(self.total)}")
         return "  ".join(parts + ([self.status] if self.status else []))
@@ -396,13 +397,30 @@ class BatchRun:
         state = self.engine.state(PROXYSQL)
         return state is None or not state.connected
 
+    def mysql_states(self) -> List[Any]:
+        """Live, with no ProxySQL read: the MySQL servers' connection states."""
+        if self.engine.replaying or self.uses_proxysql():
+            return []
+        return [s for s in self.engine.states() if s.name.startswith(MYSQL_SOURCE)]
+
+    def mysql_trying(self) -> bool:
+        """Every MySQL server is down, and one is still being tried (not given up on yet)."""
+        states = self.mysql_states()
+        return bool(states) and not any(s.connected for s in states) and \
+            any(s.failures < CONNECT_ATTEMPTS for s in states)
+
     def fatal(self) -> Optional[str]:
-        """One line when ProxySQL could not be reached after retries."""
+        """One line when ProxySQL, or with no ProxySQL every MySQL server, could not be reached
+        after retries (a cron job's check sees exit status 1, not a report of rows all down)."""
         state = self.engine.state(PROXYSQL)
-        if not self.proxysql_down() or state is None or state.failures < CONNECT_ATTEMPTS:
-            return None
-        where = getattr(getattr(self.engine.source(PROXYSQL), "endpoint", None), "label", "ProxySQL")
-        return f"cannot connect to ProxySQL at {where} after {state.failures} attempts: {state.error}"
+        if self.proxysql_down() and state is not None and state.failures >= CONNECT_ATTEMPTS:
+            where = getattr(getattr(self.engine.source(PROXYSQL), "endpoint", None), "label", "ProxySQL")
+            return f"cannot connect to ProxySQL at {where} after {state.failures} attempts: {state.error}"
+        states = self.mysql_states()
+        if states and all(not s.connected and s.failures >= CONNECT_ATTEMPTS for s in states):
+            return "cannot connect to " + "; ".join(
+                f"MySQL at {s.name[len(MYSQL_SOURCE):]} after {s.failures} attempts: {s.error}" for s in states)
+        return None
 
     def run(self) -> int:
         names = self.activate()
@@ -412,7 +430,8 @@ class BatchRun:
         deadline = self.engine.now() + max(4 * self.interval, 2 * self.connect_timeout + 3 * self.interval,
                                            2 * slowest + self.connect_timeout)
         # The first report waits for rates (bounded), and for ProxySQL to answer or be given up on.
-        while not self.ready(names) and (self.engine.now() < deadline or self.proxysql_down()):
+        while (not self.ready(names) or self.mysql_trying()) and \
+                (self.engine.now() < deadline or self.proxysql_down() or self.mysql_trying()):
             if self.fatal() or not self.tick(names):
                 break
             names = self.activate()

@@ -590,6 +590,9 @@ class Controller:
             self._set_state(replace(self.state, filter=parsed))
             self.ui.mode = "table"
             self.ui.cursor[self.screen.key] = 0
+            self.ui.message = None  # what an earlier filter said (unchanged, an error) is past
+            if parsed.described != parsed.text:  # a figure read in a unit: say which
+                self.say(f"filter: {parsed.described}")
         else:
             self._edit_input(name, ch)
 

@@ -15,7 +15,7 @@ from proxytop.metrics.sides import MYSQL, PGSQL
 from proxytop.screens.base import Cells
 from proxytop.screens.connpool import header_queries
 from proxytop.screens.sided import header_label, header_readings
-from proxytop.screens import HALF_TITLES, MYSQL_HALF, PROXYSQL_HALF, keys, tab_keys, table
+from proxytop.screens import HALF_TITLES, MYSQL_HALF, PROXYSQL_HALF, filters, keys, tab_keys, table
 from proxytop.ui import graph_view
 
 Segment = Tuple[str, Optional[str]]
@@ -257,7 +257,7 @@ def status_line(ctl, shown: int, total: int, width: int) -> Line:
         (0, [("sort ", "label"), (ctl.column_title(state.sort_key) + (" \u2193" if state.descending else " \u2191"),
                                   "header")])]
     if not state.filter.empty:
-        fields += [(0, [("  filter ", "label"), (state.filter.text, "warning_bold")]),
+        fields += [(0, [("  filter ", "label"), (state.filter.described, "warning_bold")]),
                    (1, [(f"  {shown}/{total} {table.rows_word(total)}", "label")])]
     else:
         fields.append((1, [(f"  {total} {table.rows_word(total)}", "label")]))
@@ -280,7 +280,7 @@ def status_line(ctl, shown: int, total: int, width: int) -> Line:
 def footer_line(ctl, width: int) -> Line:
     mode, message = ctl.ui.mode, ctl.current_message()
     if mode in ("filter", "prompt"):
-        label, hint = ("filter: ", "Enter apply  Esc cancel  (text, col:regex, col>N)") if mode == "filter" else \
+        label, hint = ("filter: ", "Enter apply  Esc cancel  (text, col:regex, col>N, time>2s)") if mode == "filter" else \
             (ctl.ui.prompt_label, f"{ctl.ui.prompt_hint}  (Enter, Esc)")
         after = (f"   {message[0]}", message[1]) if message else (f"   {hint}", "dim")
         return fit([(label, "label"), (ctl.ui.input, "input"), ("_", "cursor"), after], width)
@@ -352,6 +352,14 @@ def _join(cells: Sequence[Segment], cursor: bool = False) -> Line:
     return table.Runs.joined(cells, cursor)
 
 
+def column_help(column) -> str:
+    """A column's help, and what a bare figure means when a filter compares it (its cells
+    may scale it: 850ms, 5.87s)."""
+    bare = filters.bare_unit(column)
+    note = f"filter: a bare number is {bare}" if bare else ""
+    return f"{column.help} ({note})" if column.help and note else column.help or note
+
+
 def help_lines(ctl, width: int) -> List[Line]:
     """The help's body (help_title goes above it): the keys of the screen, of a replay and of
     the key table, then every column of the screen (screen.columns, as the table shows them);
@@ -362,7 +370,7 @@ def help_lines(ctl, width: int) -> List[Line]:
               ("everywhere", [b for b in ctl.bindings() if b in keys.GLOBAL_BINDINGS]),  # those not overridden
               ("in a graph (g)", keys.GRAPH_BINDINGS)]
     groups = [(title, [(keys.describe(b), b.help) for b in bindings]) for title, bindings in groups if bindings]
-    groups.append(("columns of this screen", [(c.title.strip(), c.help) for c in ctl.screen.columns]))
+    groups.append(("columns of this screen", [(c.title.strip(), column_help(c)) for c in ctl.screen.columns]))
     left = 2 + max(len(name) for _, entries in groups for name, _ in entries)  # no name runs into its text
     lines: List[Line] = []
     for title, entries in groups:
