@@ -236,10 +236,10 @@ def test_the_last_trends_charts_are_reached_on_a_short_terminal(proxytop_term):
     term.wait_for("ConnPool")
     term.send("T")
     # ProxySQL's own history adds its charts (CPU, memory) after proxytop's, two or three a page
-    screen = term.wait_until(lambda s: re.search(r"charts 1-[23] of \d+", s) is not None, timeout=20,
-                             what="Trends' first charts")
-    count = int(re.search(r"charts 1-[23] of (\d+)", screen).group(1))
-    assert count == 15  # ProxySQL's 5, the MySQL servers' 3, lag, checkpoint age, the disks' 2, ProxySQL's own 3
+    # ProxySQL's 5, the MySQL servers' 3, lag, checkpoint age, the disks' 2, ProxySQL's own 3 (once read)
+    count = 15
+    term.wait_until(lambda s: re.search(rf"charts 1-[23] of {count}", s) is not None, timeout=20,
+                    what="Trends' first charts")
     for _ in range(count):
         term.send("\x1bOB")  # down (xterm in application mode)
     term.wait_until(lambda s: "ProxySQL memory" in s and re.search(rf"charts \d+-{count} of {count}", s) is not None,

@@ -230,7 +230,7 @@ def test_batch_trends_say_the_servers_numbers(mariadb):
                             + ["--batch", "--count", "2", "-d", "1", "--screen", "all", "--format", "json"],
                             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result.stderr
-    reports = [json.loads(line) for line in result.stdout.splitlines()]
+    reports = [r for r in map(json.loads, result.stdout.splitlines()) if "screen" in r]  # (not events' records)
     servers = [r for r in reports if r["screen"] == "servers"][-1]
     trends = {row["figure"]: row["now"] for row in [r for r in reports if r["screen"] == "trends"][-1]["rows"]}
     row = next(r for r in servers["rows"] if r["server"] == mariadb.address)
