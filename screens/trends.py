@@ -1,11 +1,12 @@
 """Trends: the whole system on one page of stacked charts, over the last 5 minutes, hour, day.
 
 Each trend is a figure of the whole system worked out from the rows of the screen that shows
-it (Q/s from GloStat's Questions, the latency percentiles from ComCount's buckets, the worst
-replica lag from Replication's rows, ...), so it is the number that screen shows. The
-controller makes those screens' rows from their readings, which Trends asks for on every
-screen at a slow pace (``alarm_readings``), and keeps each trend in the figure history
-(proxytop.metrics.history) under ``("trends", key)``; this screen only draws them.
+it (Q/s from GloStat's Questions, the latency percentiles from ComCount's buckets, the MySQL
+servers' Questions/s from the Servers screen's rows, the worst replica lag from Replication's
+rows, ...), so it is the number that screen shows. The controller makes those screens' rows
+from their readings, which Trends asks for on every screen at a slow pace (``alarm_readings``),
+and keeps each trend in the figure history (proxytop.metrics.history) under
+``("trends", key)``; this screen only draws them.
 """
 from __future__ import annotations
 
@@ -161,6 +162,7 @@ def readings_of(screen: Screen) -> List[str]:
         return [server.server_name for server in screen.fleet.listed()]
     return list(screen.active_collectors())
 
+
 # Figures only ProxySQL's own history has (every minute, from its stats_history schema).
 PROXYSQL_HISTORY = "proxysql history"
 HISTORY_TRENDS: Tuple[Trend, ...] = (
@@ -292,8 +294,8 @@ class TrendsScreen(Screen):
 
     def alarm_readings(self, view: DataView) -> Tuple[Tuple[str, float], ...]:
         """What the trends need read on every screen, beyond what is read there anyway (the
-        header's readings, the pools, and each MySQL server's own reading, the Servers screen's,
-        which the Replication alarm takes every 5 s):
+        header's readings, the pools, and each MySQL server's own reading with its replication
+        threads, the Servers screen's, which the Replication alarm takes every 5 s):
         ProxySQL's command counters (one small table) and the host's disks, every TREND_PACE
         seconds. A fixed set: a plan that changed with the screens' state would make the engine
         start its readings again. The worst checkpoint age is drawn while InnoDB or Trends is
