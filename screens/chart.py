@@ -29,6 +29,7 @@ class Plot:
     label: str
     points: Sequence[Point]  # (wall time, value); NaN is a gap
     style: Optional[str] = None
+    steps: bool = False  # a count: each value held until the next reading, not a slope to it
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,46 @@ def value_range(plots: Sequence[Plot]) -> Tuple[float, float]:
     top = nice_ceiling(high) if high > 0 else 0.0
     bottom = -nice_ceiling(-low) if low < 0 else 0.0
     return (bottom, top) if top > bottom else (bottom, bottom + 1.0)
+
+
+def axis_labels(low: float, high: float, fmt: Callable[[float], str]) -> List[str]:
+    """The value axis' labels, top, middle and bottom, in the figure's units (``fmt``) when
+    those tell the three apart and say each value; else as plain numbers with as many decimals
+    as they need (a checkpoint age of 0.004 %: "0.0 / 0.0 / 0" became this).
+
+    >>> number = lambda v: f"{v:.1f}" if v else "0"
+    >>> axis_labels(0.0, 10.0, number), axis_labels(0.0, 0.005, number), axis_labels(0.0, 0.25, number)
+    (['10.0', '5.0', '0'], ['0.005', '0.0025', '0'], ['0.25', '0.125', '0'])
+    >>> axis_labels(0.0, 0.005, lambda v: f"{v * 1000:g}ms")  # a unit of its own: kept
+    ['5ms', '2.5ms', '0ms']
+    """
+    values = (high, (low + high) / 2, low)
+    labels = [fmt(v) for v in values]
+    half = (high - low) / 2
+    if len(set(labels)) == len(labels) and all(_says(label, value, half / 10) for label, value in zip(labels, values)):
+        return labels
+    decimals = next((d for d in range(13) if all(abs(round(v, d) - v) <= half * 1e-6 for v in values)), 12)
+    return [_plain(v, decimals) for v in values]
+
+
+def _says(label: str, value: float, within: float) -> bool:
+    """Whether a label says its value: a bare number within ``within`` of it, or text with a
+    unit (read as the formatter meant it)."""
+    try:
+        return abs(float(label) - value) <= within
+    except ValueError:
+        return True
+
+
+def _plain(value: float, decimals: int) -> str:
+    """A number with at most ``decimals`` decimals, no trailing zeros.
+
+    >>> _plain(0.0050, 4), _plain(0.0, 4), _plain(12.0, 0), _plain(-0.25, 3)
+    ('0.005', '0', '12', '-0.25')
+    """
+    text = f"{value:.{decimals}f}"
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return "0" if text in ("-0", "") else text
 
 
 def clock_label(t: float, span: float) -> str:
@@ -113,7 +154,7 @@ def draw(plots: Sequence[Plot], width: int, height: int, start: float, end: floa
     line of event markers when there are any. ``fmt`` formats the value axis in the column's
     units; a ``cursor`` time is marked ▲ on the time axis."""
     low, high = value_range(plots)
-    labels = [fmt(high), fmt((low + high) / 2), fmt(low)]
+    labels = axis_labels(low, high, fmt)
     left = max(label_width, max(len(text) for text in labels) + 1)  # (charts stacked: one width lines their axes up)
     rows = max(1, height - 1 - (1 if markers else 0))
     cols = max(1, width - left - 1)
@@ -143,7 +184,9 @@ def draw(plots: Sequence[Plot], width: int, height: int, start: float, end: floa
             bottom, top = y_dot(lowest), y_dot(highest)
             if previous is not None and x - previous[0] <= joinable:
                 px, pv = previous
-                if x - px == 1:  # the next dot: one vertical stroke from the last reading to this one's
+                if x - px == 1 or plot.steps:  # one vertical stroke from the last reading to this one's
+                    for step in range(px + 1, x):  # (a count: held level across the dots between)
+                        put(step, y_dot(pv), y_dot(pv), plot.style)
                     bottom, top = min(bottom, y_dot(pv)), max(top, y_dot(pv))
                 else:  # readings further apart than a dot: a line across the dots between
                     for step in range(px + 1, x):

@@ -1,11 +1,12 @@
 """Trends: the whole system on one page of stacked charts, over the last 5 minutes, hour, day.
 
 Each trend is a figure of the whole system worked out from the rows of the screen that shows
-it (Q/s from GloStat's Questions, the latency percentiles from ComCount's buckets, the worst
-replica lag from Replication's rows, ...), so it is the number that screen shows. The
-controller makes those screens' rows from their readings, which Trends asks for on every
-screen at a slow pace (``alarm_readings``), and keeps each trend in the figure history
-(proxytop.metrics.history) under ``("trends", key)``; this screen only draws them.
+it (Q/s from GloStat's Questions, the latency percentiles from ComCount's buckets, the MySQL
+servers' Questions/s from the Servers screen's rows, the worst replica lag from Replication's
+rows, ...), so it is the number that screen shows. The controller makes those screens' rows
+from their readings, which Trends asks for on every screen at a slow pace (``alarm_readings``),
+and keeps each trend in the figure history (proxytop.metrics.history) under
+``("trends", key)``; this screen only draws them.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from proxytop.collectors.diskstats import NAME as DISKSTATS
+from proxytop.collectors.innodb_fleet import fleet_min_interval
 from proxytop.collectors.proxysql import ConnectionPool
 from proxytop.collectors.proxysql_stats import CommandCounters
 from proxytop.collectors.proxysql_history import ProxySQLHistory
@@ -35,6 +37,7 @@ from proxytop.screens.table import Column, Row
 
 TREND_PACE = 10.0  # seconds between the readings Trends asks for while another screen is shown
 WINDOWS = (("5 minutes", 300.0), ("1 hour", 3600.0), ("24 hours", 86400.0), ("7 days", 7 * 86400.0))
+LARGE_FLEET = 50  # servers: past this, a fleet's trends are made at its own pace (new_inputs)
 CHART_LINES = 6  # a chart's least height: its title, four rows of dots, the time axis
 
 
@@ -108,6 +111,7 @@ class Trend:
     chart: str = ""  # trends with the same chart share one (latency p50 and p95)
     help: str = ""
     proxysql: str = ""  # the figure of ProxySQL's own history (stats_history) that comes before it
+    steps: bool = False  # a count that jumps from one reading to the next: drawn as steps, not slopes
 
 
 def _ms(us: Optional[float]) -> Optional[float]:
@@ -125,7 +129,13 @@ TRENDS: Tuple[Trend, ...] = (
           proxysql="client_connections"),
     Trend("errors", "Backend errors/s", "connpool", lambda rows: _sum(rows, "conn_err_s"), units.number,
           help="failed backend connections per second, every backend"),
-    Trend("shunned", "SHUNNED backends", "connpool", shunned, units.number),
+    Trend("shunned", "SHUNNED backends", "connpool", shunned, units.number, steps=True),
+    Trend("mysql_qps", "MySQL Questions/s, all servers", "servers", lambda rows: _sum(rows, "qps"), units.number,
+          help="every MySQL server's Q/s (Questions), added up"),
+    Trend("mysql_running", "MySQL threads running, all servers", "servers", lambda rows: _sum(rows, "running"),
+          units.number, help="every server's Threads_running added up (each counts proxytop's reader)"),
+    Trend("mysql_connected", "MySQL connections, all servers", "servers", lambda rows: _sum(rows, "connected"),
+          units.number, help="every server's Threads_connected added up"),
     Trend("lag", "Worst replica lag", "replication", lambda rows: _max(rows, "lag"), units.duration,
           help="seconds, the most behind of every channel"),
     Trend("checkpoint", "Worst checkpoint age %", "innodb", lambda rows: _max(rows, "age_pct"), units.number,
@@ -138,6 +148,20 @@ TRENDS: Tuple[Trend, ...] = (
 
 # The readings these screens' trends come from, whatever the screen shows (see rows_of).
 FIXED_READINGS = {"connpool": (ConnectionPool.name,), "comcount": (CommandCounters.name,), "iostat": (DISKSTATS,)}
+# The trends that need no ProxySQL: those of the MySQL servers and of the host's disks.
+WITHOUT_PROXYSQL = ("servers", "replication", "innodb", "iostat")
+
+
+def readings_of(screen: Screen) -> List[str]:
+    """The readings a screen's trends are worked out from: FIXED_READINGS', each server's own
+    reading for the Servers screen (not the discovery of servers: a new list of servers is no
+    new figure), else what the screen reads."""
+    if screen.key in FIXED_READINGS:
+        return list(FIXED_READINGS[screen.key])
+    if screen.key == "servers":
+        return [server.server_name for server in screen.fleet.listed()]
+    return list(screen.active_collectors())
+
 
 # Figures only ProxySQL's own history has (every minute, from its stats_history schema).
 PROXYSQL_HISTORY = "proxysql history"
@@ -205,14 +229,13 @@ class TrendsScreen(Screen):
         wanted = {trend.screen for trend in TRENDS}
         with_proxysql = getattr(self.config, "proxysql", True)
         self.from_screens = [s for s in screens if s.key in wanted and s.built
-                             and (with_proxysql or s.key in ("replication", "innodb", "iostat"))]
+                             and (with_proxysql or s.key in WITHOUT_PROXYSQL)]
         self.with_header = with_proxysql
 
     def inputs(self) -> List[Tuple[str, List[str]]]:
         """What each group of trends is made of: (the screen, or the header, its readings)."""
         made_of = [(HEADER_ROWS, [twin_name(HEADER_NARROW, MYSQL), twin_name(HEADER, MYSQL)])] if self.with_header else []
-        return made_of + [(screen.key, list(FIXED_READINGS.get(screen.key) or screen.active_collectors()))
-                          for screen in self.from_screens]
+        return made_of + [(screen.key, readings_of(screen)) for screen in self.from_screens]
 
     def rows_of(self, key: str, view: DataView) -> List[Row]:
         """The rows a group of trends is worked out from: ConnPool's, ComCount's and IOstat's
@@ -235,12 +258,18 @@ class TrendsScreen(Screen):
     def new_inputs(self, latest: Callable[[str], Optional[Snapshot]], made: Dict[str, tuple]) -> List[Tuple[str, float]]:
         """The groups of trends (inputs()) whose readings are new since those ``made`` records
         (recorded there now), each with the wall time of its newest reading: a group read once
-        (InnoDB while it was shown) is not kept again as a new point at every later time."""
+        (InnoDB while it was shown) is not kept again as a new point at every later time. A
+        large fleet's group (500 servers: a reading new some 100 times a second) is made again
+        at most at its servers' own pace (fleet_min_interval: 5 s), not on every frame."""
         fresh = []
         for key, names in self.inputs():
             readings = [r for r in map(latest, names) if r is not None]
             made_of = tuple(r.taken_at for r in readings)
-            if not readings or made.get(key) == made_of:
+            before = made.get(key)
+            if not readings or before == made_of:
+                continue
+            if (len(names) > LARGE_FLEET and before
+                    and max(made_of) - max(before) < fleet_min_interval(len(names))):
                 continue
             made[key] = made_of
             fresh.append((key, max(r.wall_time for r in readings)))
@@ -265,7 +294,8 @@ class TrendsScreen(Screen):
 
     def alarm_readings(self, view: DataView) -> Tuple[Tuple[str, float], ...]:
         """What the trends need read on every screen, beyond what is read there anyway (the
-        header's readings, the pools and the replication threads of the header's alarms):
+        header's readings, the pools, and each MySQL server's own reading with its replication
+        threads, the Servers screen's, which the Replication alarm takes every 5 s):
         ProxySQL's command counters (one small table) and the host's disks, every TREND_PACE
         seconds. A fixed set: a plan that changed with the screens' state would make the engine
         start its readings again. The worst checkpoint age is drawn while InnoDB or Trends is
@@ -355,7 +385,8 @@ class TrendsScreen(Screen):
         made: Dict[str, Optional[float]] = {}  # the values now from the screens' rows, made when needed
         for group in chosen:
             plots = [chart.Plot(trend.title, view.figures.points(trend_key(trend), start, end),
-                                chart.SERIES_STYLES[i % len(chart.SERIES_STYLES)]) for i, trend in enumerate(group)]
+                                chart.SERIES_STYLES[i % len(chart.SERIES_STYLES)], steps=trend.steps)
+                     for i, trend in enumerate(group)]
             title: List[Tuple[str, Optional[str]]] = []
             for trend, plot in zip(group, plots):
                 values = [v for t, v in plot.points if not math.isnan(v) and t <= view.wall_now()]
@@ -373,8 +404,10 @@ class TrendsScreen(Screen):
             before = [plot for plot in before if plot.points]
             if before:
                 title.append((chart.LEGEND_MARK + " ", HISTORY_STYLE))
-                title.append((f"ProxySQL's own {resolution_text(history[group[0].proxysql].resolution_s)} figures",
+                title.append((f"ProxySQL's own {resolution_text(history[group[0].proxysql].resolution_s)} figures   ",
                               "dim"))
+            if group[0].help:  # what the figure is (added up, the worst, ...), where the line has room
+                title.append((group[0].help, "dim"))
             lines.append(chart.clip(title, width))
             lines += chart.draw(before + plots, width, each - 1, start, end, fmt=group[0].fmt, markers=markers,
                                 label_width=8)

@@ -208,7 +208,7 @@ def test_trends_begin_with_proxysqls_own_history(proxytop_term, proxysql_double)
     screen = term.wait_until(lambda s: "over the last 7 days" in s and "ProxySQL's own 1-minute figures" in s,
                              timeout=30, what="ProxySQL's own history joined to the Q/s chart")
     assert re.search(r"^Queries/s \S+\s+\u2501 ProxySQL's own 1-minute figures", screen, re.M), screen
-    for _ in range(8):
+    for _ in range(12):
         term.send("\x1bOB")  # to the last charts: the figures only ProxySQL's history has
     screen = term.wait_until(lambda s: re.search(r"^ProxySQL CPU % of a core \d", s, re.M) is not None,
                              what="ProxySQL's CPU from its own history")
@@ -236,10 +236,13 @@ def test_the_last_trends_charts_are_reached_on_a_short_terminal(proxytop_term):
     term.wait_for("ConnPool")
     term.send("T")
     # ProxySQL's own history adds its charts (CPU, memory) after proxytop's, two or three a page
-    term.wait_until(lambda s: re.search(r"charts 1-[23] of 12", s) is not None, timeout=20, what="Trends' first charts")
-    for _ in range(12):
+    # ProxySQL's 5, the MySQL servers' 3, lag, checkpoint age, the disks' 2, ProxySQL's own 3 (once read)
+    count = 15
+    term.wait_until(lambda s: re.search(rf"charts 1-[23] of {count}", s) is not None, timeout=20,
+                    what="Trends' first charts")
+    for _ in range(count):
         term.send("\x1bOB")  # down (xterm in application mode)
-    term.wait_until(lambda s: "ProxySQL memory" in s and re.search(r"charts \d+-12 of 12", s) is not None,
+    term.wait_until(lambda s: "ProxySQL memory" in s and re.search(rf"charts \d+-{count} of {count}", s) is not None,
                     timeout=10, what="the last chart")
 
 
