@@ -16,7 +16,7 @@ from proxytop.collectors.changes import CHECKSUMS_EVERY, VARIABLES_EVERY, ProxyS
 from proxytop.collectors.cluster import ClusterChecksums, ClusterMetrics
 from proxytop.collectors.innodb_fleet import Fleet
 from proxytop.core import Collector
-from proxytop.metrics.events import KINDS, Event, EventLog, watches
+from proxytop.metrics.events import KINDS, PULL_BUDGET, Event, EventLog, watches
 from proxytop.screens.base import DataView, Detail, Screen
 from proxytop.screens.connpool import ALARM_INTERVAL
 from proxytop.screens.replication import ALARM_PACE
@@ -100,7 +100,7 @@ class EventsScreen(Screen):
     # --- rows -------------------------------------------------------------------------------------
     def shown(self, view: DataView) -> List[Event]:
         """The events up to now (a replay's position)."""
-        return self.log.events(until=view.now())
+        return self.log.events(until=view.now(), budget=PULL_BUDGET)  # (a frame's worth of a replay's catching up)
 
     def rows_token(self, view: DataView):
         events = self.shown(view)

@@ -196,6 +196,16 @@ def test_set_global_and_a_restart_of_a_real_mariadb():
 
 # ----- a recording replayed ----------------------------------------------------------------------
 
+def replayed_to_the_end(path: str):
+    """(a replay engine of the recording at ``path``, at its end; its controller; its Events screen)."""
+    engine = ReplayEngine.open(path)
+    config = replay_config(engine.index, options.parse([], {}), options.build_parser().parse_args([]))
+    engine, controller = build(config, engine)
+    screen = next(s for s in controller.screens if isinstance(s, EventsScreen))
+    engine.seek(engine.index.end)
+    return engine, controller, screen
+
+
 def test_a_replay_shows_the_recorded_events_and_a_jump_back_neither_loses_nor_repeats_one(
         proxytop_term, proxysql_double, tmp_path):
     path = str(tmp_path / "events.rec.gz")
@@ -210,11 +220,7 @@ def test_a_replay_shows_the_recorded_events_and_a_jump_back_neither_loses_nor_re
     term.send("q", pause=0)
     assert term.wait_exit(10) == 0
 
-    engine = ReplayEngine.open(path)
-    config = replay_config(engine.index, options.parse([], {}), options.build_parser().parse_args([]))
-    engine, controller = build(config, engine)
-    screen = next(s for s in controller.screens if isinstance(s, EventsScreen))
-    engine.seek(engine.index.end)
+    engine, controller, screen = replayed_to_the_end(path)
     at_end = [(e.what, e.old, e.new) for e in screen.log.events(until=engine.now())]
     assert at_end == [("hg 20 127.0.0.1:3312", "ONLINE", "SHUNNED"), ("hg 20 127.0.0.1:3312", "SHUNNED", "ONLINE")]
     shunned_at = screen.log.events()[0].taken_at  # on the recording's timeline
@@ -272,11 +278,7 @@ def test_a_mariadb_stopped_and_started_is_unreachable_then_back_live_in_a_replay
         term.send("q", pause=0)
         assert term.wait_exit(15) == 0
 
-    engine = ReplayEngine.open(path)
-    config = replay_config(engine.index, options.parse([], {}), options.build_parser().parse_args([]))
-    engine, controller = build(config, engine)
-    screen = next(s for s in controller.screens if isinstance(s, EventsScreen))
-    engine.seek(engine.index.end)
+    engine, controller, screen = replayed_to_the_end(path)
     replayed = [e for e in screen.log.events(until=engine.now()) if e.kind == "reach"]
     assert [(e.source, e.old, e.new.split(":")[0]) for e in replayed] == [
         (server.address, "reachable", "unreachable"), (server.address, "unreachable", replayed[1].new)]

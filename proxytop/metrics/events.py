@@ -474,7 +474,7 @@ class EventLog:
         elif kind == "state":
             self.feed_reach(value.name, value.connected, value.error, value.wall_time, value.changed_at)
 
-    def events(self, until: Optional[float] = None, budget: Optional[float] = PULL_BUDGET) -> List[Event]:
+    def events(self, until: Optional[float] = None, budget: Optional[float] = None) -> List[Event]:
         """The events kept, oldest first; with ``until`` (the engine's time, ``now()``) those
         of readings taken at or before it (a replay moved back hides what comes later, and
         shows it again going forward). A replay folds its readings up to there for at most
@@ -496,4 +496,4 @@ class EventLog:
     def between(self, start: float, end: float) -> List[Tuple[float, str, str]]:
         """For a graph's markers: (wall time, one-character marker, short label) of each event
         seen between two wall times (both included), oldest first."""
-        return [(e.wall_time, e.marker, e.label) for e in self.events() if start <= e.wall_time <= end]
+        return [(e.wall_time, e.marker, e.label) for e in self.events(budget=PULL_BUDGET) if start <= e.wall_time <= end]

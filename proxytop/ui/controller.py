@@ -13,6 +13,7 @@ from functools import partialmethod
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from proxytop.collectors.innodb import DISCOVERY
+from proxytop.metrics.events import PULL_BUDGET
 from proxytop.metrics.history import FigureHistory
 from proxytop.polling import nodes
 from proxytop.screens.base import Confirm, DataView, Detail, Screen
@@ -759,7 +760,7 @@ class Controller:
         events = next((s for s in self.screens if s.key == "events" and s.built), None)
         if events is None or events.log.caught_up:
             return False
-        events.log.events()  # a frame's worth more, whichever screen is shown
+        events.log.events(budget=PULL_BUDGET)  # a frame's worth more, whichever screen is shown
         return not events.log.caught_up
 
     def event_markers(self, start: float, end: float) -> List[chart.Marker]:
