@@ -173,7 +173,20 @@ HISTORY_TRENDS: Tuple[Trend, ...] = (
           proxysql="proxysql_memory_bytes"),
 )
 HISTORY_STYLE = "dim"  # ProxySQL's own points, before proxytop's
-EVENT_MARKS = " ".join(f"{mark}={kind}" for kind, (mark, _meaning) in KINDS.items())  # the marks under a chart
+
+
+def event_legend(markers: Sequence[chart.Marker]) -> str:
+    """What the event marks under the charts mean: the kinds present, in KINDS' order (all of
+    them did not fit a title line at 130 columns).
+
+    >>> event_legend([chart.Marker(1.0, "S", "warning"), chart.Marker(2.0, "L", "warning"), chart.Marker(3.0, "S", "warning")])
+    '   events (E): S=status L=reload'
+    >>> event_legend([chart.Marker(1.0, "\u25b2", "header")])  # the replay's position is no event
+    ''
+    """
+    present = {m.mark for m in markers if m.style == "warning"}
+    shown = [f"{mark}={kind}" for kind, (mark, _meaning) in KINDS.items() if mark in present]
+    return f"   events (E): {' '.join(shown)}" if shown else ""
 
 
 def trend_key(trend: Trend) -> tuple:
@@ -373,8 +386,9 @@ class TrendsScreen(Screen):
         history = self.proxysql_history(view)
         lines: List[List[Tuple[str, Optional[str]]]] = [[("The whole system over ", "dim"),
                                                            (name, "header"), ("   w window", "dim")]]
-        if any(marker.style == "warning" for marker in markers):  # events under the charts: what the letters mean
-            lines[0].append((f"   events (E): {EVENT_MARKS}", "dim"))
+        legend = event_legend(markers)  # events under the charts: what their letters mean
+        if legend:
+            lines[0].append((legend, "dim"))
         if not groups:
             return lines
         room = max(1, height - 1)

@@ -13,7 +13,7 @@ from typing import Hashable, List, Optional, Sequence, Tuple
 from proxytop.metrics.history import FigureHistory
 from proxytop.screens import chart
 from proxytop.screens.figures import figure_key
-from proxytop.screens.trends import EVENT_MARKS
+from proxytop.screens.trends import event_legend
 from proxytop.screens.table import Column
 
 Segment = Tuple[str, Optional[str]]
@@ -94,14 +94,14 @@ def graph_lines(graph: Graph, columns: Sequence[Column], history: FigureHistory,
     keys = [figure_key(graph.screen, graph.row, c.key) for c in shown]
     start, end = span(graph, history, keys, now, recording)
     window = window_name(graph, recording)
-    events = bool(markers)
+    legend = event_legend(markers)
     if recording is not None:  # where the replay plays, under each chart
         markers = list(markers) + [chart.Marker(now, "\u25b2", "header")]
     title: Line = [(f"{graph.label}", "header_title"), (f"   {window}", "header")]
     if graph.cursor is not None:
         title.append((f"   cursor {chart.clock_label(graph.cursor, end - start)}", "warning_bold"))
-    if events:  # events under the charts: what the letters mean
-        title.append((f"   events (E): {EVENT_MARKS}", "dim"))
+    if legend:  # events under the charts: what their letters mean
+        title.append((legend, "dim"))
     lines: List[Line] = [title]
     if not shown:
         lines.append([("No history of this row yet: its figures are kept from the first reading after its "
