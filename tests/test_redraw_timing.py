@@ -56,6 +56,9 @@ class Controller:
     def minimum_interval(self, screen):
         return 0.5
 
+    def events_behind(self):
+        return False  # (a live engine: no replay's events to catch up)
+
 
 
 def test_a_down_source_among_many_redraws_as_its_countdown_ticks_and_not_once_it_is_back():
@@ -100,3 +103,13 @@ def test_data_falling_overdue_redraws_when_it_does_then_every_second():
     assert next_redraw_in(ctl, 103.5) == 1.0
     engine.pause()
     assert next_redraw_in(ctl, 103.5) is None  # paused: the header says when the frozen data was read
+
+
+def test_a_replays_events_still_folding_after_a_jump_ask_for_the_next_frame_at_once():
+    class Behind(Controller):
+        def events_behind(self):
+            return True
+
+    engine = Engine()
+    assert next_redraw_in(Controller(engine), time.monotonic()) is None  # nothing due: no redraw
+    assert next_redraw_in(Behind(engine), time.monotonic()) == 0.0
