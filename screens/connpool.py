@@ -495,7 +495,9 @@ class ConnPoolScreen(SidedScreen, Screen):
             folded, log, before = checkpoints[i] if i >= 0 else (None, health.StatusLog(), None)
         elif i >= 0 and (folded is None or checkpoints[i][0] > folded):  # forward, past one: from there
             folded, log, before = checkpoints[i]
-        if folded is None or current.taken_at - folded > FOLD_AT_MOST:  # a long way: its last minutes
+        if folded is not None and current.taken_at - folded > FOLD_AT_MOST and view.wall_span() is not None:
+            # a replay's long jump: its last minutes (live, every reading since the last one folded
+            # is folded: a long pause or outage loses none of the history before it)
             folded, log, before = current.taken_at - FOLD_AT_MOST, health.StatusLog(), None
         for reading in view.readings(name, folded, current.taken_at):
             if reading.data is None or not reading.data.has("status"):

@@ -209,6 +209,32 @@ def test_after_t_end_connpool_and_events_give_the_shun_the_same_time():
     assert in_events and [at for at, _server in shuns(connpool.status_log)] == in_events
 
 
+def test_live_a_long_gap_between_two_pool_readings_keeps_the_whole_history(tmp_path):
+    """The ten-minute bound is a replay's: live, a long pause or outage folds every reading
+    since the last one folded, as playing through does."""
+    class Live:  # the recording's readings, as a live engine (no wall span) would serve them
+        def __init__(self, engine):
+            self.engine = engine
+
+        def __getattr__(self, name):
+            return getattr(self.engine, name)
+
+        def wall_span(self):
+            return None
+
+    path = str(tmp_path / "quarter.rec.gz")
+    hour_recording(path, backends=5, seconds=900)
+    engine = ReplayEngine.open(path)
+    engine.pause()
+    start = engine.index.start
+    screen, view = ConnPoolScreen(), DataView(Live(engine))
+    engine.seek(start + 10)
+    screen.observe(view)
+    engine.seek(start + 899)  # 889 s later
+    screen.observe(view)
+    assert screen.status_log == played_through(engine, start + 899)
+
+
 def test_a_replays_events_are_folded_a_frame_at_a_time_after_a_long_jump(tmp_path):
     """After a jump across the recording, each frame folds a budget's worth of readings: the
     keys answer in between, and the events found in the end are those of one whole fold."""
