@@ -18,7 +18,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 import pymysql
 
 from proxytop import errors
-from proxytop.core import Collector, Table
+from proxytop.core import MYSQL_SOURCE_PREFIX, Collector, Table
 from proxytop.metrics.innodb import (ALL_METRICS, LSN_METRICS, EngineReading, Flavour, Metric, detect_flavour,
                                      metrics_from_rows, parse_status_text)
 from proxytop.metrics.rates import to_number
@@ -62,7 +62,7 @@ def server_label(endpoint: Endpoint) -> str:
 
 
 def source_name(endpoint: Endpoint) -> str:
-    return f"mysql:{server_label(endpoint)}"
+    return f"{MYSQL_SOURCE_PREFIX}{server_label(endpoint)}"
 
 
 def describe_mysql_error(exc: BaseException, password: Optional[str] = None, server: str = "") -> str:

@@ -133,6 +133,18 @@ class Collector:
         return data
 
 
+MYSQL_SOURCE_PREFIX = "mysql:"  # a MySQL server's engine source is named "mysql:host:port"
+
+
+def mysql_source_server(source_name: str) -> Optional[str]:
+    """The server (host:port) a MySQL server's source name names; None for another source.
+
+    >>> mysql_source_server("mysql:127.0.0.1:3306"), mysql_source_server("proxysql")
+    ('127.0.0.1:3306', None)
+    """
+    return source_name[len(MYSQL_SOURCE_PREFIX):] if source_name.startswith(MYSQL_SOURCE_PREFIX) else None
+
+
 _SECRET_NAME = re.compile(r"passw(or)?d|credentials|secret", re.IGNORECASE)
 # Names that mention a password but hold a count or a setting, never one (ProxySQL's
 # Access_Denied_Wrong_Password counter, MySQL's password_history, ...).

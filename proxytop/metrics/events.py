@@ -23,7 +23,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from proxytop.core import is_secret_name
+from proxytop.core import is_secret_name, mysql_source_server
 from proxytop.metrics import cluster, units
 from proxytop.metrics.rates import to_number
 
@@ -371,11 +371,7 @@ def reach_source(name: str, proxysql: str = "proxysql") -> Optional[str]:
     >>> reach_source("proxysql"), reach_source("mysql:127.0.0.1:3306"), reach_source("host")
     ('proxysql', '127.0.0.1:3306', None)
     """
-    if name == "proxysql":
-        return proxysql
-    if name.startswith("mysql:"):
-        return name[len("mysql:"):]
-    return None
+    return proxysql if name == "proxysql" else mysql_source_server(name)
 
 
 def fold_reach(state: FoldState, source: str, connected: bool, error: Optional[str], wall_time: float,

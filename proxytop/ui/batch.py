@@ -31,6 +31,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from proxytop.core import mysql_source_server
 from proxytop.metrics.events import Event, seen_at, watches
 from proxytop.metrics.rates import NO_RATE_YET, RATES_PENDING
 from proxytop.screens.base import Screen
@@ -42,7 +43,6 @@ from proxytop.screens.table import Column, Row, TableState, rows_word
 
 FORMATS = ("table", "json", "csv")
 CONNECT_ATTEMPTS = 3  # ProxySQL failures in a row (retried with backoff) before giving up
-MYSQL_SOURCE = "mysql:"  # how a MySQL server's source is named (collectors.innodb.source_name)
 PROXYSQL = "proxysql"
 TICK = 0.05  # seconds between checks while waiting (live)
 
@@ -401,7 +401,7 @@ class BatchRun:
         """Live, with no ProxySQL read: the MySQL servers' connection states."""
         if self.engine.replaying or self.uses_proxysql():
             return []
-        return [s for s in self.engine.states() if s.name.startswith(MYSQL_SOURCE)]
+        return [s for s in self.engine.states() if mysql_source_server(s.name) is not None]
 
     def mysql_trying(self) -> bool:
         """Every MySQL server is down, and one is still being tried (not given up on yet)."""
@@ -419,7 +419,7 @@ class BatchRun:
         states = self.mysql_states()
         if states and all(not s.connected and s.failures >= CONNECT_ATTEMPTS for s in states):
             return "cannot connect to " + "; ".join(
-                f"MySQL at {s.name[len(MYSQL_SOURCE):]} after {s.failures} attempts: {s.error}" for s in states)
+                f"MySQL at {mysql_source_server(s.name)} after {s.failures} attempts: {s.error}" for s in states)
         return None
 
     def run(self) -> int:
