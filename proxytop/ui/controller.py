@@ -475,10 +475,13 @@ class Controller:
             return
         screens = {screen.key: screen for screen in trends.from_screens}
         for key, at in trends.new_inputs(self.engine.latest, self._trend_made):
-            trends_module.keep_trend_values(self.figures, {key: trends.rows_of(key, self.view)}, at)
+            rows = trends.rows_of(key, self.view)
+            trends_module.keep_trend_values(self.figures, {key: rows}, at)
             screen = screens.get(key)
             if key in PAST_KEPT and screen is not self.screen:  # a hidden screen's figures: its graphs have a past
-                self.keep_figures(screen, screen.arrange(screen.rows(self.view), self.ui.tables[key]))
+                # (Replication's trend rows are its screen's own; ConnPool's trends read fixed readings)
+                own = screen.rows(self.view) if key in trends_module.FIXED_READINGS else rows
+                self.keep_figures(screen, screen.arrange(own, self.ui.tables[key]))
 
     def keep_figures(self, screen: Screen, rows: Sequence[dict]) -> None:
         """The numbers of the screen's top rows, at the time of its newest reading (rows made
@@ -755,9 +758,13 @@ class Controller:
 
     do_graph_down, do_graph_up = partialmethod(_graph_scroll, +1), partialmethod(_graph_scroll, -1)
 
+    def events_screen(self):
+        """The Events tab (its log marks the charts), or None where it is not built."""
+        return next((s for s in self.screens if s.key == "events" and s.built), None)
+
     def events_behind(self) -> bool:
         """A replay's Events log still folding the readings up to the position (after a jump)."""
-        events = next((s for s in self.screens if s.key == "events" and s.built), None)
+        events = self.events_screen()
         if events is None or events.log.caught_up:
             return False
         events.log.events(budget=PULL_BUDGET)  # a frame's worth more, whichever screen is shown
@@ -765,7 +772,7 @@ class Controller:
 
     def event_markers(self, start: float, end: float) -> List[chart.Marker]:
         """The events between two wall times as marks under a chart (the Events tab's log)."""
-        events = next((s for s in self.screens if s.key == "events" and s.built), None)
+        events = self.events_screen()
         if events is None:
             return []
         return [chart.Marker(t, mark, "warning") for t, mark, _label in events.log.between(start, end)]
