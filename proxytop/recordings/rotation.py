@@ -12,12 +12,12 @@ import re
 import time
 from typing import List, NamedTuple, Optional, Sequence
 
+from proxytop.metrics import quantities
+
 PREFIX = "proxytop-"
 SUFFIX = ".rec.gz"
 HOUR = 3600.0
 _NAME = re.compile(r"^proxytop-(\d{8})-(\d{6})\.rec\.gz$")
-_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
 class RecordingFile(NamedTuple):
@@ -122,10 +122,10 @@ def parse_age(text: str) -> float:
     >>> parse_age("48h"), parse_age("2d"), parse_age("90m"), parse_age("12")
     (172800.0, 172800.0, 5400.0, 43200.0)
     """
-    match = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", text.lower())
-    if not match or float(match.group(1)) <= 0:
+    seconds = _figure(text, "s", bare_unit="h")
+    if seconds is None or seconds <= 0:
         raise ValueError(f"'{text}' is not a retention time (48h, 2d, 90m)")
-    return float(match.group(1)) * _AGE_UNITS[match.group(2) or "h"]
+    return seconds
 
 
 def parse_size(text: str) -> int:
@@ -134,7 +134,15 @@ def parse_size(text: str) -> int:
     >>> parse_size("2G"), parse_size("500M"), parse_size("1.5k"), parse_size("100")
     (2147483648, 524288000, 1536, 100)
     """
-    match = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", text.lower())
-    if not match or float(match.group(1)) <= 0:
+    size = _figure(text, "B")
+    if size is None or size <= 0:
         raise ValueError(f"'{text}' is not a size (2G, 500M, 64k)")
-    return int(float(match.group(1)) * _SIZE_UNITS[match.group(2)])
+    return int(size)
+
+
+def _figure(text: str, unit: str, bare_unit: str = "") -> Optional[float]:
+    """``text`` read in ``unit`` as a filter reads a figure (proxytop.metrics.quantities), or None."""
+    try:
+        return quantities.read(text, unit, bare_unit)[0]
+    except quantities.UnitError:
+        return None
