@@ -37,8 +37,6 @@ class Term:
     reading: str = ""  # a comparison as it was read: "Time > 2 s" (value)
 
 
-
-
 @dataclass(frozen=True)
 class Filter:
     text: str
@@ -164,10 +162,7 @@ def bare_unit(column) -> str:
     """
     if not column.unit:
         return ""
-    if column.bare_unit:
-        return column.bare_unit
-    kind = quantities.unit(column.unit)
-    return quantities.BARE[kind.kind] + {None: "", 1.0: "/s", 60.0: "/m", 3600.0: "/h"}[kind.per]
+    return column.bare_unit or quantities.bare_unit_of(column.unit)
 
 
 def _number(text: str) -> Optional[float]:

@@ -63,6 +63,17 @@ def unit(name: str) -> Unit:
     return Unit(name, kind, factor, DURATIONS[per.lower()] if per else None)
 
 
+def bare_unit_of(column_unit: str) -> str:
+    """What a figure typed without a unit means on a column of ``column_unit``: seconds or
+    bytes, per the column's own time unit for a rate.
+
+    >>> bare_unit_of("ms"), bare_unit_of("KiB/s"), bare_unit_of("B/h")
+    ('s', 'B/s', 'B/h')
+    """
+    column = unit(column_unit)
+    return BARE[column.kind] + (_per_name(column.per) if column.per else "")
+
+
 def _kind_of(name: str, first: str = "duration") -> Tuple[Optional[str], float]:
     """The kind of a unit and its factor; ``first`` is the kind looked in first (``m`` is a
     minute for a duration, a mebibyte for a size)."""
@@ -95,7 +106,7 @@ def read(text: str, column_unit: str, bare_unit: str = "") -> Tuple[float, str]:
     if not typed:
         if per:
             raise UnitError(f"'{text}': a rate needs a unit before the /")
-        typed = bare_unit or (BARE[column.kind] + (_per_name(column.per) if column.per else ""))
+        typed = bare_unit or bare_unit_of(column_unit)
         typed, _, per = typed.partition("/")
     kind, factor = _kind_of(typed, column.kind)
     if kind != column.kind:
